@@ -1,0 +1,149 @@
+"""The one settings table: every tunable with its default and help text.
+
+The CLI, the app and the docs all read `SETTINGS`; decisions record the settings that produced
+them through `settings_hash`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One tunable: name, default value, help text, and whether it changes decisions."""
+
+    name: str
+    default: Any
+    help: str
+    affects_decisions: bool = True
+
+
+_DEFAULT_DB = Path(os.environ.get("CLAWVIZ_HOME", Path.home() / ".clawviz")) / "clawviz.db"
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "database_url",
+        f"sqlite:///{_DEFAULT_DB}",
+        "SQLAlchemy URL of the store. Env var CLAWVIZ_DATABASE_URL overrides it.",
+        affects_decisions=False,
+    ),
+    Setting(
+        "max_leaves",
+        8,
+        "An episode whose main segment trees have more leaves than this (after retries are "
+        "removed) is dropped as too_many_branches. The paper does not disclose its value.",
+    ),
+    Setting(
+        "branch_policy",
+        "longest",
+        "'longest' keeps one root-to-leaf path per segment (most generated tokens); "
+        "'all_valid' keeps every valid path (PPO on the tree).",
+    ),
+    Setting(
+        "unsupported_tools",
+        ("canvas",),
+        "A main call that uses one of these tools drops the episode (unsupported_tool).",
+    ),
+    Setting(
+        "reward_threshold",
+        0.5,
+        "Episodes with reward below this are dropped for SFT selection (below_reward_threshold).",
+    ),
+    Setting(
+        "grpo_leave_one_out",
+        False,
+        "GRPO baseline: mean of the other attempts in the group instead of the whole group.",
+    ),
+    Setting(
+        "grpo_no_std",
+        False,
+        "Dr. GRPO: do not divide the advantage by the group's standard deviation.",
+    ),
+    Setting(
+        "grpo_eps",
+        1e-6,
+        "Added to sigma in A_i = (R_i - mu) / (sigma + eps); groups with sigma < eps get 0.",
+    ),
+    Setting(
+        "is_ratio_cap",
+        2.0,
+        "C in the truncated importance ratio min(exp(logp_train - logp_rollout), C).",
+    ),
+    Setting(
+        "reward_weights",
+        None,
+        "Optional {'checks': w, 'rubric': w} weights combining check mean and rubric score.",
+    ),
+    Setting(
+        "checker_timeout_s",
+        60,
+        "Time limit for running a task's checker in a separate process.",
+        affects_decisions=False,
+    ),
+    Setting(
+        "archive_max_bytes",
+        512 * 1024 * 1024,
+        "Largest total uncompressed size an archive may extract to.",
+        affects_decisions=False,
+    ),
+    Setting(
+        "archive_max_files",
+        20000,
+        "Largest number of entries an archive may extract.",
+        affects_decisions=False,
+    ),
+)
+
+SETTINGS_BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved values of the settings table (defaults overridden by keyword)."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "values":
+            raise AttributeError(name)
+        if name in self.values:
+            return self.values[name]
+        if name in SETTINGS_BY_NAME:
+            return SETTINGS_BY_NAME[name].default
+        raise AttributeError(name)
+
+    def with_(self, **changes: Any) -> Settings:
+        unknown = set(changes) - set(SETTINGS_BY_NAME)
+        if unknown:
+            raise KeyError(f"unknown settings: {sorted(unknown)}")
+        return Settings({**self.values, **changes})
+
+    def decision_values(self) -> dict[str, Any]:
+        """The values that change decisions, with defaults filled in."""
+        return {
+            s.name: _jsonable(getattr(self, s.name)) for s in SETTINGS if s.affects_decisions
+        }
+
+    @property
+    def settings_hash(self) -> str:
+        blob = json.dumps(self.decision_values(), sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    @property
+    def resolved_database_url(self) -> str:
+        return os.environ.get("CLAWVIZ_DATABASE_URL") or self.database_url
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, (tuple, list, set, frozenset)):
+        return sorted(v) if isinstance(v, (set, frozenset)) else list(v)
+    return v
+
+
+DEFAULT_SETTINGS = Settings()

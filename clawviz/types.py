@@ -1,0 +1,159 @@
+"""Plain data shapes shared by ingest, reconstruction, the store and the app.
+
+Messages are plain dicts in one internal shape (Anthropic-like), whatever the wire format was:
+``{"role": "system"|"user"|"assistant"|"tool", "content": [block, ...]}`` where a block is one of
+``{"type": "text", "text": str}``,
+``{"type": "image"}`` (payload dropped from the canonical form, kept in raw),
+``{"type": "tool_use", "id": str, "name": str, "input": Any}``,
+``{"type": "tool_result", "tool_use_id": str, "content": str, "is_error": bool}``,
+``{"type": "thinking", "thinking": str}``, ``{"type": "redacted_thinking"}``.
+OpenAI ``tool`` messages become a ``user`` message holding one ``tool_result`` block; assistant
+``tool_calls`` become ``tool_use`` blocks; ``reasoning_content`` becomes a ``thinking`` block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Message = dict[str, Any]
+
+Endpoint = Literal["anthropic_messages", "openai_chat", "openai_responses", "non_model"]
+Failure = Literal["failed_http", "truncated_stream", "orphaned_request"]
+State = Literal["kept", "pruned", "auxiliary", "failed"]
+Role = Literal[
+    "main",
+    "aux_utility",
+    "aux_summary",
+    "aux_subagent",
+    "aux_heartbeat",
+    "aux_cron",
+    "aux_memory_flush",
+    "aux_non_model",
+]
+SourceKind = Literal["exchange", "transcript"]
+
+
+@dataclass
+class Usage:
+    """Token counts of one response (None when the log does not say)."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+
+
+@dataclass
+class Rollout:
+    """Token-level data logged by an RL-aware server (vLLM / SGLang / clawviz recorder)."""
+
+    prompt_token_ids: list[int] | None = None
+    output_token_ids: list[int] | None = None
+    output_logprobs: list[float] | None = None
+    trainer_logprobs: list[float] | None = None
+    values: list[float] | None = None
+    policy_version: int | None = None
+
+
+@dataclass
+class Call:
+    """One recorded model call (one exchange-log line or one replayed transcript turn)."""
+
+    call_id: str
+    source_file: str
+    line: int
+    endpoint: Endpoint
+    method: str = "POST"
+    url: str = ""
+    seq: int | None = None
+    t_request: float | None = None
+    t_response: float | None = None
+    http_status: int | None = None
+    episode_id: str | None = None
+    task_id: str | None = None
+    harness: str | None = None
+    attempt: int | None = None
+    model: str | None = None
+    model_role: str | None = None
+    turn_type: str | None = None
+    """Ground truth from X-Turn-Type / ClawGym model prefix / clawviz.role, if any."""
+    session_id: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    system: str = ""
+    tools: list[str] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+    response: Message | None = None
+    stop_reason: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    failure: Failure | None = None
+    error: str | None = None
+    delivered: bool | None = None
+    rollout: Rollout | None = None
+    source_kind: SourceKind = "exchange"
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Format-specific facts (e.g. transcript model_change, thinking level)."""
+
+    @property
+    def generated_tokens(self) -> int | None:
+        if self.rollout and self.rollout.output_token_ids is not None:
+            return len(self.rollout.output_token_ids)
+        return self.usage.output_tokens
+
+
+@dataclass
+class Reason:
+    """A reason code with the evidence that triggered it, e.g. ('too_many_branches', '9 > 8')."""
+
+    code: str
+    evidence: str = ""
+    call_id: str | None = None
+
+
+@dataclass
+class CallDecision:
+    """What reconstruction decided about one call."""
+
+    call_id: str
+    role: str
+    state: str
+    reason: str | None
+    role_reason: str = ""
+    parent_call: str | None = None
+    retry_of: str | None = None
+    segment: int | None = None
+    thread: str = ""
+    linked_call: str | None = None
+    """Spawning call of a sub-agent, summary call of a continuation, tip summarised by a summary."""
+    depth: int = 0
+
+
+@dataclass
+class PathInfo:
+    """One root-to-leaf path of a main segment tree."""
+
+    path_id: str
+    segment: int
+    call_ids: list[str]
+    state: str
+    reason: str | None
+    generated_tokens: int
+    reward: float | None = None
+    advantage: float | None = None
+    ppo_return: float | None = None
+    has_values: bool = False
+
+
+@dataclass
+class EpisodeAnalysis:
+    """The whole result of reconstruction for one episode under one settings hash."""
+
+    episode_id: str
+    settings_hash: str
+    status: Literal["kept", "dropped"]
+    reasons: list[Reason]
+    decisions: dict[str, CallDecision]
+    paths: list[PathInfo]
+    reward: float | None
+    advantage: float | None = None
+    n_segments: int = 0
