@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import random
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -692,18 +693,45 @@ def _write_lines(out, records: Iterator[dict[str, Any]], stats: GenStats) -> Non
         stats.bytes_written += len(line)
 
 
-def write_log(path: Path, target_bytes: int, *, seed: int = 1) -> GenStats:
-    """Write whole SFT-shaped episodes to `path` until it holds about `target_bytes`."""
+def write_log(
+    path: Path, target_bytes: int, *, seed: int = 1, results: Path | None = None
+) -> GenStats:
+    """Write whole SFT-shaped episodes to `path` until it holds about `target_bytes`.
+
+    With `results`, also write a results.jsonl line (reward, checks) for every episode.
+    """
     rng = random.Random(seed)
     pool = TextPool(rng)
     stats = GenStats()
+    specs: list[EpisodeSpec] = []
     with open(path, "wb", buffering=1 << 20) as out:
         for spec in episode_specs(rng):
             if stats.bytes_written >= target_bytes:
                 break
+            specs.append(spec)
             _write_lines(out, EpisodeGen(spec, pool, stats).lines(), stats)
     _write_meta(path, stats)
+    if results is not None:
+        write_results(results, specs, seed=seed)
     return stats
+
+
+def write_results(path: Path, specs: list[EpisodeSpec], *, seed: int = 1) -> None:
+    """One results.jsonl line per episode: three named checks and their mean as the reward."""
+    rng = random.Random(seed + 1000)
+    with open(path, "wb") as out:
+        for s in specs:
+            checks = {f"check_{i}": float(rng.random() < 0.6) for i in range(3)}
+            row = {
+                "episode_id": s.episode_id,
+                "task_id": s.task_id,
+                "harness": s.harness,
+                "model": "claude-sonnet-4-5" if s.harness == "claude-code" else "qwen3-8b",
+                "attempt": s.attempt,
+                "reward": sum(checks.values()) / len(checks),
+                "checks": checks,
+            }
+            out.write(orjson.dumps(row) + b"\n")
 
 
 def write_long_episode(path: Path, n_calls: int, *, seed: int = 2) -> GenStats:
@@ -725,6 +753,66 @@ def write_long_episode(path: Path, n_calls: int, *, seed: int = 2) -> GenStats:
         _write_lines(out, EpisodeGen(spec, pool, stats).lines(), stats)
     _write_meta(path, stats)
     return stats
+
+
+def replicate_episodes(engine: Any, n_episodes: int) -> int:
+    """Grow a store to `n_episodes` by copying its analysed episodes under new ids.
+
+    Ingesting 25,000 SFT-sized episodes would mean generating an ~18 GB log, so the Runs-page
+    store is made from a few template episodes that went through the real ingest and analysis,
+    copied row for row (episode, call, decision, episode_status, result) with suffixed episode,
+    call and task ids. Messages are content-addressed, so copies share them. Returns the count.
+    """
+    from sqlalchemy import func, select
+
+    from clawviz import models
+
+    tables = [
+        models.Episode.__table__,
+        models.CallRow.__table__,
+        models.DecisionRow.__table__,
+        models.EpisodeStatus.__table__,
+        models.Result.__table__,
+    ]
+    with engine.connect() as conn:
+        rows = {t.name: [dict(r) for r in conn.execute(select(t)).mappings()] for t in tables}
+    episodes = [r["episode_id"] for r in rows["episode"]]
+    if not episodes:
+        raise ValueError("no template episodes to replicate")
+    call_ids = {r["call_id"] for r in rows["call"]}
+    id_re = re.compile("|".join(re.escape(c) for c in sorted(call_ids, key=len, reverse=True)))
+    have = len(episodes)
+    copy = 0
+    with engine.begin() as conn:
+        while have < n_episodes:
+            copy += 1
+            wanted = set(episodes[: n_episodes - have])
+            suffix = f"~{copy}"
+            for t in tables:
+                batch = [
+                    _suffixed(r, suffix, call_ids, id_re)
+                    for r in rows[t.name]
+                    if r.get("episode_id") in wanted
+                ]
+                if batch:
+                    conn.execute(t.insert(), batch)
+            have += len(wanted)
+        total = conn.execute(select(func.count()).select_from(tables[0])).scalar_one()
+    return int(total)
+
+
+def _suffixed(row: dict[str, Any], suffix: str, call_ids: set[str], id_re: re.Pattern) -> dict:
+    out = dict(row)
+    out.pop("id", None)  # autoincrement keys (result) get new values
+    for key in ("episode_id", "call_id", "task_id", "parent_call", "retry_of", "linked_call"):
+        if out.get(key) is not None:
+            out[key] = out[key] + suffix
+    if out.get("thread") in call_ids:
+        out["thread"] = out["thread"] + suffix
+    for key in ("paths_json", "reasons_json"):
+        if out.get(key):
+            out[key] = id_re.sub(lambda m: m.group(0) + suffix, out[key])
+    return out
 
 
 def _write_meta(path: Path, stats: GenStats) -> None:

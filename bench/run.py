@@ -1,0 +1,638 @@
+"""clawviz benchmarks: speed, memory and storage, as ratios against baselines of the same run.
+
+`python bench/run.py` runs the full set (100 MB and 1 GB logs, 1,000-call episode, 25,000-episode
+store) and writes the table into bench/README.md; `python bench/run.py --quick` is a smoke run
+with small sizes (CI runs it to prove the script works). Timings are medians of several runs;
+nothing here asserts a timing. A figure whose library piece is missing prints
+`n/a (not built yet)`; an exception in a built piece is shown and makes the exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import importlib
+import importlib.metadata
+import json
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(BENCH))
+
+import gen  # noqa: E402
+
+README = BENCH / "README.md"
+START = "<!-- results:start -->"
+END = "<!-- results:end -->"
+MB = 1_000_000
+
+
+@dataclass(frozen=True)
+class Scale:
+    """Sizes and repeat counts of one kind of run."""
+
+    name: str
+    log_mb: float
+    big_log_mb: float | None
+    long_calls: int
+    short_calls: int
+    page_calls: int
+    store_episodes: int
+    repeats: int
+
+
+FULL = Scale("full", 100, 1000, 1000, 100, 300, 25_000, 5)
+QUICK = Scale("quick", 5, None, 200, 20, 100, 500, 3)
+
+
+@dataclass
+class Figure:
+    """One row of the results table."""
+
+    name: str
+    value: str = "n/a"
+    baseline: str = ""
+    ratio: str = ""
+    target: str = ""
+    met: str = ""
+    note: str = ""
+
+
+class NotBuilt(Exception):
+    """A library piece the figure needs has not landed yet."""
+
+
+@dataclass
+class Bench:
+    """State shared by the figures of one run."""
+
+    scale: Scale
+    out: Path
+    profile: bool = False
+    figures: list[Figure] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    facts: dict[str, str] = field(default_factory=dict)
+
+
+def need(module: str, *names: str) -> Any:
+    """Import `module` and check it has `names`, else raise NotBuilt."""
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name and (module == e.name or module.startswith(e.name + ".")):
+            raise NotBuilt(module) from e
+        raise
+    missing = [n for n in names if not hasattr(mod, n)]
+    if missing:
+        raise NotBuilt(f"{module}.{missing[0]}")
+    return mod
+
+
+def median_time(fn: Callable[[], Any], repeats: int) -> tuple[float, list[float]]:
+    """Median wall time of `repeats` calls of `fn` (seconds) and all the samples."""
+    samples = []
+    for _ in range(repeats):
+        gc.collect()
+        t = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t)
+    return statistics.median(samples), samples
+
+
+def fmt_s(s: float) -> str:
+    return f"{s * 1000:.0f} ms" if s < 1 else f"{s:.2f} s"
+
+
+def verdict(ok: bool) -> str:
+    return "yes" if ok else "**NO**"
+
+
+@contextlib.contextmanager
+def profiled(b: Bench, label: str) -> Iterator[None]:
+    """With --profile, write a pyinstrument text profile of the block to out/profiles/."""
+    if not b.profile:
+        yield
+        return
+    from pyinstrument import Profiler
+
+    p = Profiler(interval=0.001)
+    p.start()
+    try:
+        yield
+    finally:
+        p.stop()
+        path = b.out / "profiles" / f"{label}.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(p.output_text(unicode=False, color=False, show_all=False))
+        print(f"  profile: {path}")
+
+
+# ----- data ------------------------------------------------------------------------------------
+def cached_log(b: Bench, name: str, make: Callable[[Path], Any]) -> tuple[Path, dict]:
+    """Generate a log once per out dir (the generator is deterministic) and return its meta."""
+    path = b.out / name
+    meta = gen.read_meta(path)
+    if meta is None or not path.exists():
+        t = time.perf_counter()
+        make(path)
+        meta = gen.read_meta(path)
+        print(
+            f"  generated {name}: {meta['bytes_written'] / MB:.1f} MB in "
+            f"{time.perf_counter() - t:.1f} s"
+        )
+    return path, meta
+
+
+def fresh_db(b: Bench, name: str) -> tuple[str, Path]:
+    path = b.out / "db" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    return f"sqlite:///{path}", path
+
+
+def ingest_into(url: str, paths: list[Path]) -> Any:
+    """Ingest `paths` into the store at `url` with the real pipeline; returns the report."""
+    ingest = need("clawviz.ingest", "ingest_paths")
+    from sqlmodel import Session
+
+    from clawviz.db import get_engine
+
+    with Session(get_engine(url)) as s:
+        report = ingest.ingest_paths(paths, session=s)
+        s.commit()
+    return report
+
+
+def store_bytes(url: str, path: Path) -> int:
+    """Size of a SQLite store on disk after folding the WAL back into the main file."""
+    from sqlalchemy import text
+
+    from clawviz.db import get_engine
+
+    engine = get_engine(url)
+    with engine.connect() as conn:
+        conn.execute(text("PRAGMA wal_checkpoint(TRUNCATE)"))
+    engine.dispose()
+    return sum(
+        Path(str(path) + s).stat().st_size
+        for s in ("", "-wal", "-shm")
+        if Path(str(path) + s).exists()
+    )
+
+
+# ----- figures ---------------------------------------------------------------------------------
+def fig_ingest(b: Bench) -> list[Figure]:
+    """Ingest wall time vs orjson.loads / pandas.read_json, and store size vs raw / distinct."""
+    import orjson
+    import pandas as pd
+
+    sc = b.scale
+    log, meta = cached_log(
+        b, f"log-{sc.log_mb:g}MB.jsonl", lambda p: gen.write_log(p, int(sc.log_mb * MB))
+    )
+    size = log.stat().st_size
+    label = f"{size / MB:.0f} MB log"
+
+    def orjson_only() -> None:
+        with open(log, "rb") as f:
+            for line in f:
+                orjson.loads(line)
+
+    def pandas_only() -> None:
+        pd.read_json(log, lines=True)
+
+    t_orjson, _ = median_time(orjson_only, sc.repeats)
+    t_pandas, _ = median_time(pandas_only, max(1, sc.repeats - 2))
+    b.facts["baseline orjson.loads"] = f"{fmt_s(t_orjson)} ({size / MB / t_orjson:.0f} MB/s)"
+    b.facts["baseline pandas.read_json"] = f"{fmt_s(t_pandas)}"
+
+    rows = [
+        Figure(f"ingest wall time, {label}", target="<= 4x"),
+        Figure(f"ingest wall time, {label}", target="<= 0.5x"),
+        Figure("store size", target="<= 0.25x raw"),
+        Figure("store size", target="<= 1.5x distinct"),
+    ]
+    rows[0].baseline = f"orjson.loads per line: {fmt_s(t_orjson)}"
+    rows[1].baseline = f"pandas.read_json(lines=True): {fmt_s(t_pandas)}"
+    rows[2].baseline = f"raw log: {size / MB:.1f} MB"
+    rows[3].baseline = f"distinct messages: {meta['distinct_bytes'] / MB:.1f} MB"
+    try:
+        need("clawviz.ingest", "ingest_paths")
+    except NotBuilt:
+        for r in rows:
+            r.value = "n/a (not built yet)"
+        return rows
+
+    runs = []
+    report = None
+    db_path = None
+    for i in range(sc.repeats if sc.name == "quick" else 3):
+        url, db_path = fresh_db(b, f"ingest-{i}.db")
+        from clawviz.db import get_engine
+
+        get_engine(url)  # table creation is not part of ingest time
+        gc.collect()
+        t = time.perf_counter()
+        with profiled(b, "ingest") if i == 0 else contextlib.nullcontext():
+            report = ingest_into(url, [log])
+        runs.append(time.perf_counter() - t)
+        if i > 0:
+            get_engine(url).dispose()
+    t_ingest = statistics.median(runs)
+    n_calls = getattr(report, "n_calls", None)
+    n_rej = len(getattr(report, "rejected", []) or [])
+    b.facts["ingest"] = (
+        f"{fmt_s(t_ingest)} for {size / MB:.0f} MB, {meta['n_lines']} lines "
+        f"({size / MB / t_ingest:.1f} MB/s); report: {n_calls} calls, "
+        f"{getattr(report, 'n_episodes', '?')} episodes, {n_rej} rejected"
+    )
+    if n_calls is not None and n_calls != meta["n_calls"]:
+        b.errors.append(f"ingest read {n_calls} calls, generator wrote {meta['n_calls']}")
+    r0 = t_ingest / t_orjson
+    r1 = t_ingest / t_pandas
+    rows[0].value = rows[1].value = fmt_s(t_ingest)
+    rows[0].ratio, rows[0].met = f"{r0:.2f}x", verdict(r0 <= 4)
+    rows[1].ratio, rows[1].met = f"{r1:.2f}x", verdict(r1 <= 0.5)
+
+    url0 = f"sqlite:///{b.out / 'db' / 'ingest-0.db'}"
+    stored = store_bytes(url0, b.out / "db" / "ingest-0.db")
+    rows[2].value = rows[3].value = f"{stored / MB:.1f} MB"
+    s0 = stored / size
+    s1 = stored / meta["distinct_bytes"]
+    rows[2].ratio, rows[2].met = f"{s0:.3f}x", verdict(s0 <= 0.25)
+    rows[3].ratio, rows[3].met = f"{s1:.2f}x", verdict(s1 <= 1.5)
+    b.facts["store tables"] = table_sizes(b.out / "db" / "ingest-0.db")
+    return rows
+
+
+def table_sizes(path: Path) -> str:
+    """Bytes per table (dbstat), largest first, to explain the store size."""
+    import sqlite3
+
+    con = sqlite3.connect(path)
+    try:
+        rows = con.execute(
+            "SELECT name, SUM(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC LIMIT 6"
+        ).fetchall()
+    except sqlite3.OperationalError:
+        return "dbstat not available"
+    finally:
+        con.close()
+    return ", ".join(f"{n} {s / MB:.1f} MB" for n, s in rows)
+
+
+def fig_peak_rss(b: Bench) -> list[Figure]:
+    """Peak RSS of a separate process ingesting the big log (the quick log with --quick)."""
+    sc = b.scale
+    if sc.big_log_mb is None:
+        log, meta = cached_log(
+            b, f"log-{sc.log_mb:g}MB.jsonl", lambda p: gen.write_log(p, int(sc.log_mb * MB))
+        )
+    else:
+        log, meta = cached_log(
+            b,
+            f"log-{sc.big_log_mb:g}MB.jsonl",
+            lambda p: gen.write_log(p, int(sc.big_log_mb * MB), seed=3),
+        )
+    fig = Figure(f"peak RSS ingesting {log.stat().st_size / MB:.0f} MB log", target="<= 300 MB")
+    try:
+        need("clawviz.ingest", "ingest_paths")
+    except NotBuilt:
+        fig.value = "n/a (not built yet)"
+        return [fig]
+    url, _ = fresh_db(b, "rss.db")
+    t = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--child-ingest", str(log), url],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"child ingest failed: {proc.stderr.strip()[-2000:]}")
+    child = json.loads(proc.stdout.strip().splitlines()[-1])
+    peak = child["peak_kb"] / 1000
+    fig.value = f"{peak:.0f} MB"
+    fig.baseline = f"interpreter + imports: {child['imports_kb'] / 1000:.0f} MB"
+    fig.met = verdict(peak <= 300)
+    b.facts["big ingest"] = f"{fmt_s(time.perf_counter() - t)} wall, in a child process"
+    return [fig]
+
+
+def child_ingest(log: str, url: str) -> None:
+    """--child-ingest: ingest one log and print this process's peak RSS (KB) as JSON."""
+    # Imports count towards the baseline, not towards the ingest.
+    importlib.import_module("clawviz.db")
+    importlib.import_module("clawviz.ingest")
+
+    imports_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    report = ingest_into(url, [Path(log)])
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(
+        json.dumps(
+            {
+                "imports_kb": imports_kb,
+                "peak_kb": peak_kb,
+                "n_calls": getattr(report, "n_calls", None),
+            }
+        )
+    )
+
+
+def long_episode_calls(b: Bench, n: int) -> list[Any]:
+    """Calls of one generated n-call episode, through the real ingest and store."""
+    store = need("clawviz.store", "load_calls")
+    log, _ = cached_log(b, f"episode-{n}.jsonl", lambda p: gen.write_long_episode(p, n))
+    url, _ = fresh_db(b, f"episode-{n}.db")
+    ingest_into(url, [log])
+    from sqlmodel import Session
+
+    from clawviz.db import get_engine
+
+    with Session(get_engine(url)) as s:
+        t = time.perf_counter()
+        calls = store.load_calls(s, f"long-{n}")
+        b.facts[f"load_calls({n}-call episode)"] = fmt_s(time.perf_counter() - t)
+    get_engine(url).dispose()
+    if not calls:
+        raise RuntimeError(f"no calls loaded for long-{n}")
+    return calls
+
+
+def fig_analysis(b: Bench) -> list[Figure]:
+    """analyse_episode (reconstruct + classify + prune) on a long episode, and its growth."""
+    sc = b.scale
+    big = Figure(
+        f"reconstruct + classify + prune, {sc.long_calls:,}-call episode", target="<= 100 ms"
+    )
+    growth = Figure(
+        f"growth: {sc.long_calls:,}-call vs {sc.short_calls}-call episode", target="<= 12x"
+    )
+    try:
+        analysis = need("clawviz.analysis", "analyse_episode")
+        need("clawviz.ingest", "ingest_paths")
+        need("clawviz.store", "load_calls")
+    except NotBuilt:
+        big.value = growth.value = "n/a (not built yet)"
+        return [big, growth]
+    from clawviz.settings import DEFAULT_SETTINGS
+
+    times = {}
+    for n in (sc.short_calls, sc.long_calls):
+        calls = long_episode_calls(b, n)
+
+        def run(calls: list[Any] = calls) -> Any:
+            return analysis.analyse_episode(calls, reward=1.0, settings=DEFAULT_SETTINGS)
+
+        result = run()  # warm-up; also shows what was decided
+        times[n], _ = median_time(run, max(5, sc.repeats))
+        states: dict[str, int] = {}
+        for d in result.decisions.values():
+            states[d.state] = states.get(d.state, 0) + 1
+        b.facts[f"analysis of {n}-call episode"] = (
+            f"{len(calls)} calls, status {result.status}, states {states}, "
+            f"{result.n_segments} segments"
+        )
+        if n == sc.long_calls:
+            with profiled(b, "analysis"):
+                run()
+    big.value = fmt_s(times[sc.long_calls])
+    big.met = verdict(times[sc.long_calls] <= 0.1)
+    g = times[sc.long_calls] / times[sc.short_calls]
+    growth.value = f"{g:.1f}x"
+    growth.baseline = f"{sc.short_calls}-call: {fmt_s(times[sc.short_calls])}"
+    growth.ratio = f"{g:.1f}x for {sc.long_calls / sc.short_calls:.0f}x calls"
+    growth.met = verdict(g <= 12)
+    return [big, growth]
+
+
+def apptest_median(b: Bench, page: str, url: str, query: dict[str, str], label: str) -> float:
+    """Median wall time of an AppTest run of `page` (fresh data caches, warm imports)."""
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    os.environ["CLAWVIZ_DATABASE_URL"] = url
+
+    def once() -> None:
+        st.cache_data.clear()
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+        for k, v in query.items():
+            at.query_params[k] = v
+        at.switch_page(page)
+        at.run()
+        if at.exception:
+            raise RuntimeError(f"{page}: {at.exception[0].message}")
+
+    once()  # warm-up: module imports and the cached engine, not part of a page view
+    with profiled(b, label):
+        once()
+    t, samples = median_time(once, b.scale.repeats)
+    b.facts[f"{label} samples"] = ", ".join(fmt_s(s) for s in samples)
+    return t
+
+
+def analysed_store(b: Bench, name: str, logs: list[Path]) -> tuple[str, Path]:
+    """A store holding `logs`, ingested and analysed under the default settings."""
+    analysis = need("clawviz.analysis", "ensure_analysis")
+    url, path = fresh_db(b, name)
+    ingest_into(url, logs)
+    from sqlmodel import Session
+
+    from clawviz.db import get_engine
+
+    with Session(get_engine(url)) as s:
+        analysis.ensure_analysis(s)
+        s.commit()
+    return url, path
+
+
+def fig_episode_page(b: Bench) -> list[Figure]:
+    n = b.scale.page_calls
+    fig = Figure(f"Episode page (AppTest run), {n}-call episode", target="<= 1.5 s")
+    try:
+        need("clawviz.analysis", "ensure_analysis")
+        need("clawviz.ingest", "ingest_paths")
+        if not (ROOT / "app.py").exists() or not (ROOT / "pages" / "episode.py").exists():
+            raise NotBuilt("pages/episode.py")
+    except NotBuilt:
+        fig.value = "n/a (not built yet)"
+        return [fig]
+    log, _ = cached_log(b, f"episode-{n}.jsonl", lambda p: gen.write_long_episode(p, n))
+    url, _ = analysed_store(b, "episode-page.db", [log])
+    t = apptest_median(b, "pages/episode.py", url, {"episode": f"long-{n}"}, "episode_page")
+    fig.value = fmt_s(t)
+    fig.met = verdict(t <= 1.5)
+    return [fig]
+
+
+def fig_runs_page(b: Bench) -> list[Figure]:
+    n = b.scale.store_episodes
+    fig = Figure(f"Runs page (AppTest run), {n:,} episodes", target="<= 2 s")
+    try:
+        need("clawviz.analysis", "ensure_analysis")
+        need("clawviz.ingest", "ingest_paths")
+        if not (ROOT / "app.py").exists() or not (ROOT / "pages" / "runs.py").exists():
+            raise NotBuilt("pages/runs.py")
+    except NotBuilt:
+        fig.value = "n/a (not built yet)"
+        return [fig]
+    results = b.out / "template-results.jsonl"
+    log, _ = cached_log(
+        b,
+        "template.jsonl",
+        lambda p: gen.write_log(p, 12 * MB, seed=5, results=results),
+    )
+    url, _ = analysed_store(b, "runs-page.db", [log, results])
+    from clawviz.db import get_engine
+
+    t = time.perf_counter()
+    total = gen.replicate_episodes(get_engine(url), n)
+    b.facts["runs store"] = (
+        f"{total:,} episodes (templates from {log.name}, replicated in "
+        f"{fmt_s(time.perf_counter() - t)})"
+    )
+    t = apptest_median(b, "pages/runs.py", url, {}, "runs_page")
+    fig.value = fmt_s(t)
+    fig.met = verdict(t <= 2)
+    return [fig]
+
+
+# ----- report ----------------------------------------------------------------------------------
+def machine() -> dict[str, str]:
+    """CPU model, cores, RAM, OS, Python and package versions of this run."""
+    cpu = platform.processor() or "?"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    ram = "?"
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        kb = int(Path("/proc/meminfo").read_text().split("MemTotal:")[1].split()[0])
+        ram = f"{kb / 1024 / 1024:.1f} GiB"
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count()
+    versions = []
+    for pkg in ("streamlit", "pandas", "orjson", "sqlmodel", "sqlalchemy", "plotly", "networkx"):
+        try:
+            versions.append(f"{pkg} {importlib.metadata.version(pkg)}")
+        except importlib.metadata.PackageNotFoundError:
+            versions.append(f"{pkg} -")
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    return {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "commit": commit or "?",
+        "cpu": cpu,
+        "cores": f"{os.cpu_count()} ({usable} usable)",
+        "ram": ram,
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "packages": ", ".join(versions),
+    }
+
+
+def render(b: Bench, mach: dict[str, str], seconds: float) -> str:
+    lines = [
+        f"Run: `{b.scale.name}` ({seconds:.0f} s), median of {b.scale.repeats} runs unless noted.",
+        "",
+        "| figure | this run | baseline (same run) | ratio | target | met |",
+        "|---|---|---|---|---|---|",
+    ]
+    for f in b.figures:
+        lines.append(f"| {f.name} | {f.value} | {f.baseline} | {f.ratio} | {f.target} | {f.met} |")
+    lines += ["", "Machine:", ""]
+    lines += [f"- {k}: {v}" for k, v in mach.items()]
+    if b.facts:
+        lines += ["", "Details:", ""]
+        lines += [f"- {k}: {v}" for k, v in b.facts.items()]
+    if b.errors:
+        lines += ["", "Errors:", ""]
+        lines += [f"- {e}" for e in b.errors]
+    return "\n".join(lines) + "\n"
+
+
+def write_readme(table: str) -> None:
+    text = README.read_text() if README.exists() else f"# Benchmarks\n\n{START}\n{END}\n"
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    README.write_text(f"{head}{START}\n{table}{END}{tail}")
+
+
+FIGURES: tuple[Callable[[Bench], list[Figure]], ...] = (
+    fig_ingest,
+    fig_peak_rss,
+    fig_analysis,
+    fig_episode_page,
+    fig_runs_page,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="small sizes, under 2 minutes")
+    p.add_argument("--out", type=Path, default=BENCH / "out", help="generated data and stores")
+    p.add_argument("--profile", action="store_true", help="pyinstrument profiles to OUT/profiles")
+    p.add_argument("--only", help="comma-separated figure functions, e.g. fig_analysis")
+    p.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
+    p.add_argument("--child-ingest", nargs=2, metavar=("LOG", "URL"), help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a.child_ingest:
+        child_ingest(*a.child_ingest)
+        return 0
+
+    scale = QUICK if a.quick else FULL
+    out = a.out / scale.name
+    out.mkdir(parents=True, exist_ok=True)
+    b = Bench(scale, out, profile=a.profile)
+    mach = machine()
+    print(f"clawviz bench ({scale.name}) on {mach['cpu']}, {mach['cores']} cores, {mach['ram']}")
+    t0 = time.perf_counter()
+    only = set(a.only.split(",")) if a.only else None
+    for fn in FIGURES:
+        if only and fn.__name__ not in only:
+            continue
+        print(f"- {fn.__name__} ...", flush=True)
+        t = time.perf_counter()
+        try:
+            rows = fn(b)
+        except Exception as e:  # one broken piece must not hide the other figures
+            traceback.print_exc()
+            b.errors.append(f"{fn.__name__}: {type(e).__name__}: {e}")
+            rows = [Figure(fn.__name__, value=f"error: {type(e).__name__}")]
+        b.figures.extend(rows)
+        print(
+            f"  {fmt_s(time.perf_counter() - t)}: "
+            + "; ".join(f"{r.name} = {r.value}" for r in rows)
+        )
+    shutil.rmtree(out / "db", ignore_errors=True)
+    table = render(b, mach, time.perf_counter() - t0)
+    print()
+    print(table)
+    if scale is FULL and not a.no_readme and not only:
+        write_readme(table)
+        print(f"wrote {README.relative_to(ROOT)}")
+    return 1 if b.errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
