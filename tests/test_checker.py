@@ -1,0 +1,129 @@
+"""Checker runner: success, garbage output, timeout, crash; isolation from the real workspace."""
+
+from __future__ import annotations
+
+import tarfile
+import textwrap
+import time
+
+import pytest
+
+from clawviz.checker import CheckerError, parse_scores, run_checker
+
+
+def _task(tmp_path, body: str):
+    folder = tmp_path / "task_0001"
+    (folder / "reward").mkdir(parents=True)
+    (folder / "reward" / "check.py").write_text(textwrap.dedent(body))
+    return folder
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "build").mkdir(parents=True)
+    (ws / "build" / "out.txt").write_text("42\n")
+    return ws
+
+
+CLAWGYM_STYLE = """
+import json, sys
+from pathlib import Path
+ws = Path(sys.argv[1] if len(sys.argv) > 1 else ".")
+out = ws / "build" / "out.txt"
+print("checking", ws)
+scores = {
+    "out_exists": 1.0 if out.exists() else 0.0,
+    "out_is_42": 1.0 if out.exists() and out.read_text().strip() == "42" else 0.0,
+    "has_readme": 1.0 if (ws / "README.md").exists() else 0.0,
+    "cwd_is_workspace": 1.0 if Path.cwd().resolve() == ws.resolve() else 0.0,
+}
+(ws / "build" / "out.txt").write_text("tampered")
+print(json.dumps(scores, indent=2))
+"""
+
+
+def test_success_parses_pretty_json_and_averages(tmp_path, workspace):
+    res = run_checker(_task(tmp_path, CLAWGYM_STYLE), workspace, timeout_s=30)
+    assert res.status == "ok", res.stderr
+    assert res.scores == {
+        "out_exists": 1.0,
+        "out_is_42": 1.0,
+        "has_readme": 0.0,
+        "cwd_is_workspace": 1.0,
+    }
+    assert res.reward == pytest.approx(0.75)
+    assert res.failed_checks == ["has_readme"]
+    assert res.returncode == 0 and "checking" in res.stdout
+    # It ran on a copy: the real workspace is untouched.
+    assert (workspace / "build" / "out.txt").read_text() == "42\n"
+
+
+def test_runs_on_archive_workspace(tmp_path, workspace):
+    arc = tmp_path / "after.tar.gz"
+    with tarfile.open(arc, "w:gz") as tf:
+        tf.add(workspace, arcname=".")
+    res = run_checker(_task(tmp_path, CLAWGYM_STYLE), arc, timeout_s=30)
+    assert res.status == "ok" and res.scores["out_is_42"] == 1.0
+
+
+def test_non_json_output_is_bad_output(tmp_path, workspace):
+    res = run_checker(_task(tmp_path, "print('all good, trust me')\n"), workspace, timeout_s=30)
+    assert res.status == "bad_output"
+    assert res.reward is None and res.scores == {}
+    assert "no JSON object" in res.message and "trust me" in res.stdout
+
+
+def test_json_without_numbers_is_bad_output(tmp_path, workspace):
+    res = run_checker(_task(tmp_path, 'print(\'{"a": "yes"}\')\n'), workspace, timeout_s=30)
+    assert res.status == "bad_output" and "numeric" in res.message
+
+
+def test_timeout_kills_the_process_group(tmp_path, workspace):
+    marker = tmp_path / "child_alive"
+    body = f"""
+    import subprocess, sys, time
+    # A grandchild that would outlive a naive kill of the checker alone.
+    subprocess.Popen([sys.executable, "-c",
+        "import time, pathlib; time.sleep(3); pathlib.Path({str(marker)!r}).write_text('x')"])
+    print("working", flush=True)
+    time.sleep(60)
+    """
+    t0 = time.monotonic()
+    res = run_checker(_task(tmp_path, body), workspace, timeout_s=1.5)
+    assert time.monotonic() - t0 < 10
+    assert res.status == "timeout" and "1.5 s" in res.message
+    assert "working" in res.stdout
+    time.sleep(3.5)
+    assert not marker.exists()
+
+
+def test_crash_reports_exit_code_and_stderr(tmp_path, workspace):
+    body = "import json\nprint(json.dumps({'partial': 1.0}))\nraise RuntimeError('checker broke')\n"
+    res = run_checker(_task(tmp_path, body), workspace, timeout_s=30)
+    assert res.status == "crash" and res.returncode == 1
+    assert "RuntimeError: checker broke" in res.message
+    assert "Traceback" in res.stderr
+
+
+def test_minimal_environment(tmp_path, workspace, monkeypatch):
+    monkeypatch.setenv("CLAWVIZ_SECRET_TOKEN", "s3cret")
+    body = "import json, os\nleak = 'CLAWVIZ_SECRET_TOKEN' in os.environ\n"
+    body += "print(json.dumps({'leak': float(leak)}))\n"
+    res = run_checker(_task(tmp_path, body), workspace, timeout_s=30)
+    assert res.status == "ok" and res.scores == {"leak": 0.0}
+
+
+def test_missing_checker(tmp_path, workspace):
+    with pytest.raises(CheckerError, match="no reward/check.py"):
+        run_checker(tmp_path / "nothing", workspace)
+
+
+def test_parse_scores_variants():
+    assert parse_scores('{"a": 1}') == {"a": 1}
+    assert parse_scores('log line\n{"a": 0.5}\n') == {"a": 0.5}
+    assert parse_scores('{"a": 0}\nmore\n{"b": 1}\n') == {"b": 1}
+    assert parse_scores('noise\n{\n  "a": 1,\n  "b": {"c": 2}\n}\n') == {"a": 1, "b": {"c": 2}}
+    assert parse_scores("[1, 2]") is None
+    assert parse_scores("") is None
+    assert parse_scores("{not json}") is None
