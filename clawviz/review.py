@@ -1,0 +1,100 @@
+"""Task sign-off: append-only review decisions; the latest one per task is the task's status."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from datetime import UTC, datetime
+
+from sqlmodel import Session, col, select
+
+from clawviz import models
+
+DECISIONS = ("accept", "revise", "reject")
+EXPORT_FIELDS = ("id", "task_id", "decision", "reviewer", "note", "created_at")
+
+
+class ReviewError(ValueError):
+    """A review that cannot be stored (unknown decision, empty reviewer)."""
+
+
+def add_review(
+    session: Session, task_id: str, decision: str, reviewer: str, note: str = ""
+) -> models.Review:
+    """Append one decision; never updates or deletes an earlier one."""
+    decision = (decision or "").strip().lower()
+    if decision not in DECISIONS:
+        raise ReviewError(f"decision must be one of {', '.join(DECISIONS)}, not {decision!r}")
+    reviewer = (reviewer or "").strip()
+    if not reviewer:
+        raise ReviewError("a reviewer name is required")
+    if not (task_id or "").strip():
+        raise ReviewError("a task id is required")
+    row = models.Review(
+        task_id=task_id,
+        decision=decision,
+        reviewer=reviewer,
+        note=note or "",
+        created_at=datetime.now(UTC),
+    )
+    session.add(row)
+    session.commit()
+    session.refresh(row)
+    return row
+
+
+def review_history(session: Session, task_id: str) -> list[models.Review]:
+    """All decisions on a task, oldest first."""
+    stmt = (
+        select(models.Review)
+        .where(models.Review.task_id == task_id)
+        .order_by(col(models.Review.created_at), col(models.Review.id))
+    )
+    return list(session.exec(stmt))
+
+
+def latest_status(session: Session, task_id: str) -> str:
+    """The latest decision on a task, or 'pending' when nobody has reviewed it."""
+    history = review_history(session, task_id)
+    return history[-1].decision if history else "pending"
+
+
+def latest_reviews(session: Session) -> dict[str, models.Review]:
+    """The latest review of every reviewed task."""
+    out: dict[str, models.Review] = {}
+    stmt = select(models.Review).order_by(col(models.Review.created_at), col(models.Review.id))
+    for r in session.exec(stmt):
+        out[r.task_id] = r
+    return out
+
+
+def _as_dict(r: models.Review) -> dict:
+    created = r.created_at
+    if created is not None and created.tzinfo is None:
+        created = created.replace(tzinfo=UTC)
+    return {
+        "id": r.id,
+        "task_id": r.task_id,
+        "decision": r.decision,
+        "reviewer": r.reviewer,
+        "note": r.note,
+        "created_at": created.isoformat() if created else None,
+    }
+
+
+def export_reviews(session: Session, fmt: str = "csv", task_id: str | None = None) -> str:
+    """Every decision (or one task's) as CSV or JSON text, oldest first."""
+    stmt = select(models.Review).order_by(col(models.Review.created_at), col(models.Review.id))
+    if task_id is not None:
+        stmt = stmt.where(models.Review.task_id == task_id)
+    rows = [_as_dict(r) for r in session.exec(stmt)]
+    if fmt == "json":
+        return json.dumps(rows, indent=2, ensure_ascii=False)
+    if fmt != "csv":
+        raise ValueError(f"unknown export format {fmt!r} (csv or json)")
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=EXPORT_FIELDS)
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()

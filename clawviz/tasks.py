@@ -1,0 +1,581 @@
+"""Benchmark tasks: load ClawGym folders and PinchBench markdown, build the review queue.
+
+The queue shows, per task, the difficulty filter of ClawGym-Bench (PIPELINE.md §7) over the
+attempts recorded in the Result table: s_strong >= 0.2, s_small <= 0.6, s_strong > s_small, where
+s_<role> is the mean reward of the attempts whose model_role is that role.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlmodel import Session, select
+
+from clawviz import models
+from clawviz.review import latest_reviews, review_history
+
+STRONG_MIN = 0.2
+SMALL_MAX = 0.6
+# Means of a few float rewards are compared with a tolerance so that 0.2 means 0.2.
+_EPS = 1e-9
+_MAX_DEPTH = 4
+
+
+class TaskFormatError(ValueError):
+    """A task file or folder that cannot be read; the message names the file."""
+
+
+# ---------------------------------------------------------------- loading
+
+
+def load_task_folder(path: str | Path) -> list[models.Task]:
+    """Read one task or a folder of many (ClawGym folders and PinchBench `task_*.md` files)."""
+    root = Path(path)
+    if root.is_file():
+        return [_load_pinchbench(root)] if _is_pinchbench_md(root) else []
+    if (root / "data_entry.json").is_file():
+        return [_load_clawgym(root)]
+    tasks: list[models.Task] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        depth = len(here.relative_to(root).parts)
+        dirnames.sort()
+        if "data_entry.json" in filenames and here != root:
+            tasks.append(_load_clawgym(here))
+            dirnames[:] = []
+            continue
+        for name in sorted(filenames):
+            if name.endswith(".md") and _is_pinchbench_md(here / name):
+                tasks.append(_load_pinchbench(here / name))
+        # Task folders hold input files of their own; never descend into them as task roots.
+        dirnames[:] = [d for d in dirnames if depth + 1 < _MAX_DEPTH and not d.startswith(".")]
+    return tasks
+
+
+def is_task_folder(path: str | Path) -> bool:
+    """True when `path` is a ClawGym task folder or a PinchBench task file."""
+    p = Path(path)
+    return (p / "data_entry.json").is_file() or (p.is_file() and _is_pinchbench_md(p))
+
+
+def _load_clawgym(folder: Path) -> models.Task:
+    entry_path = folder / "data_entry.json"
+    try:
+        data = json.loads(entry_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise TaskFormatError(f"{entry_path}: not valid JSON ({exc})") from exc
+    if not isinstance(data, dict):
+        raise TaskFormatError(f"{entry_path}: expected a JSON object")
+    meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    return models.Task(
+        task_id=str(data.get("task_id") or folder.name),
+        name=str(data.get("name") or folder.name),
+        category=(meta.get("category") or None),
+        grading_type=meta.get("grading_type") or None,
+        kind="clawgym",
+        folder=str(folder.resolve()),
+        instruction=str(data.get("user_query") or ""),
+        data_json=json.dumps(data, ensure_ascii=False),
+    )
+
+
+def _is_pinchbench_md(path: Path) -> bool:
+    if path.suffix != ".md" or not path.name.startswith("task_"):
+        return False
+    try:
+        head = path.read_text(encoding="utf-8", errors="replace")[:2000]
+    except OSError:
+        return False
+    return bool(re.search(r"^id:\s*\S", head, re.M)) and "## " in head + "## "
+
+
+def parse_pinchbench(text: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """Split a PinchBench task file into its front matter and its `## ` sections."""
+    lines = text.splitlines()
+    if lines and lines[0].strip() == "---":
+        end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), len(lines))
+        front_lines, body = lines[1:end], lines[end + 1 :]
+    else:
+        end = next((i for i, ln in enumerate(lines) if ln.startswith("## ")), len(lines))
+        front_lines, body = lines[:end], lines[end:]
+    sections: dict[str, str] = {}
+    current: str | None = None
+    buf: list[str] = []
+    for ln in body:
+        if ln.startswith("## "):
+            if current is not None:
+                sections[current] = _clean_section("\n".join(buf))
+            current, buf = ln[3:].strip(), []
+        elif current is not None:
+            buf.append(ln)
+    if current is not None:
+        sections[current] = _clean_section("\n".join(buf))
+    return _parse_front_matter(front_lines), sections
+
+
+def _clean_section(text: str) -> str:
+    """Strip blank edges and the `---` rule PinchBench puts between sections."""
+    text = text.strip()
+    if text.endswith("\n---") or text == "---":
+        text = text[:-3].rstrip()
+    return text
+
+
+def _scalar(v: str) -> Any:
+    v = v.strip().strip("'\"")
+    if re.fullmatch(r"-?\d+", v):
+        return int(v)
+    if re.fullmatch(r"-?\d+\.\d*", v):
+        return float(v)
+    return v
+
+
+def _parse_front_matter(lines: list[str]) -> dict[str, Any]:
+    """The simple YAML subset PinchBench uses: `key: value`, and lists of scalars or maps."""
+    out: dict[str, Any] = {}
+    key: str | None = None
+    for ln in lines:
+        if not ln.strip() or ln.lstrip().startswith("#"):
+            continue
+        m = re.match(r"^([A-Za-z_][\w-]*):\s*(.*)$", ln)
+        if m and not ln.startswith((" ", "\t")):
+            key, value = m.group(1), m.group(2).strip()
+            if value.startswith("[") and value.endswith("]"):
+                out[key] = [_scalar(x) for x in value[1:-1].split(",") if x.strip()]
+            else:
+                out[key] = _scalar(value) if value else []
+            continue
+        if key is None:
+            continue
+        item = re.match(r"^\s+-\s*(.*)$", ln)
+        if item:
+            if not isinstance(out.get(key), list):
+                out[key] = []
+            sub = re.match(r"^([A-Za-z_][\w-]*):\s*(.*)$", item.group(1))
+            out[key].append(
+                {sub.group(1): _scalar(sub.group(2))} if sub else _scalar(item.group(1))
+            )
+            continue
+        sub = re.match(r"^\s+([A-Za-z_][\w-]*):\s*(.*)$", ln)
+        if sub and isinstance(out.get(key), list) and out[key] and isinstance(out[key][-1], dict):
+            out[key][-1][sub.group(1)] = _scalar(sub.group(2))
+    return out
+
+
+def _load_pinchbench(md: Path) -> models.Task:
+    try:
+        text = md.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TaskFormatError(f"{md}: cannot read ({exc})") from exc
+    front, sections = parse_pinchbench(text)
+    task_id = str(front.get("id") or md.stem)
+    data = {"front_matter": front, "sections": sections, "md_path": str(md.resolve())}
+    return models.Task(
+        task_id=task_id,
+        name=str(front.get("name") or task_id),
+        category=front.get("category") or None,
+        grading_type=front.get("grading_type") or None,
+        kind="pinchbench",
+        folder=str(md.resolve()),
+        instruction=sections.get("Prompt", ""),
+        data_json=json.dumps(data, ensure_ascii=False),
+    )
+
+
+def upsert_tasks(session: Session, tasks: list[models.Task]) -> int:
+    """Insert or replace tasks by task_id; returns how many were written."""
+    for t in tasks:
+        session.merge(t)
+    session.commit()
+    return len(tasks)
+
+
+def ingest_task_folder(session: Session, path: str | Path) -> list[models.Task]:
+    """Load every task under `path` and upsert them into the store."""
+    tasks = load_task_folder(path)
+    upsert_tasks(session, tasks)
+    return tasks
+
+
+# ---------------------------------------------------------------- difficulty filter
+
+
+@dataclass
+class FilterTerm:
+    """One term of the difficulty filter, its value and whether it holds (None: no data)."""
+
+    name: str
+    value: str
+    passed: bool | None
+
+
+@dataclass
+class DifficultyFilter:
+    """The three terms and the overall verdict (None when a role has no scored attempt)."""
+
+    s_strong: float | None
+    s_small: float | None
+    terms: list[FilterTerm]
+    passed: bool | None
+
+
+def _fmt(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.3f}"
+
+
+def difficulty_filter(s_strong: float | None, s_small: float | None) -> DifficultyFilter:
+    """Evaluate s_strong >= 0.2, s_small <= 0.6 and s_strong > s_small."""
+    t1 = None if s_strong is None else s_strong >= STRONG_MIN - _EPS
+    t2 = None if s_small is None else s_small <= SMALL_MAX + _EPS
+    t3 = None if s_strong is None or s_small is None else s_strong > s_small + _EPS
+    terms = [
+        FilterTerm(f"s_strong >= {STRONG_MIN}", _fmt(s_strong), t1),
+        FilterTerm(f"s_small <= {SMALL_MAX}", _fmt(s_small), t2),
+        FilterTerm("s_strong > s_small", f"{_fmt(s_strong)} vs {_fmt(s_small)}", t3),
+    ]
+    values = [t.passed for t in terms]
+    overall = False if False in values else (None if None in values else True)
+    return DifficultyFilter(s_strong, s_small, terms, overall)
+
+
+def verdict_label(passed: bool | None) -> str:
+    return {True: "pass", False: "fail", None: "n/a"}[passed]
+
+
+# ---------------------------------------------------------------- attempts and queue
+
+
+@dataclass
+class AttemptRow:
+    """One attempt of a task: who ran it, its reward and per-check scores, its workspaces."""
+
+    episode_id: str
+    harness: str | None
+    model: str | None
+    model_role: str | None
+    attempt: int | None
+    reward: float | None
+    checks: dict[str, float]
+    workspace_before: str | None
+    workspace_after: str | None
+    has_calls: bool
+
+    @property
+    def failed_checks(self) -> list[str]:
+        return [k for k, v in self.checks.items() if v < 1.0]
+
+
+def _loads(text: str | None) -> dict[str, Any]:
+    try:
+        obj = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return obj if isinstance(obj, dict) else {}
+
+
+def _num_checks(text: str | None) -> dict[str, float]:
+    out = {}
+    for k, v in _loads(text).items():
+        if isinstance(v, (int, float)):
+            out[str(k)] = float(v)
+    return out
+
+
+def _reward(result: models.Result) -> float | None:
+    if result.reward is not None:
+        return float(result.reward)
+    checks = _num_checks(result.checks_json)
+    return sum(checks.values()) / len(checks) if checks else None
+
+
+def task_attempts(session: Session, task_id: str) -> list[AttemptRow]:
+    """Every attempt of a task: result rows first, then episodes with no result yet."""
+    results = session.exec(select(models.Result).where(models.Result.task_id == task_id)).all()
+    episodes = {
+        e.episode_id: e
+        for e in session.exec(select(models.Episode).where(models.Episode.task_id == task_id))
+    }
+    rows: list[AttemptRow] = []
+    seen: set[str] = set()
+    for r in results:
+        ep = episodes.get(r.episode_id)
+        rows.append(
+            AttemptRow(
+                r.episode_id,
+                r.harness or (ep.harness if ep else None),
+                r.model or (ep.model if ep else None),
+                r.model_role or (ep.model_role if ep else None),
+                r.attempt if r.attempt is not None else (ep.attempt if ep else None),
+                _reward(r),
+                _num_checks(r.checks_json),
+                r.workspace_before,
+                r.workspace_after,
+                ep is not None and ep.n_calls > 0,
+            )
+        )
+        seen.add(r.episode_id)
+    for eid, ep in episodes.items():
+        if eid not in seen:
+            rows.append(
+                AttemptRow(
+                    eid,
+                    ep.harness,
+                    ep.model,
+                    ep.model_role,
+                    ep.attempt,
+                    None,
+                    {},
+                    None,
+                    None,
+                    ep.n_calls > 0,
+                )
+            )
+    rows.sort(key=lambda a: (a.model_role or "", a.harness or "", a.attempt or 0, a.episode_id))
+    return rows
+
+
+def role_means(attempts: list[AttemptRow]) -> dict[str, tuple[float | None, int]]:
+    """Mean reward and number of scored attempts per model role."""
+    by_role: dict[str, list[float]] = {}
+    for a in attempts:
+        if a.model_role and a.reward is not None:
+            by_role.setdefault(a.model_role, []).append(a.reward)
+    return {role: (sum(v) / len(v), len(v)) for role, v in by_role.items()}
+
+
+@dataclass
+class TaskRow:
+    """One line of the review queue."""
+
+    task_id: str
+    name: str
+    category: str | None
+    kind: str
+    status: str
+    """Latest review decision, or 'pending'."""
+    reviewer: str | None
+    n_attempts: int
+    s_strong: float | None
+    s_small: float | None
+    n_strong: int
+    n_small: int
+    filter: DifficultyFilter
+
+    def as_dict(self) -> dict[str, Any]:
+        """Flat JSON-able form (CLI `tasks --json`, tables)."""
+        return {
+            "task_id": self.task_id,
+            "name": self.name,
+            "category": self.category,
+            "kind": self.kind,
+            "status": self.status,
+            "reviewer": self.reviewer,
+            "n_attempts": self.n_attempts,
+            "s_strong": self.s_strong,
+            "s_small": self.s_small,
+            "n_strong": self.n_strong,
+            "n_small": self.n_small,
+            "filter_terms": [
+                {"term": t.name, "value": t.value, "passed": t.passed} for t in self.filter.terms
+            ],
+            "filter_passed": self.filter.passed,
+        }
+
+
+def task_queue(session: Session) -> list[TaskRow]:
+    """Every known task (from the Task table and from results) with status and filter terms."""
+    tasks = {t.task_id: t for t in session.exec(select(models.Task))}
+    results = session.exec(select(models.Result)).all()
+    episodes = session.exec(select(models.Episode)).all()
+    task_ids = set(tasks) | {r.task_id for r in results if r.task_id}
+    task_ids |= {e.task_id for e in episodes if e.task_id}
+    latest = latest_reviews(session)
+    ep_by_id = {e.episode_id: e for e in episodes}
+    attempts_by_task: dict[str, list[AttemptRow]] = {}
+    seen: set[str] = set()
+    for r in results:
+        if not r.task_id:
+            continue
+        ep = ep_by_id.get(r.episode_id)
+        role = r.model_role or (ep.model_role if ep else None)
+        attempts_by_task.setdefault(r.task_id, []).append(
+            AttemptRow(r.episode_id, None, None, role, None, _reward(r), {}, None, None, False)
+        )
+        seen.add(r.episode_id)
+    for e in episodes:
+        if e.task_id and e.episode_id not in seen:
+            attempts_by_task.setdefault(e.task_id, []).append(
+                AttemptRow(e.episode_id, None, None, e.model_role, None, None, {}, None, None, True)
+            )
+    rows = []
+    for tid in sorted(task_ids):
+        t = tasks.get(tid)
+        attempts = attempts_by_task.get(tid, [])
+        means = role_means(attempts)
+        s_strong, n_strong = means.get("strong", (None, 0))
+        s_small, n_small = means.get("small", (None, 0))
+        review = latest.get(tid)
+        rows.append(
+            TaskRow(
+                tid,
+                t.name if t else tid,
+                t.category if t else None,
+                t.kind if t else "unknown",
+                review.decision if review else "pending",
+                review.reviewer if review else None,
+                len(attempts),
+                s_strong,
+                s_small,
+                n_strong,
+                n_small,
+                difficulty_filter(s_strong, s_small),
+            )
+        )
+    return rows
+
+
+# ---------------------------------------------------------------- detail
+
+
+@dataclass
+class CheckMatrix:
+    """Per-check scores of every attempt: values[i][j] is check i in attempt j (None: absent)."""
+
+    checks: list[str]
+    attempts: list[str]
+    values: list[list[float | None]]
+
+
+def check_matrix(attempts: list[AttemptRow]) -> CheckMatrix:
+    """Checks x attempts score matrix, checks in first-seen order."""
+    checks: list[str] = []
+    for a in attempts:
+        for name in a.checks:
+            if name not in checks:
+                checks.append(name)
+    scored = [a for a in attempts if a.checks]
+    values = [[a.checks.get(c) for a in scored] for c in checks]
+    return CheckMatrix(checks, [a.episode_id for a in scored], values)
+
+
+@dataclass
+class TaskDetail:
+    """Everything the Tasks page shows about one task."""
+
+    task: models.Task
+    data: dict[str, Any]
+    files_root: Path | None
+    """Folder holding the task's input files (ClawGym input_files/, PinchBench tasks/<id>/)."""
+    input_files: list[str]
+    checker_path: Path | None
+    checker_code: str | None
+    reward_script: str | None
+    rubric: Any
+    sections: dict[str, str]
+    attempts: list[AttemptRow]
+    matrix: CheckMatrix
+    filter: DifficultyFilter
+    reviews: list[models.Review] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        return self.reviews[-1].decision if self.reviews else "pending"
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def list_files(root: Path | None, limit: int = 2000) -> list[str]:
+    """Relative POSIX paths of the files under root (sorted, at most `limit`)."""
+    if root is None or not root.is_dir():
+        return []
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            out.append((Path(dirpath) / name).relative_to(root).as_posix())
+            if len(out) >= limit:
+                return out
+    return out
+
+
+def read_task_file(root: Path, rel: str, max_bytes: int = 200_000) -> tuple[bytes, bool]:
+    """Bytes of one input file (cut at max_bytes); refuses paths that leave root."""
+    full = (root / rel).resolve()
+    if not full.is_relative_to(root.resolve()):
+        raise ValueError(f"{rel!r} is outside the task folder")
+    with full.open("rb") as fh:
+        data = fh.read(max_bytes + 1)
+    return data[:max_bytes], len(data) > max_bytes
+
+
+def task_detail(session: Session, task_id: str) -> TaskDetail | None:
+    """Instruction, files, checker, rubric, attempts, matrix, filter and reviews of one task."""
+    task = session.get(models.Task, task_id)
+    attempts = task_attempts(session, task_id)
+    if task is None:
+        if not attempts:
+            return None
+        task = models.Task(task_id=task_id, name=task_id, kind="unknown")
+    data = _loads(task.data_json)
+    files_root = checker_path = None
+    checker_code = reward_script = rubric = None
+    sections: dict[str, str] = {}
+    if task.kind == "clawgym" and task.folder:
+        folder = Path(task.folder)
+        files_root = folder / "input_files"
+        checker_path = folder / "reward" / "check.py"
+        checker_code = _read(checker_path)
+        if checker_code is None:
+            checker_path = None
+        reward_script = _read(folder / "reward" / "reward.sh")
+        rubric_text = _read(folder / "reward" / "rubric.json")
+        if rubric_text:
+            try:
+                rubric = json.loads(rubric_text)
+            except ValueError:
+                rubric = rubric_text
+    elif task.kind == "pinchbench":
+        sections = data.get("sections", {}) if isinstance(data.get("sections"), dict) else {}
+        md = Path(task.folder)
+        files_root = md.parent / task.task_id
+        checker_code = _strip_fence(sections.get("Automated Checks")) or None
+        rubric = sections.get("LLM Judge Rubric") or None
+    means = role_means(attempts)
+    return TaskDetail(
+        task=task,
+        data=data,
+        files_root=files_root if files_root and files_root.is_dir() else None,
+        input_files=list_files(files_root),
+        checker_path=checker_path,
+        checker_code=checker_code,
+        reward_script=reward_script,
+        rubric=rubric,
+        sections=sections,
+        attempts=attempts,
+        matrix=check_matrix(attempts),
+        filter=difficulty_filter(
+            means.get("strong", (None, 0))[0], means.get("small", (None, 0))[0]
+        ),
+        reviews=review_history(session, task_id),
+    )
+
+
+def _role_mean(means: dict[str, tuple[float | None, int]], role: str) -> float | None:
+    return means.get(role, (None, 0))[0]
+
+
+def _strip_fence(text: str | None) -> str | None:
+    if not text:
+        return text
+    m = re.search(r"```[\w-]*\n(.*?)```", text, re.S)
+    return m.group(1).rstrip() if m else text
