@@ -1,0 +1,92 @@
+"""Harness transcripts (FORMATS §4) replayed into calls: OpenClaw / pi and Claude Code sessions.
+
+Each assistant message becomes one call whose request is the context the harness had at that
+point; compactions become a summary call plus a new segment. Ingest detects the format by
+content with `detect_transcript` and reads a file with `read_transcript`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from clawviz.transcripts.claude_code import FORMAT as CLAUDE_CODE_FORMAT
+from clawviz.transcripts.claude_code import (
+    MAIN_SYSTEM_MARKER,
+    SUBAGENT_SYSTEM_MARKER,
+    looks_like_claude_code,
+    read_claude_code,
+)
+from clawviz.transcripts.common import (
+    Reject,
+    TranscriptRead,
+    lines_from_records,
+    read_lines,
+)
+from clawviz.transcripts.pi import FORMAT as PI_FORMAT
+from clawviz.transcripts.pi import looks_like_pi, read_pi
+
+__all__ = [
+    "CLAUDE_CODE_FORMAT",
+    "MAIN_SYSTEM_MARKER",
+    "PI_FORMAT",
+    "SUBAGENT_SYSTEM_MARKER",
+    "TRANSCRIPT_FORMATS",
+    "TRANSCRIPT_LIMITS",
+    "Reject",
+    "TranscriptRead",
+    "detect_transcript",
+    "read_transcript",
+]
+
+TRANSCRIPT_FORMATS = (PI_FORMAT, CLAUDE_CODE_FORMAT)
+
+TRANSCRIPT_LIMITS = (
+    "This episode was replayed from the harness's own transcript, not recorded by a proxy. "
+    "A transcript cannot show: failed calls and retries that never reached it (only the errors "
+    "and aborted turns the harness chose to write down appear, as failed calls); calls made "
+    "outside the conversation (title and warm-up calls, quota probes, heartbeats, memory "
+    "flushes); token ids, logprobs and value estimates; the system prompt, tool definitions "
+    "and sampling parameters (Claude Code calls carry a one-line marker system prompt so the "
+    "main agent and sub-agents can be told apart); and the exact summary request of a "
+    "compaction, which is rebuilt from the summary the harness kept. Request times are the "
+    "times of the preceding transcript entry."
+)
+"""What a transcript-sourced episode cannot show; the app displays it beside such episodes."""
+
+
+def detect_transcript(records: list[dict[str, Any]]) -> str | None:
+    """'transcript_pi', 'transcript_claude_code' or None, judged from a file's first records."""
+    records = [r for r in records if isinstance(r, dict)]
+    if not records or any("request" in r and "response" in r for r in records):
+        return None
+    if looks_like_pi(records):
+        return PI_FORMAT
+    if looks_like_claude_code(records):
+        return CLAUDE_CODE_FORMAT
+    return None
+
+
+def read_transcript(path: str | Path, *, records: list[Any] | None = None) -> TranscriptRead:
+    """Replay one transcript file into calls; bad lines are rejected, the rest load.
+
+    `records`, when given, are the file's parsed lines in order (record i is line i+1; None for
+    a line the caller already rejected); otherwise the file is read here.
+    """
+    if records is None:
+        lines, rejects = read_lines(path)
+    else:
+        lines, rejects = lines_from_records(records)
+    fmt = detect_transcript([ln.record for ln in lines[:50]])
+    if fmt is None:
+        fmt = detect_transcript([ln.record for ln in lines])
+    if fmt == PI_FORMAT:
+        return read_pi(path, lines, rejects)
+    if fmt == CLAUDE_CODE_FORMAT:
+        return read_claude_code(path, lines, rejects)
+    reason = "not a transcript: no pi session entries or Claude Code records found"
+    return TranscriptRead(
+        calls=[],
+        rejects=[(ln.number, reason, ln.raw) for ln in lines] + rejects,
+        format="unknown",
+    )

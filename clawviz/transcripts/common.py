@@ -1,0 +1,110 @@
+"""What both transcript readers share: the read result, line reading with rejects, timestamps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from clawviz.types import Call
+
+Reject = tuple[int, str, str]
+"""(1-based line, reason, raw line) of an entry that could not be loaded."""
+
+
+@dataclass
+class TranscriptRead:
+    """The calls replayed from one transcript file, the lines it rejected and its format."""
+
+    calls: list[Call]
+    rejects: list[Reject]
+    format: str
+    harness: str | None = None
+    episode_id: str | None = None
+    extra_files: list[str] = field(default_factory=list)
+    """Other files read with this one (Claude Code `<session>/subagents/agent-*.jsonl`)."""
+    rejects_by_file: dict[str, list[Reject]] = field(default_factory=dict)
+    """Rejected lines of the `extra_files`, keyed by path (`rejects` is this file's only)."""
+    notes: list[str] = field(default_factory=list)
+    """Facts worth showing that are not rejects (dangling parent ids, missing kept entries)."""
+    covered_by: str | None = None
+    """Set when this file is a sub-agent file already read with its parent session file."""
+
+
+@dataclass
+class Line:
+    """One parsed JSON object of a JSONL file with its 1-based line number and raw text."""
+
+    number: int
+    record: dict[str, Any]
+    raw: str
+
+
+def read_lines(path: str | Path) -> tuple[list[Line], list[Reject]]:
+    """Parse every non-blank line of a JSONL file; bad lines become rejects, the rest load."""
+    lines: list[Line] = []
+    rejects: list[Reject] = []
+    data = Path(path).read_bytes()
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    for i, raw_bytes in enumerate(data.split(b"\n"), start=1):
+        raw_bytes = raw_bytes.rstrip(b"\r")
+        if not raw_bytes.strip():
+            continue
+        raw = raw_bytes.decode("utf-8", errors="replace")
+        try:
+            record = orjson.loads(raw_bytes)
+        except orjson.JSONDecodeError as exc:
+            rejects.append((i, f"invalid JSON: {exc}", raw))
+            continue
+        if not isinstance(record, dict):
+            rejects.append((i, f"not a JSON object but {type(record).__name__}", raw))
+            continue
+        lines.append(Line(i, record, raw))
+    return lines, rejects
+
+
+def lines_from_records(records: list[Any]) -> tuple[list[Line], list[Reject]]:
+    """Lines from already-parsed records, one per file line in order (record i is line i+1)."""
+    lines: list[Line] = []
+    rejects: list[Reject] = []
+    for i, record in enumerate(records, start=1):
+        if record is None:
+            continue
+        if not isinstance(record, dict):
+            rejects.append((i, f"not a JSON object but {type(record).__name__}", str(record)))
+            continue
+        lines.append(Line(i, record, orjson.dumps(record).decode()))
+    return lines, rejects
+
+
+def parse_time(value: Any) -> float | None:
+    """Seconds since the epoch from an ISO-8601 string or a number (milliseconds if huge)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value) / 1000.0 if value > 1e11 else float(value)
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
+    return None
+
+
+def text_of(content: Any) -> str:
+    """The text of a string or of the text blocks of a block list, joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for b in content:
+            if isinstance(b, str):
+                parts.append(b)
+            elif isinstance(b, dict) and b.get("type") == "text":
+                parts.append(str(b.get("text", "")))
+        return "".join(parts)
+    return ""
