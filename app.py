@@ -1,0 +1,79 @@
+"""clawviz web app: the router and shared frame (`streamlit run app.py`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import streamlit as st
+
+from clawviz.ui import data, state
+
+HERE = Path(__file__).parent
+SAMPLE_LOGS = HERE / "sample_logs"
+NO_SAMPLES_ENV = "CLAWVIZ_NO_SAMPLES"
+
+PAGES: list[tuple[str, dict]] = [
+    ("pages/runs.py", {"title": "Runs", "icon": ":material/table:", "default": True}),
+    ("pages/episode.py", {"title": "Episode", "icon": ":material/account_tree:"}),
+    ("pages/workspace.py", {"title": "Workspace diff", "icon": ":material/difference:"}),
+    ("pages/tasks.py", {"title": "Tasks", "icon": ":material/task:"}),
+    ("pages/ingest.py", {"title": "Ingest", "icon": ":material/upload:"}),
+    ("pages/settings.py", {"title": "Settings", "icon": ":material/tune:"}),
+]
+"""Page files and their titles; a page whose file is missing is left out of the menu."""
+
+
+def load_samples_if_empty() -> None:
+    """On first start with an empty store, ingest the bundled sample_logs/ (and task folders)."""
+    if os.environ.get(NO_SAMPLES_ENV) or not SAMPLE_LOGS.is_dir():
+        return
+    if data.store_counts(state.database_url())["sources"] > 0:
+        return
+    from clawviz.ingest import ingest_paths
+
+    bar = st.progress(0.0, text="First start: loading the bundled sample_logs/ …")
+
+    def progress(done: int, total: int, msg: str) -> None:
+        bar.progress(min(done / total, 1.0) if total else 0.0, text=f"Loading samples: {msg}")
+
+    with state.get_session() as session:
+        report = ingest_paths(
+            [SAMPLE_LOGS], session=session, settings=state.current_settings(), progress=progress
+        )
+    bar.empty()
+    state.clear_caches()
+    st.toast(f"Loaded sample_logs/: {report.n_episodes} episodes, {report.n_calls} calls")
+
+
+def sidebar() -> None:
+    """Store and settings facts shown on every page."""
+    settings = state.current_settings()
+    with st.sidebar:
+        st.caption("Store")
+        st.code(state.database_url(), language=None, wrap_lines=True)
+        counts = data.store_counts(state.database_url())
+        st.caption(
+            f"{counts['episodes']} episodes · {counts['calls']} calls · "
+            f"{counts['sources']} files · {counts['rejected']} rejected lines"
+        )
+        st.caption("Settings hash (decisions shown)")
+        st.code(settings.settings_hash, language=None)
+        overrides = st.session_state.get(state.KEY_SETTINGS_OVERRIDES) or {}
+        if overrides:
+            st.caption("Changed on the Settings page: " + ", ".join(sorted(overrides)))
+
+
+def main() -> None:
+    st.set_page_config(page_title="clawviz", page_icon=":material/account_tree:", layout="wide")
+    pg = st.navigation([st.Page(HERE / f, **kw) for f, kw in PAGES if (HERE / f).exists()])
+    load_samples_if_empty()
+    settings = state.current_settings()
+    error = data.ensure_analysed(state.database_url(), settings.settings_hash, settings)
+    if error:
+        st.warning(f"Decisions could not be computed: {error}")
+    sidebar()
+    pg.run()
+
+
+main()

@@ -1,0 +1,285 @@
+"""Read-side queries for the app: one SQL statement each, straight into pandas.
+
+Pages call these (through `clawviz.ui` caches) and only render the frames; the functions are
+pure of Streamlit so the CLI and tests can use them too. They stay fast on 25,000 episodes by
+never loading ORM objects row by row.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import orjson
+import pandas as pd
+from sqlalchemy import text
+from sqlmodel import Session
+
+PAPER_STATS: dict[str, float] = {
+    "turns": 13.0,
+    "tokens": 18_670.0,
+    "tool_calls": 15.82,
+    "tool_types": 3.25,
+}
+"""Per-trajectory means the ClawGym SFT paper reports for its kept trajectories."""
+
+STAT_LABELS: dict[str, str] = {
+    "turns": "Turns",
+    "tokens": "Tokens",
+    "tool_calls": "Tool calls",
+    "tool_types": "Tool types",
+}
+
+EPISODE_COLUMNS = [
+    "episode_id",
+    "task_id",
+    "harness",
+    "model",
+    "attempt",
+    "n_calls",
+    "reward",
+    "advantage",
+    "status",
+    "reasons",
+    "source_kind",
+]
+
+
+@dataclass(frozen=True)
+class EpisodeFilter:
+    """What the Runs page filters on; empty tuples mean "any"."""
+
+    tasks: tuple[str, ...] = ()
+    harnesses: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
+    statuses: tuple[str, ...] = ()
+    reasons: tuple[str, ...] = ()
+    reward_min: float | None = None
+    reward_max: float | None = None
+    include_missing_reward: bool = True
+
+
+@dataclass
+class DatasetStats:
+    """Per-trajectory statistics of kept episodes, next to the paper's figures."""
+
+    n_trajectories: int
+    per_trajectory: pd.DataFrame
+    means: dict[str, float] = field(default_factory=dict)
+
+    def comparison(self) -> pd.DataFrame:
+        """One row per statistic: ours, the paper's, and the ratio."""
+        rows = []
+        for key, label in STAT_LABELS.items():
+            ours = self.means.get(key)
+            paper = PAPER_STATS[key]
+            rows.append(
+                {
+                    "statistic": label,
+                    "this store": ours,
+                    "paper (ClawGym SFT)": paper,
+                    "ratio": (ours / paper) if ours is not None else None,
+                }
+            )
+        return pd.DataFrame(rows)
+
+
+def _read(session: Session, sql: str, **params) -> pd.DataFrame:
+    return pd.read_sql_query(text(sql), session.connection(), params=params)
+
+
+def store_counts(session: Session) -> dict[str, int]:
+    """Row counts of the main tables (sources, episodes, calls, results, tasks, rejected)."""
+    sql = (
+        "SELECT (SELECT COUNT(*) FROM source) AS sources, "
+        "(SELECT COUNT(*) FROM episode) AS episodes, "
+        '(SELECT COUNT(*) FROM "call") AS calls, '
+        "(SELECT COUNT(*) FROM result) AS results, "
+        "(SELECT COUNT(*) FROM task) AS tasks, "
+        "(SELECT COUNT(*) FROM rejected_line) AS rejected"
+    )
+    row = session.connection().execute(text(sql)).mappings().one()
+    return {k: int(v or 0) for k, v in row.items()}
+
+
+def reason_codes(reasons_json: str | None) -> list[str]:
+    """The reason codes of an EpisodeStatus.reasons_json value, in order, without duplicates."""
+    if not reasons_json:
+        return []
+    try:
+        items = orjson.loads(reasons_json)
+    except orjson.JSONDecodeError:
+        return []
+    codes: list[str] = []
+    for item in items:
+        code = item.get("code") if isinstance(item, dict) else str(item)
+        if code and code not in codes:
+            codes.append(code)
+    return codes
+
+
+def episodes_frame(session: Session, settings_hash: str) -> pd.DataFrame:
+    """Every episode with its verdict under `settings_hash` and its verifier result."""
+    sql = """
+        SELECT e.episode_id, e.task_id, e.harness, e.model, e.attempt, e.n_calls,
+               e.source_kind,
+               s.status AS status, s.reasons_json AS reasons_json,
+               s.reward AS status_reward, s.advantage AS advantage,
+               r.reward AS result_reward
+        FROM episode e
+        LEFT JOIN episode_status s
+          ON s.episode_id = e.episode_id AND s.settings_hash = :h
+        LEFT JOIN result r ON r.episode_id = e.episode_id
+    """
+    df = _read(session, sql, h=settings_hash)
+    if df.empty:
+        return pd.DataFrame(columns=EPISODE_COLUMNS)
+    df["reward"] = df["status_reward"].where(df["status_reward"].notna(), df["result_reward"])
+    df["reasons"] = [reason_codes(v) for v in df["reasons_json"]]
+    df["status"] = df["status"].fillna("not analysed")
+    df["attempt"] = df["attempt"].astype("Int64")
+    df["n_calls"] = df["n_calls"].astype("Int64")
+    df = df[EPISODE_COLUMNS].sort_values(["task_id", "harness", "attempt", "episode_id"])
+    return df.reset_index(drop=True)
+
+
+def filter_episodes(df: pd.DataFrame, f: EpisodeFilter) -> pd.DataFrame:
+    """Rows of an `episodes_frame` that pass the filter."""
+    mask = pd.Series(True, index=df.index)
+    if f.tasks:
+        mask &= df["task_id"].isin(f.tasks)
+    if f.harnesses:
+        mask &= df["harness"].isin(f.harnesses)
+    if f.models:
+        mask &= df["model"].isin(f.models)
+    if f.statuses:
+        mask &= df["status"].isin(f.statuses)
+    if f.reasons:
+        wanted = set(f.reasons)
+        mask &= df["reasons"].map(lambda rs: bool(wanted.intersection(rs)))
+    reward = pd.to_numeric(df["reward"], errors="coerce")
+    in_range = pd.Series(True, index=df.index)
+    if f.reward_min is not None:
+        in_range &= reward >= f.reward_min
+    if f.reward_max is not None:
+        in_range &= reward <= f.reward_max
+    missing = reward.isna()
+    mask &= (in_range & ~missing) | (missing & f.include_missing_reward)
+    return df[mask]
+
+
+def reason_counts(df: pd.DataFrame) -> pd.DataFrame:
+    """Number of episodes carrying each reason code (an episode counts once per code)."""
+    counts: dict[str, int] = defaultdict(int)
+    for reasons in df["reasons"]:
+        for code in reasons:
+            counts[code] += 1
+    out = pd.DataFrame(
+        sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])), columns=["reason", "episodes"]
+    )
+    return out
+
+
+def group_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """Episodes that have an advantage, labelled by their GRPO group (task / harness)."""
+    have = df[df["advantage"].notna()].copy()
+    have["group"] = have["task_id"].fillna("?") + " / " + have["harness"].fillna("?")
+    return have
+
+
+def sources_frame(session: Session) -> pd.DataFrame:
+    """Ingested files, newest first."""
+    sql = """
+        SELECT id, path, format, size_bytes, n_lines, n_calls, n_episodes, n_rejected,
+               ingested_at
+        FROM source ORDER BY ingested_at DESC, id DESC
+    """
+    return _read(session, sql)
+
+
+def rejected_frame(session: Session, *, limit: int = 5000) -> pd.DataFrame:
+    """Rejected lines (file, line, reason, raw text), oldest first, at most `limit` rows."""
+    sql = """
+        SELECT source_file AS file, line, reason, raw
+        FROM rejected_line ORDER BY id LIMIT :limit
+    """
+    return _read(session, sql, limit=limit)
+
+
+def attempts_of_task(session: Session, task_id: str, settings_hash: str) -> pd.DataFrame:
+    """Every attempt of one task (any harness), for the Compare picker; one query."""
+    sql = """
+        SELECT e.episode_id, e.task_id, e.harness, e.model, e.attempt, e.n_calls,
+               e.source_kind, s.status AS status, s.reasons_json AS reasons_json,
+               COALESCE(s.reward, r.reward) AS reward, s.advantage AS advantage
+        FROM episode e
+        LEFT JOIN episode_status s
+          ON s.episode_id = e.episode_id AND s.settings_hash = :h
+        LEFT JOIN result r ON r.episode_id = e.episode_id
+        WHERE e.task_id = :t
+        ORDER BY e.harness, e.attempt, e.episode_id
+    """
+    df = _read(session, sql, h=settings_hash, t=task_id)
+    df["reasons"] = [reason_codes(v) for v in df["reasons_json"]]
+    df["status"] = df["status"].fillna("not analysed")
+    return df[EPISODE_COLUMNS].reset_index(drop=True)
+
+
+def _tool_uses(response_json: str | None) -> list[str]:
+    if not response_json:
+        return []
+    try:
+        msg = orjson.loads(response_json)
+    except orjson.JSONDecodeError:
+        return []
+    content = msg.get("content") if isinstance(msg, dict) else None
+    if not isinstance(content, list):
+        return []
+    return [
+        str(b.get("name", "?"))
+        for b in content
+        if isinstance(b, dict) and b.get("type") == "tool_use"
+    ]
+
+
+def dataset_stats(session: Session, settings_hash: str) -> DatasetStats:
+    """Turns, tokens, tool calls and tool types per kept trajectory (kept episodes only).
+
+    A trajectory is an episode's kept main calls. Turns = kept calls; tokens = for each segment,
+    the full context of its last kept call (prompt incl. cache + output), summed over segments;
+    tool calls = tool_use blocks in the kept responses; tool types = distinct tool names.
+    """
+    sql = """
+        SELECT d.episode_id, d.segment, c.t_request, c.seq, c.line,
+               c.input_tokens, c.output_tokens, c.cache_read_input_tokens,
+               c.cache_creation_input_tokens, c.response_json
+        FROM decision d
+        JOIN episode_status s
+          ON s.episode_id = d.episode_id AND s.settings_hash = d.settings_hash
+        JOIN "call" c ON c.call_id = d.call_id
+        WHERE d.settings_hash = :h AND d.state = 'kept' AND s.status = 'kept'
+    """
+    df = _read(session, sql, h=settings_hash)
+    cols = ["episode_id", "turns", "tokens", "tool_calls", "tool_types"]
+    if df.empty:
+        return DatasetStats(0, pd.DataFrame(columns=cols), {})
+    tok_cols = [
+        "input_tokens",
+        "output_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+    ]
+    df["context"] = df[tok_cols].fillna(0).sum(axis=1)
+    df["tools"] = [_tool_uses(v) for v in df["response_json"]]
+    df = df.sort_values(["episode_id", "segment", "seq", "t_request", "line"], na_position="first")
+    last_per_segment = df.groupby(["episode_id", "segment"], dropna=False)["context"].last()
+    tokens = last_per_segment.groupby(level=0).sum()
+    per = df.groupby("episode_id").agg(
+        turns=("context", "size"),
+        tool_calls=("tools", lambda s: sum(len(t) for t in s)),
+        tool_types=("tools", lambda s: len({n for t in s for n in t})),
+    )
+    per["tokens"] = tokens
+    per = per.reset_index()[cols]
+    means = {k: float(per[k].mean()) for k in PAPER_STATS}
+    return DatasetStats(len(per), per, means)

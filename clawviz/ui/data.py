@@ -1,0 +1,131 @@
+"""Cached reads for the pages: thin `st.cache_data` wrappers over the pure library.
+
+Every function takes the store URL and the settings hash as plain arguments, so the cache key
+changes when either does; objects that should not be hashed are passed with a leading `_`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+from sqlmodel import Session
+
+from clawviz import models, queries
+from clawviz.settings import Settings
+from clawviz.types import Call, EpisodeAnalysis
+from clawviz.ui.state import _engine_for
+
+
+@dataclass
+class EpisodeView:
+    """Everything the Episode page shows about one episode."""
+
+    episode: dict[str, Any]
+    result: dict[str, Any] | None
+    calls: list[Call]
+    analysis: EpisodeAnalysis | None
+    analysis_error: str | None = None
+
+
+def _session(url: str) -> Session:
+    return Session(_engine_for(url))
+
+
+@st.cache_data(show_spinner=False)
+def store_counts(url: str) -> dict[str, int]:
+    with _session(url) as s:
+        return queries.store_counts(s)
+
+
+@st.cache_data(show_spinner="Analysing episodes…")
+def ensure_analysed(url: str, settings_hash: str, _settings: Settings) -> str | None:
+    """Compute decisions for every episode not yet analysed under these settings.
+
+    Returns an error message instead of raising, so a page can show it and carry on.
+    """
+    try:
+        from clawviz.analysis import ensure_analysis
+    except ImportError as exc:
+        return f"the analysis module is not available ({exc})"
+    with _session(url) as s:
+        ensure_analysis(s, _settings)
+    return None
+
+
+@st.cache_data(show_spinner=False)
+def episodes(url: str, settings_hash: str) -> pd.DataFrame:
+    with _session(url) as s:
+        return queries.episodes_frame(s, settings_hash)
+
+
+@st.cache_data(show_spinner=False)
+def dataset_stats(url: str, settings_hash: str) -> queries.DatasetStats:
+    with _session(url) as s:
+        return queries.dataset_stats(s, settings_hash)
+
+
+@st.cache_data(show_spinner=False)
+def sources(url: str) -> pd.DataFrame:
+    with _session(url) as s:
+        return queries.sources_frame(s)
+
+
+@st.cache_data(show_spinner=False)
+def rejected(url: str) -> pd.DataFrame:
+    with _session(url) as s:
+        return queries.rejected_frame(s)
+
+
+@st.cache_data(show_spinner=False)
+def attempts(url: str, task_id: str, settings_hash: str) -> pd.DataFrame:
+    with _session(url) as s:
+        return queries.attempts_of_task(s, task_id, settings_hash)
+
+
+@st.cache_data(show_spinner="Loading episode…", max_entries=64)
+def episode_view(
+    url: str, episode_id: str, settings_hash: str, _settings: Settings
+) -> EpisodeView | None:
+    """The episode, its result, its calls and its analysis; None for an unknown id."""
+    from clawviz import store
+
+    with _session(url) as s:
+        ep = s.get(models.Episode, episode_id)
+        if ep is None:
+            return None
+        episode = ep.model_dump()
+        result = store.load_result(s, episode_id)
+        result_d = result.model_dump() if result is not None else None
+        calls = store.load_calls(s, episode_id)
+        analysis, error = None, None
+        try:
+            from clawviz.analysis import episode_analysis
+
+            analysis = episode_analysis(s, episode_id, _settings)
+        except Exception as exc:  # noqa: BLE001 - shown on the page, the calls still display
+            error = f"{type(exc).__name__}: {exc}"
+    return EpisodeView(episode, result_d, calls, analysis, error)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def raw_call(url: str, call_id: str) -> dict[str, Any] | None:
+    """The stored raw pieces of one call: request body rebuilt, response as logged, headers."""
+    from clawviz import store
+
+    with _session(url) as s:
+        row = s.get(models.CallRow, call_id)
+        if row is None:
+            return None
+        try:
+            request = store.raw_request(s, call_id)
+        except (KeyError, ValueError) as exc:
+            request = {"error": f"request could not be rebuilt: {exc}"}
+        return {
+            "request": request,
+            "raw_response": row.raw_response,
+            "headers_json": row.headers_json,
+            "rollout_json": row.rollout_json,
+        }

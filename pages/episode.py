@@ -1,0 +1,423 @@
+"""Episode page: header with reasons, the interactive call tree, the call inspector, paths and
+compare. Every selection lives in the URL (?episode=&call=&path=&compare=)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from clawviz.figures import (
+    COLOUR_MODES,
+    call_from_selection,
+    token_figure,
+    token_grid,
+    tree_figure,
+    tree_layout,
+)
+from clawviz.types import Call
+from clawviz.ui import data, state
+from clawviz.ui.inspector import (
+    call_label,
+    duration_s,
+    escape_md,
+    message_delta,
+    path_rows,
+)
+from clawviz.ui.render import reason_badges, render_message
+
+WORKSPACE_PAGE = Path(__file__).parent / "workspace.py"
+MAX_SHARED_SHOWN = 30
+"""The shared history is long; the expander shows its last messages only."""
+
+
+def _fmt(v, signed: bool = False) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    return f"{v:+.3f}" if signed else f"{v:.3f}"
+
+
+def on_episode_pick() -> None:
+    choice = st.session_state.get(state.KEY_EPISODE_PICK)
+    state.set_params(
+        episode=choice if choice != state.NONE_OPTION else None, call=None, path=None, compare=None
+    )
+
+
+def episode_picker(eps: pd.DataFrame, label: str) -> None:
+    """A selectbox of all episodes (the way in when the URL names none or a wrong one)."""
+    options = [state.NONE_OPTION] + eps["episode_id"].tolist()
+    st.selectbox(label, options, key=state.KEY_EPISODE_PICK, on_change=on_episode_pick)
+
+
+def init_selection(episode_id: str, call_ids: list[str]) -> None:
+    """Seed the widgets from the URL when this episode is opened (a pasted link restores them)."""
+    if st.session_state.get(state.KEY_EPISODE_LOADED) == episode_id:
+        return
+    st.session_state[state.KEY_EPISODE_LOADED] = episode_id
+    wanted = state.get_param(state.QP_CALL)
+    st.session_state[state.KEY_CALL_SELECT] = wanted if wanted in call_ids else call_ids[0]
+    compare = state.get_param(state.QP_COMPARE)
+    st.session_state[state.KEY_COMPARE_SELECT] = compare or state.NONE_OPTION
+
+
+def on_tree_select() -> None:
+    cid = call_from_selection(st.session_state.get(state.KEY_TREE))
+    if cid:
+        st.session_state[state.KEY_CALL_SELECT] = cid
+        state.set_params(call=cid)
+
+
+def on_call_select() -> None:
+    state.set_params(call=st.session_state.get(state.KEY_CALL_SELECT))
+
+
+def on_compare_select() -> None:
+    choice = st.session_state.get(state.KEY_COMPARE_SELECT)
+    state.set_params(compare=None if choice == state.NONE_OPTION else choice)
+
+
+def header(view: data.EpisodeView) -> None:
+    ep, a = view.episode, view.analysis
+    st.title(f"Episode {escape_md(ep['episode_id'])}")
+    reward = a.reward if a and a.reward is not None else (view.result or {}).get("reward")
+    cols = st.columns(7)
+    cols[0].metric("Task", str(ep.get("task_id") or "—"))
+    cols[1].metric("Harness", str(ep.get("harness") or "—"))
+    cols[2].metric("Model", str(ep.get("model") or "—"))
+    cols[3].metric("Attempt", str(ep.get("attempt") if ep.get("attempt") is not None else "—"))
+    cols[4].metric("Reward", _fmt(reward))
+    cols[5].metric("GRPO advantage", _fmt(a.advantage if a else None, signed=True))
+    cols[6].metric("Status", a.status if a else "not analysed")
+    if a is not None:
+        reason_badges(a.reasons)
+    if view.analysis_error:
+        st.error("The analysis of this episode failed; calls are shown without decisions.")
+        st.code(view.analysis_error, language=None)
+    if reward is None:
+        st.info(
+            "This episode has no reward: no verifier result was loaded for it, so it has no "
+            "advantage (a missing reward is never read as 0)."
+        )
+    if len(view.calls) == 1:
+        st.info("This episode has a single call: its tree is one node.")
+    if ep.get("source_kind") == "transcript":
+        try:
+            from clawviz.transcripts import TRANSCRIPT_LIMITS
+        except ImportError:
+            TRANSCRIPT_LIMITS = "Rebuilt from a harness transcript, not from a proxy log."
+        st.warning(str(TRANSCRIPT_LIMITS), icon=":material/history_edu:")
+
+
+def tree_section(view: data.EpisodeView, call_ids: list[str]) -> None:
+    c1, c2, c3 = st.columns([2, 2, 3])
+    colour_by = (
+        c1.segmented_control("Colour by", COLOUR_MODES, default="state", key=state.KEY_COLOUR_BY)
+        or "state"
+    )
+    collapse = c2.toggle("Collapse auxiliary threads", key=state.KEY_COLLAPSE_AUX)
+    path_id = state.get_param(state.QP_PATH)
+    layout = tree_layout(view.calls, view.analysis)
+    if path_id and path_id not in layout.paths:
+        path_id = None
+    if path_id:
+        c3.caption(f"Highlighted path: {escape_md(path_id)}")
+        if c3.button("Clear highlight", key="episode_clear_path"):
+            state.set_params(path=None)
+            st.rerun()
+    fig = tree_figure(
+        layout,
+        colour_by=colour_by,
+        highlight_path=path_id,
+        collapse_aux=collapse,
+        selected_call=st.session_state.get(state.KEY_CALL_SELECT),
+    )
+    st.plotly_chart(
+        fig,
+        key=state.KEY_TREE,
+        on_select=on_tree_select,
+        selection_mode="points",
+        config={"displaylogo": False, "scrollZoom": True},
+    )
+    st.caption(
+        "Click a node to inspect it (or pick it below). Circles: main calls, diamonds: "
+        "auxiliary, ×: failed. Leaves of kept paths carry reward R and advantage A."
+    )
+
+
+def inspector(view: data.EpisodeView, call_ids: list[str]) -> None:
+    calls = {c.call_id: c for c in view.calls}
+    decisions = view.analysis.decisions if view.analysis else {}
+    labels = {cid: call_label(i, calls[cid], decisions.get(cid)) for i, cid in enumerate(call_ids)}
+    st.subheader("Call inspector")
+    cid = st.selectbox(
+        "Call",
+        call_ids,
+        format_func=lambda c: labels.get(c, c),
+        key=state.KEY_CALL_SELECT,
+        on_change=on_call_select,
+    )
+    call = calls[cid]
+    d = decisions.get(cid)
+    parent = calls.get(d.parent_call) if d and d.parent_call else None
+    if d is not None:
+        colour = {"kept": "green", "pruned": "orange", "failed": "red"}.get(d.state, "blue")
+        text = f"{d.state}" + (f": {d.reason}" if d.reason else "")
+        line = st.container(horizontal=True)
+        line.badge(escape_md(d.role), color="gray")
+        line.badge(escape_md(text), color=colour)
+        if d.role_reason:
+            line.caption(escape_md(d.role_reason))
+    cols = st.columns(6)
+    cols[0].metric("HTTP", str(call.http_status) if call.http_status is not None else "—")
+    dur = duration_s(call)
+    cols[1].metric("Duration", f"{dur:.2f} s" if dur is not None else "—")
+    u = call.usage
+    cols[2].metric("Input tokens", _int(u.input_tokens))
+    cols[3].metric("Output tokens", _int(u.output_tokens))
+    cols[4].metric("Cache read", _int(u.cache_read_input_tokens))
+    cols[5].metric("Cache write", _int(u.cache_creation_input_tokens))
+    st.caption(
+        f"{escape_md(call.endpoint)} · {escape_md(call.model or '?')} · "
+        f"{escape_md(call.source_file)} line {call.line}"
+        + (f" · stop: {escape_md(call.stop_reason)}" if call.stop_reason else "")
+    )
+    if call.failure or call.error:
+        st.error(f"Failed: {call.failure or 'error'}")
+        if call.error:
+            st.code(call.error, language=None, wrap_lines=True)
+
+    req, resp, toks, raw = st.tabs(["Request (new since parent)", "Response", "Tokens", "Raw JSON"])
+    with req:
+        request_tab(call, parent, view, call_ids)
+    with resp:
+        if call.response:
+            render_message(call.response)
+        else:
+            st.info("No response was recorded for this call.")
+    with toks:
+        tokens_tab(call, view)
+    with raw:
+        if st.toggle("Load the raw request and response", key=state.KEY_RAW_JSON):
+            raw_tab(call)
+
+
+def _int(v: int | None) -> str:
+    return f"{v:,}" if v is not None else "—"
+
+
+def request_tab(
+    call: Call, parent: Call | None, view: data.EpisodeView, call_ids: list[str]
+) -> None:
+    if parent is None or parent.system != call.system:
+        with st.expander(f"System prompt ({len(call.system):,} characters)"):
+            st.text(call.system or "(none)")
+    if call.tools:
+        st.caption("Tools offered: " + escape_md(", ".join(call.tools)))
+    delta = message_delta(call, parent)
+    if delta.shared:
+        n = len(delta.shared)
+        pnum = call_ids.index(parent.call_id) + 1 if parent else "?"
+        with st.expander(f"{n} messages same as parent (call {pnum})"):
+            start = max(0, n - MAX_SHARED_SHOWN)
+            if start:
+                st.caption(f"Showing the last {MAX_SHARED_SHOWN} of {n}.")
+            for i in range(start, n):
+                render_message(delta.shared[i], i)
+    elif parent is None:
+        st.caption("No parent call: every message is new.")
+    if not delta.new:
+        st.info("No new messages since the parent (a re-send of the same request).")
+    for i, m in enumerate(delta.new):
+        render_message(m, len(delta.shared) + i)
+
+
+def tokens_tab(call: Call, view: data.EpisodeView) -> None:
+    r = call.rollout
+    if r is None or not (r.output_token_ids or r.prompt_token_ids):
+        st.info(
+            "No token ids were logged for this call (the recorder did not ask the server "
+            "for them), so there is no token view."
+        )
+        return
+    grid = token_grid(r.prompt_token_ids, r.output_token_ids, r.output_logprobs)
+    cols = st.columns(4)
+    cols[0].metric("Context tokens (mask 0)", f"{grid.n_context:,}")
+    cols[1].metric("Trained tokens (mask 1)", f"{grid.n_trained:,}")
+    if r.output_logprobs:
+        cols[2].metric("Mean logprob", f"{sum(r.output_logprobs) / len(r.output_logprobs):.3f}")
+    if r.policy_version is not None:
+        cols[3].metric("Policy version", str(r.policy_version))
+    if r.trainer_logprobs and r.output_logprobs:
+        cap = float(view_settings_cap())
+        ratios = [
+            min(math.exp(t - o), cap)
+            for t, o in zip(r.trainer_logprobs, r.output_logprobs, strict=False)
+        ]
+        clipped = sum(1 for x in ratios if x >= cap) / len(ratios)
+        st.caption(
+            f"Importance ratio min(exp(logp_train − logp_rollout), {cap:g}): mean "
+            f"{sum(ratios) / len(ratios):.3f}, clipped {clipped:.1%}"
+        )
+    st.caption(
+        f"Last {grid.shown_context} context tokens (grey) then every generated token, "
+        "shaded by its logprob."
+    )
+    st.plotly_chart(token_figure(grid), key="episode_token_view", config={"displaylogo": False})
+
+
+def view_settings_cap() -> float:
+    return state.current_settings().is_ratio_cap
+
+
+def raw_tab(call: Call) -> None:
+    raw = data.raw_call(state.database_url(), call.call_id)
+    if raw is None:
+        st.warning("This call is not in the store.")
+        return
+    st.caption("Request body (as sent, rebuilt from the store)")
+    st.json(raw["request"], expanded=1)
+    st.caption("Response body (as logged)")
+    body = raw.get("raw_response")
+    if body:
+        try:
+            st.json(json.loads(body), expanded=1)
+        except ValueError:
+            st.code(body, language=None, wrap_lines=True)
+    else:
+        st.caption("(none)")
+    st.caption("Headers")
+    st.json(json.loads(raw.get("headers_json") or "{}"), expanded=False)
+
+
+def on_path_select() -> None:
+    sel = st.session_state.get(state.KEY_PATHS_TABLE)
+    rows = (sel or {}).get("selection", {}).get("rows", [])
+    paths = st.session_state.get("_episode_path_ids", [])
+    state.set_params(path=paths[rows[0]] if rows and rows[0] < len(paths) else None)
+
+
+def paths_section(view: data.EpisodeView) -> None:
+    st.subheader("Paths")
+    if view.analysis is None or not view.analysis.paths:
+        st.info("No root-to-leaf paths: this episode has no analysed main calls.")
+        return
+    rows = path_rows(view.analysis)
+    st.session_state["_episode_path_ids"] = [r["path"] for r in rows]
+    df = pd.DataFrame(rows)
+    st.dataframe(
+        df,
+        key=state.KEY_PATHS_TABLE,
+        on_select=on_path_select,
+        selection_mode="single-row",
+        hide_index=True,
+        column_config={
+            "reward": st.column_config.NumberColumn(format="%.3f"),
+            "GRPO advantage": st.column_config.NumberColumn(format="%+.3f"),
+            "PPO return": st.column_config.NumberColumn(format="%.3f"),
+        },
+    )
+    if not any(p.has_values for p in view.analysis.paths):
+        st.caption(
+            "PPO: no value estimates were logged, so each kept path shows its return R "
+            "(gamma = lambda = 1); select a row to highlight its path in the tree."
+        )
+
+
+def compare_section(view: data.EpisodeView, settings) -> None:
+    st.subheader("Compare with another attempt")
+    task = view.episode.get("task_id")
+    if not task:
+        st.info("This episode has no task id, so there are no other attempts to compare with.")
+        return
+    url = state.database_url()
+    others = data.attempts(url, task, settings.settings_hash)
+    others = others[others["episode_id"] != view.episode["episode_id"]]
+    if others.empty:
+        st.info("No other attempt of this task is in the store.")
+        return
+    labels = {
+        r.episode_id: f"{r.episode_id} · {r.harness} · attempt {r.attempt} · R {_fmt(r.reward)}"
+        for r in others.itertuples()
+    }
+    options = [state.NONE_OPTION] + list(labels)
+    if st.session_state.get(state.KEY_COMPARE_SELECT) not in options:
+        st.session_state[state.KEY_COMPARE_SELECT] = state.NONE_OPTION
+    choice = st.selectbox(
+        "Other attempt of the same task",
+        options,
+        format_func=lambda e: labels.get(e, e),
+        key=state.KEY_COMPARE_SELECT,
+        on_change=on_compare_select,
+    )
+    if choice == state.NONE_OPTION:
+        return
+    other = data.episode_view(url, choice, settings.settings_hash, settings)
+    if other is None:
+        st.warning("That attempt is no longer in the store.")
+        return
+    left, right = st.columns(2)
+    for col, v, key in ((left, view, "left"), (right, other, "right")):
+        with col:
+            a = v.analysis
+            reward = a.reward if a else (v.result or {}).get("reward")
+            st.markdown(f"**{escape_md(v.episode['episode_id'])}**")
+            m = st.columns(3)
+            m[0].metric("Reward", _fmt(reward))
+            m[1].metric("Advantage", _fmt(a.advantage if a else None, True))
+            m[2].metric("Status", a.status if a else "not analysed")
+            if a is not None:
+                reason_badges(a.reasons)
+            fig = tree_figure(tree_layout(v.calls, a), collapse_aux=True, height=320)
+            fig.update_layout(showlegend=False)
+            st.plotly_chart(fig, key=f"episode_compare_{key}", config={"displaylogo": False})
+
+
+def main() -> None:
+    url = state.database_url()
+    settings = state.current_settings()
+    eps = data.episodes(url, settings.settings_hash)
+    episode_id = state.get_param(state.QP_EPISODE)
+    if eps.empty:
+        st.title("Episode")
+        st.info("The store is empty: load logs on the Ingest page first.")
+        return
+    if not episode_id:
+        st.title("Episode")
+        st.info("Pick an episode here or on the Runs page.")
+        episode_picker(eps, "Episode")
+        return
+    view = data.episode_view(url, episode_id, settings.settings_hash, settings)
+    if view is None:
+        st.title("Episode")
+        st.warning(f"There is no episode {escape_md(episode_id)!s} in this store.")
+        episode_picker(eps, "Open another episode")
+        return
+    if not view.calls:
+        header(view)
+        st.warning("This episode has no recorded calls.")
+        return
+    call_ids = [c.call_id for c in view.calls]
+    init_selection(episode_id, call_ids)
+    if st.session_state.get(state.KEY_CALL_SELECT) not in call_ids:
+        st.session_state[state.KEY_CALL_SELECT] = call_ids[0]
+    state.set_params(call=st.session_state[state.KEY_CALL_SELECT])
+
+    header(view)
+    if WORKSPACE_PAGE.exists():
+        st.page_link(
+            WORKSPACE_PAGE,
+            label="Workspace diff of this attempt",
+            icon=":material/difference:",
+            query_params={"episode": episode_id},
+        )
+    tree_section(view, call_ids)
+    inspector(view, call_ids)
+    paths_section(view)
+    compare_section(view, settings)
+
+
+main()
