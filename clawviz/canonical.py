@@ -8,6 +8,8 @@ builder compares (see its docstring).
 from __future__ import annotations
 
 import hashlib
+import re
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -51,3 +53,98 @@ def message_hash(message: Message) -> str:
     """Storage key of an internal-shape message (sha256 of its canonical JSON)."""
     canon = {"role": message.get("role"), "content": normalize_blocks(message.get("content"))}
     return hashlib.sha256(dumps_canonical(canon)).hexdigest()
+
+
+_WS = re.compile(r"\s+")
+
+
+def normalize_ws(text: str) -> str:
+    """Collapse every whitespace run to one space and strip the ends."""
+    return _WS.sub(" ", text).strip()
+
+
+def block_text(content: Any) -> str:
+    """Plain text of a content value (string, block list or tool_result content)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        return str(content.get("text", ""))
+    parts: list[str] = []
+    for b in content:
+        if isinstance(b, str):
+            parts.append(b)
+        elif isinstance(b, dict) and b.get("type") in (None, "text", "input_text", "output_text"):
+            parts.append(str(b.get("text", "")))
+    return "".join(parts)
+
+
+def _strip_patterns(text: str, patterns: Sequence[re.Pattern[str]]) -> str:
+    for p in patterns:
+        text = p.sub("", text)
+    return text
+
+
+def _canonical_args(value: Any) -> Any:
+    # Harnesses send tool arguments as an object or as a JSON string; both mean the same call.
+    if isinstance(value, str):
+        try:
+            return orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return value
+    return value
+
+
+def _image_digest(block: dict[str, Any]) -> str:
+    source = block.get("source") or block.get("image_url") or {}
+    return hashlib.sha256(dumps_canonical(strip_cache_control(source))).hexdigest()[:16]
+
+
+def match_items(message: Message, *, ignore_patterns: Sequence[re.Pattern[str]] = ()) -> list:
+    """The tolerant, comparable content of a message (see `match_key`)."""
+    items: list[Any] = []
+    pending: list[str] = []
+
+    def flush() -> None:
+        if pending:
+            text = normalize_ws(" ".join(pending))
+            if text:
+                items.append(("text", text))
+            pending.clear()
+
+    for b in normalize_blocks(message.get("content")):
+        kind = b.get("type")
+        if kind in ("thinking", "redacted_thinking", "reasoning"):
+            continue
+        if kind in ("text", "input_text", "output_text"):
+            pending.append(_strip_patterns(str(b.get("text", "")), ignore_patterns))
+            continue
+        flush()
+        if kind == "tool_use":
+            items.append(("tool_use", b.get("name"), _canonical_args(b.get("input"))))
+        elif kind == "tool_result":
+            text = normalize_ws(_strip_patterns(block_text(b.get("content")), ignore_patterns))
+            items.append(("tool_result", text, bool(b.get("is_error"))))
+        elif kind == "image":
+            items.append(("image", _image_digest(b)))
+        else:
+            rest = {k: v for k, v in b.items() if k not in ("id", "signature")}
+            items.append(("other", rest))
+    flush()
+    return items
+
+
+def match_key(message: Message, *, ignore_patterns: Sequence[re.Pattern[str]] = ()) -> str:
+    """Tolerant key for tree matching.
+
+    Thinking dropped, text whitespace-normalised and stripped of `ignore_patterns`, tool calls
+    compared by name + canonical arguments (ids ignored: OpenClaw rewrites them), tool results
+    by text + is_error, images by a digest of their source.
+    """
+    role = message.get("role")
+    if role == "tool":
+        role = "user"
+    items = match_items(message, ignore_patterns=ignore_patterns)
+    digest = hashlib.blake2b(dumps_canonical([role, items]), digest_size=16)
+    return digest.hexdigest()

@@ -1,0 +1,273 @@
+"""Roles, links, segments and threads of the calls of one episode (PIPELINE §3).
+
+Every call is checked against the harness markers, not only roots: summary requests,
+heartbeats and memory flushes re-send the whole main history, so they extend the main tip and a
+prefix match alone would call them main. A call with no marker of its own inherits the role of
+the nearest ancestor that is not such a tip extension.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from clawviz.canonical import block_text, normalize_ws
+from clawviz.markers import ALL_IGNORE_PATTERNS, Marker, call_text, detect_marker, spawn_prompts
+from clawviz.tree import CallTree, is_failed
+from clawviz.types import Call
+
+AUX_ROLES = (
+    "aux_utility",
+    "aux_summary",
+    "aux_subagent",
+    "aux_heartbeat",
+    "aux_cron",
+    "aux_memory_flush",
+    "aux_non_model",
+)
+TIP_EXTENSIONS = frozenset({"aux_summary", "aux_heartbeat", "aux_memory_flush"})
+"""Roles of calls that re-send the main history plus one instruction; never inherited."""
+
+_TURN_TYPE_ROLES = (
+    ("heartbeat", "aux_heartbeat"),
+    ("cron", "aux_cron"),
+    ("memory", "aux_memory_flush"),
+    ("flush", "aux_memory_flush"),
+    ("summar", "aux_summary"),
+    ("compact", "aux_summary"),
+    ("sub", "aux_subagent"),
+)
+
+
+@dataclass
+class CallRole:
+    """The role of one call and why, with its link, segment and thread."""
+
+    role: str
+    reason: str
+    linked_call: str | None = None
+    segment: int | None = None
+    thread: str = ""
+    continuation: bool = False
+    """First call of a segment after compaction."""
+
+
+@dataclass
+class Classification:
+    """Roles of all calls of an episode, plus the episode's segment count."""
+
+    roles: dict[str, CallRole]
+    n_segments: int
+    main_root: str | None
+
+    def main_parent(self, tree: CallTree, call_id: str) -> str | None:
+        """Nearest ancestor that is a main call (skipping tip extensions in the history)."""
+        p = tree.parent[call_id]
+        while p is not None and self.roles[p].role != "main":
+            if self.roles[p].role not in TIP_EXTENSIONS:
+                return None
+            p = tree.parent[p]
+        return p
+
+
+def _ground_truth(call: Call, marker: Marker | None) -> tuple[str, str] | None:
+    tt = (call.turn_type or "").strip().lower()
+    if not tt:
+        return None
+    if tt in ("main", "agent", "turn"):
+        return "main", f"ground truth turn type {call.turn_type!r}"
+    if tt in AUX_ROLES:
+        return tt, f"ground truth role {call.turn_type!r}"
+    if marker is not None and marker.kind in AUX_ROLES:
+        return marker.kind, f"ground truth side turn {call.turn_type!r}; {marker.evidence!r}"
+    for needle, role in _TURN_TYPE_ROLES:
+        if needle in tt:
+            return role, f"ground truth turn type {call.turn_type!r}"
+    return "aux_utility", f"ground truth side turn {call.turn_type!r}"
+
+
+def _identity(system: str) -> str:
+    """The system prompt's identity line: its first 200 characters without volatile spans."""
+    for p in ALL_IGNORE_PATTERNS:
+        system = p.sub("", system)
+    return normalize_ws(system)[:200]
+
+
+def _summary_body(call: Call) -> str:
+    text = block_text((call.response or {}).get("content"))
+    m = re.search(r"<summary>(.*?)(?:</summary>|$)", text, re.DOTALL)
+    return normalize_ws(m.group(1) if m else text)
+
+
+def _snippets(body: str) -> list[str]:
+    """Pieces of a summary to look for in a continuation (harnesses re-format the text)."""
+    out = [body[:200]] if len(body) >= 20 else ([body] if body else [])
+    for line in re.split(r"(?<=[.:!?])\s", body):
+        if len(line) >= 40:
+            out.append(line[:120])
+        if len(out) >= 4:
+            break
+    return out
+
+
+class _SpawnIndex:
+    """Sub-agent spawn prompts seen so far, each linkable to one sub-agent root."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[str, str]] = []
+        self.used: set[int] = set()
+
+    def add(self, call: Call) -> None:
+        for prompt in spawn_prompts(call.response):
+            self.entries.append((call.call_id, normalize_ws(prompt)))
+
+    def match(self, first_user: str) -> str | None:
+        text = normalize_ws(first_user)
+        if not text:
+            return None
+        hits = [i for i, (_, p) in enumerate(self.entries) if p and (p == text or p in text)]
+        if not hits:
+            return None
+        # Parallel sub-agents with identical prompts: each takes its own spawn call in order.
+        free = [i for i in hits if i not in self.used]
+        pick = free[0] if free else hits[-1]
+        self.used.add(pick)
+        return self.entries[pick][0]
+
+
+def classify_calls(tree: CallTree) -> Classification:
+    """Assign every call a role (first PIPELINE §3 rule that matches), link, segment, thread."""
+    roles: dict[str, CallRole] = {}
+    spawns = _SpawnIndex()
+    main_root: str | None = None
+    main_identity: str | None = None
+    main_tools: bool = False
+    summaries: list[str] = []
+    last_main_ok: str | None = None
+
+    for call in tree.calls:
+        cid = call.call_id
+        parent = tree.parent[cid]
+        text = call_text(call)
+        if call.endpoint == "non_model":
+            roles[cid] = CallRole("aux_non_model", f"non-model endpoint {call.method} {call.url}")
+            continue
+        marker = detect_marker(call, text)
+        gt = _ground_truth(call, marker)
+        cr: CallRole
+        if gt is not None:
+            cr = CallRole(gt[0], gt[1])
+            if gt[0] == "main" and marker is not None and marker.kind == "continuation":
+                cr.continuation = parent is None
+        elif marker is not None and marker.kind != "continuation":
+            cr = CallRole(marker.kind, f"{marker.harness} marker {marker.evidence!r}")
+        elif marker is not None and parent is None:
+            cr = CallRole("main", f"after compaction: {marker.evidence!r}", continuation=True)
+        elif parent is not None:
+            anc = parent
+            while anc is not None and roles[anc].role in TIP_EXTENSIONS:
+                anc = tree.parent[anc]
+            role = roles[anc].role if anc is not None else "main"
+            cr = CallRole(role, f"continues call {_label(tree.by_id[parent])}")
+        else:
+            cr = _classify_root(tree, call, text.first_user, spawns, main_identity, main_tools)
+
+        if cr.role == "aux_subagent" and parent is None and cr.linked_call is None:
+            cr.linked_call = spawns.match(text.first_user)
+        if cr.role == "aux_summary":
+            cr.linked_call = parent if parent is not None else last_main_ok
+            summaries.append(cid)
+        if cr.continuation:
+            cr.linked_call = _find_summary(tree, call, summaries)
+        if cr.role == "main" and main_root is None and parent is None:
+            main_root = cid
+            main_identity = _identity(call.system)
+            main_tools = bool(call.tools)
+        if cr.role == "main" and not is_failed(call):
+            last_main_ok = cid
+        if cr.role in ("main", "aux_subagent") and not is_failed(call):
+            spawns.add(call)
+        roles[cid] = cr
+
+    n_segments = _assign_segments(tree, roles)
+    _assign_threads(tree, roles)
+    return Classification(roles=roles, n_segments=n_segments, main_root=main_root)
+
+
+def _label(call: Call) -> str:
+    return str(call.seq) if call.seq is not None else call.call_id
+
+
+def _classify_root(
+    tree: CallTree,
+    call: Call,
+    first_user: str,
+    spawns: _SpawnIndex,
+    main_identity: str | None,
+    main_tools: bool,
+) -> CallRole:
+    link = spawns.match(first_user)
+    if link is not None:
+        return CallRole(
+            "aux_subagent",
+            f"first user message is the spawn prompt of call {_label(tree.by_id[link])}",
+            linked_call=link,
+        )
+    earlier = tree.resend_of.get(call.call_id)
+    if earlier is not None:
+        return CallRole("main", f"re-send of root {_label(tree.by_id[earlier])}")
+    if main_identity is None or _identity(call.system) == main_identity:
+        return CallRole("main", "main conversation root")
+    if not call.tools and main_tools:
+        return CallRole("aux_utility", "tool-less call whose system prompt differs from main")
+    return CallRole("aux_subagent", "system prompt differs from main (structural fallback)")
+
+
+def _find_summary(tree: CallTree, call: Call, summaries: list[str]) -> str | None:
+    if not summaries:
+        return None
+    haystack = normalize_ws(" ".join(block_text(m.get("content")) for m in call.messages[:3]))
+    for sid in reversed(summaries):
+        for snippet in _snippets(_summary_body(tree.by_id[sid])):
+            if snippet and snippet in haystack:
+                return sid
+    return summaries[-1]
+
+
+def _assign_segments(tree: CallTree, roles: dict[str, CallRole]) -> int:
+    top = -1
+    for call in tree.calls:
+        cid = call.call_id
+        cr = roles[cid]
+        if cr.role != "main":
+            continue
+        anc = tree.parent[cid]
+        while anc is not None and roles[anc].role != "main":
+            anc = tree.parent[anc]
+        if cr.continuation and anc is None:
+            top += 1
+            cr.segment = top
+        elif anc is not None and roles[anc].segment is not None:
+            cr.segment = roles[anc].segment
+        else:
+            resend = tree.resend_of.get(cid)
+            if resend is not None and roles[resend].segment is not None:
+                cr.segment = roles[resend].segment
+            else:
+                top = max(top, 0)
+                cr.segment = top
+    return top + 1
+
+
+def _assign_threads(tree: CallTree, roles: dict[str, CallRole]) -> None:
+    for call in tree.calls:
+        cid = call.call_id
+        cr = roles[cid]
+        if cr.role == "main":
+            cr.thread = "main"
+            continue
+        parent = tree.parent[cid]
+        if parent is not None and roles[parent].role == cr.role:
+            cr.thread = roles[parent].thread
+        else:
+            cr.thread = f"{cr.role}:{_label(call)}"

@@ -1,0 +1,161 @@
+"""Why each call of an episode got its role and state: rows for `--json`, an indented tree else."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from sqlmodel import Session, select
+
+from clawviz.analysis import episode_analysis
+from clawviz.models import CallRow
+from clawviz.settings import DEFAULT_SETTINGS, Settings
+from clawviz.types import EpisodeAnalysis, PathInfo
+
+
+@dataclass(frozen=True)
+class CallFacts:
+    """What explain shows about a call besides its decision."""
+
+    call_id: str
+    source_file: str
+    line: int
+    seq: int | None
+    t_request: float | None
+    endpoint: str
+    http_status: int | None
+
+
+def _facts(session: Session, episode_id: str) -> list[CallFacts]:
+    rows = session.execute(
+        select(
+            CallRow.call_id,
+            CallRow.source_file,
+            CallRow.line,
+            CallRow.seq,
+            CallRow.t_request,
+            CallRow.endpoint,
+            CallRow.http_status,
+        ).where(CallRow.episode_id == episode_id)
+    ).all()
+    facts = [CallFacts(*r) for r in rows]
+    return sorted(facts, key=_order)
+
+
+def _order(f: CallFacts) -> tuple:
+    return (
+        f.seq if f.seq is not None else math.inf,
+        f.t_request if f.t_request is not None else math.inf,
+        f.source_file,
+        f.line,
+        f.call_id,
+    )
+
+
+def _path_of(paths: list[PathInfo]) -> dict[str, PathInfo]:
+    out: dict[str, PathInfo] = {}
+    for p in sorted(paths, key=lambda p: p.state != "kept"):
+        for cid in p.call_ids:
+            out.setdefault(cid, p)
+    return out
+
+
+def rows_for(facts: list[CallFacts], analysis: EpisodeAnalysis) -> list[dict[str, Any]]:
+    """The explain rows of an analysed episode, in reconstruction order."""
+    path_of = _path_of(analysis.paths)
+    rows: list[dict[str, Any]] = []
+    for f in facts:
+        d = analysis.decisions.get(f.call_id)
+        if d is None:
+            continue
+        p = path_of.get(f.call_id)
+        rows.append(
+            {
+                "call_id": f.call_id,
+                "source": {"file": f.source_file, "line": f.line},
+                "seq": f.seq,
+                "endpoint": f.endpoint,
+                "http_status": f.http_status,
+                "role": d.role,
+                "role_reason": d.role_reason,
+                "state": d.state,
+                "reason": d.reason,
+                "parent_call": d.parent_call,
+                "segment": d.segment,
+                "retry_of": d.retry_of,
+                "thread": d.thread,
+                "linked_call": d.linked_call,
+                "depth": d.depth,
+                "path": p.path_id if p else None,
+                "reward": p.reward if p else None,
+                "advantage": p.advantage if p else None,
+            }
+        )
+    return rows
+
+
+def explain_rows(
+    session: Session, episode_id: str, settings: Settings = DEFAULT_SETTINGS
+) -> list[dict[str, Any]]:
+    """Per call: id, source, seq, role, state, reason, parent, segment, retry, thread, path."""
+    analysis = episode_analysis(session, episode_id, settings)
+    return rows_for(_facts(session, episode_id), analysis)
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:+.4g}" if x < 0 or x > 0 else "0"
+
+
+def text_for(rows: list[dict[str, Any]], analysis: EpisodeAnalysis) -> str:
+    """An indented tree, one call per line with its role, state and reason."""
+    head = [
+        f"episode {analysis.episode_id}: {analysis.status}"
+        + (f" ({', '.join(r.code for r in analysis.reasons)})" if analysis.reasons else ""),
+        f"  reward {'-' if analysis.reward is None else f'{analysis.reward:.4g}'}"
+        f"  advantage {_fmt(analysis.advantage)}  segments {analysis.n_segments}"
+        f"  settings {analysis.settings_hash}",
+    ]
+    head += [f"  - {r.code}: {r.evidence}" for r in analysis.reasons]
+    by_id = {r["call_id"]: r for r in rows}
+    kids: dict[str | None, list[str]] = {}
+    for r in rows:
+        parent = r["parent_call"] if r["parent_call"] in by_id else None
+        kids.setdefault(parent, []).append(r["call_id"])
+    lines: list[str] = []
+    stack = [(cid, 0) for cid in reversed(kids.get(None, []))]
+    while stack:
+        cid, depth = stack.pop()
+        lines.append("  " * depth + _line(by_id[cid], by_id))
+        stack.extend((k, depth + 1) for k in reversed(kids.get(cid, [])))
+    return "\n".join(head + [""] + lines) + "\n"
+
+
+def _line(r: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> str:
+    def name(cid: str | None) -> str:
+        if cid is None:
+            return "-"
+        other = by_id.get(cid)
+        return f"#{other['seq']}" if other and other["seq"] is not None else cid
+
+    label = f"#{r['seq']}" if r["seq"] is not None else r["call_id"]
+    state = r["state"] + (f"({r['reason']})" if r["reason"] else "")
+    parts = [label, r["role"], state]
+    if r["segment"] is not None:
+        parts.append(f"seg {r['segment']}")
+    if r["retry_of"]:
+        parts.append(f"retry of {name(r['retry_of'])}")
+    if r["linked_call"]:
+        parts.append(f"linked to {name(r['linked_call'])}")
+    if r["http_status"] is not None and not 200 <= r["http_status"] < 300:
+        parts.append(f"HTTP {r['http_status']}")
+    if r["advantage"] is not None:
+        parts.append(f"A={_fmt(r['advantage'])}")
+    parts.append(f"[{r['source']['file']}:{r['source']['line']}]")
+    return "  ".join(parts)
+
+
+def explain_text(session: Session, episode_id: str, settings: Settings = DEFAULT_SETTINGS) -> str:
+    """A readable indented tree of the episode's calls with state and reason per line."""
+    analysis = episode_analysis(session, episode_id, settings)
+    return text_for(rows_for(_facts(session, episode_id), analysis), analysis)

@@ -1,0 +1,337 @@
+"""Harness markers (FORMATS §3) as data: one row per harness, so a new release is a one-line edit.
+
+Every pattern is a regular expression searched (not anchored unless it says so) in one part of a
+call: the system text, the first user text, the last user text, or a header. `detect_marker`
+checks the call's own harness row first, then every other row, because a log's harness label
+is often missing; a call no row recognises is classified by structure in `clawviz.classify`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from clawviz.canonical import block_text
+from clawviz.types import Call, Message
+
+
+def _rx(*patterns: str) -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(p, re.DOTALL) for p in patterns)
+
+
+# Harnesses prefix user turns with a timestamp such as `[Thu 2026-07-09 10:00 GMT+8] `.
+_DATE = r"^\s*(?:\[[^\]\n]*\d[^\]\n]*\]\s*)?"
+
+
+@dataclass(frozen=True)
+class SpawnTool:
+    """A tool call that starts a sub-agent, and where its prompt lives in the arguments."""
+
+    name: str
+    prompt_keys: tuple[str, ...]
+    wrapper_id: str | None = None
+    """For Tool-Search wrappers (`tool_call {id, args}`): the wrapped tool's id."""
+
+
+@dataclass(frozen=True)
+class HarnessMarkers:
+    """The markers of one harness family (FORMATS §3)."""
+
+    harness: str
+    main_system: tuple[re.Pattern[str], ...] = ()
+    utility_user: tuple[re.Pattern[str], ...] = ()
+    utility_system: tuple[re.Pattern[str], ...] = ()
+    summary_system: tuple[re.Pattern[str], ...] = ()
+    summary_last_user: tuple[re.Pattern[str], ...] = ()
+    summary_header: tuple[tuple[str, re.Pattern[str]], ...] = ()
+    continuation_user: tuple[re.Pattern[str], ...] = ()
+    subagent_system: tuple[re.Pattern[str], ...] = ()
+    subagent_first_user: tuple[re.Pattern[str], ...] = ()
+    heartbeat_last_user: tuple[re.Pattern[str], ...] = ()
+    cron_first_user: tuple[re.Pattern[str], ...] = ()
+    memory_flush_last_user: tuple[re.Pattern[str], ...] = ()
+    subagent_result_user: tuple[re.Pattern[str], ...] = ()
+    retry_last_user: tuple[re.Pattern[str], ...] = ()
+    spawn_tools: tuple[SpawnTool, ...] = ()
+    ignore_patterns: tuple[re.Pattern[str], ...] = field(default=())
+    """Spans removed before matching (they change between otherwise identical turns)."""
+
+
+HARNESS_MARKERS: tuple[HarnessMarkers, ...] = (
+    HarnessMarkers(
+        harness="claude_code",
+        main_system=_rx(
+            r"You are Claude Code, Anthropic's official CLI",
+            r"You are a Claude agent, built on Anthropic's Claude Agent SDK",
+        ),
+        utility_user=_rx(
+            r"^\s*(?:Warmup|quota)\s*$",
+            r"Extract any file paths that this command reads",
+            r"<policy_spec>",
+        ),
+        utility_system=_rx(
+            r"Generate a concise, sentence-case title",
+            r"kebab-case name",
+            r"new conversation topic",
+            r"isNewTopic",
+        ),
+        summary_system=_rx(r"You are a helpful AI assistant tasked with summarizing conversations"),
+        summary_last_user=_rx(
+            r"Your task is to create a detailed summary of the (?:conversation so far|RECENT)",
+            r"^\s*CRITICAL: Respond with TEXT ONLY\. Do NOT call any tools\.",
+        ),
+        continuation_user=_rx(
+            r"^\s*This session is being continued from a previous conversation that ran out of "
+            r"context"
+        ),
+        subagent_system=_rx(
+            r"You are an agent for Claude Code",
+            r"file search specialist for Claude Code",
+            r"software architect",
+            r"command execution specialist",
+        ),
+        spawn_tools=(SpawnTool("Task", ("prompt",)), SpawnTool("Agent", ("prompt",))),
+        ignore_patterns=_rx(
+            r"<system-reminder>.*?</system-reminder>",
+            r"x-anthropic-billing-header:[^\n]*",
+        ),
+    ),
+    HarnessMarkers(
+        harness="openclaw",
+        main_system=_rx(r"^\s*You are a personal assistant running inside OpenClaw\."),
+        summary_system=_rx(r"^\s*You are a context summarization assistant"),
+        summary_last_user=_rx(
+            r"^\s*<conversation>.*(?:conversation to summarize|incorporate into the existing "
+            r"summary|Produce a compact, factual summary with these exact section headings)",
+            r"This is the PREFIX of a turn that was too large to keep\. The SUFFIX \(recent "
+            r"work\) is retained\.",
+            r"Merge these partial summaries",
+        ),
+        continuation_user=_rx(
+            r"^\s*The conversation history before this point was compacted into the following "
+            r"summary:"
+        ),
+        subagent_system=_rx(r"(?m)^# Subagent Context\b"),
+        subagent_first_user=_rx(
+            _DATE + r"\[Subagent Context\] You are running as a subagent \(depth \d+/\d+\)",
+            _DATE + r"\[Subagent Context\].*\[Subagent Task\]",
+        ),
+        heartbeat_last_user=_rx(
+            _DATE + r"Read HEARTBEAT\.md if it exists",
+            _DATE + r"Follow the heartbeat monitor scratch context when provided\.",
+        ),
+        cron_first_user=_rx(_DATE + r"\[cron:([^\s\]]+) ([^\]]*)\] "),
+        memory_flush_last_user=_rx(_DATE + r"Pre-compaction memory flush\."),
+        subagent_result_user=_rx(
+            r"<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>",
+            r"^\s*\[Subagent Context\] Every subagent spawned from this session has now settled",
+        ),
+        retry_last_user=_rx(
+            _DATE + r"Continue the current task from the existing transcript",
+        ),
+        spawn_tools=(
+            SpawnTool("sessions_spawn", ("task", "prompt", "message")),
+            SpawnTool("tool_call", ("task", "prompt", "message"), wrapper_id="sessions_spawn"),
+        ),
+    ),
+    HarnessMarkers(
+        harness="codex",
+        summary_last_user=_rx(
+            r"^\s*You are performing a CONTEXT CHECKPOINT COMPACTION\. Create a handoff summary"
+        ),
+        summary_header=(("x-codex-turn-metadata", re.compile(r"compaction")),),
+        continuation_user=_rx(
+            r"^\s*Another language model started to solve this problem and produced a summary "
+            r"of its thinking process\."
+        ),
+        spawn_tools=(SpawnTool("spawn_agent", ("message", "prompt", "task", "items")),),
+    ),
+)
+
+HARNESS_ALIASES: dict[str, str] = {
+    "pi": "openclaw",
+    "openclaw": "openclaw",
+    "claude_code": "claude_code",
+    "claude-code": "claude_code",
+    "claudecode": "claude_code",
+    "codex": "codex",
+}
+
+_BY_HARNESS = {m.harness: m for m in HARNESS_MARKERS}
+
+ALL_IGNORE_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
+    p for m in HARNESS_MARKERS for p in m.ignore_patterns
+)
+"""Ignore patterns of every harness: they never match real content of another harness."""
+
+# Role codes of marker kinds, in the order PIPELINE §3 checks them.
+MARKER_ORDER: tuple[str, ...] = (
+    "aux_utility",
+    "aux_summary",
+    "continuation",
+    "aux_subagent",
+    "aux_heartbeat",
+    "aux_cron",
+    "aux_memory_flush",
+)
+
+
+@dataclass(frozen=True)
+class Marker:
+    """A marker hit: the kind (role code or `continuation`), harness row and what matched."""
+
+    kind: str
+    harness: str
+    evidence: str
+
+
+@dataclass(frozen=True)
+class CallText:
+    """The texts of a call that markers look at."""
+
+    system: str
+    first_user: str
+    last_user: str
+    user_texts: tuple[str, ...]
+    """Texts of the first few user messages (continuation markers sit in one of them)."""
+    headers: dict[str, str]
+
+
+def _user_texts(messages: list[Message]) -> list[str]:
+    out: list[str] = []
+    for m in messages:
+        if m.get("role") in ("user", "tool"):
+            text = block_text(m.get("content"))
+            if text.strip():
+                out.append(text)
+    return out
+
+
+def call_text(call: Call) -> CallText:
+    """Extract the marker-relevant texts (user messages holding only tool results are skipped)."""
+    texts = _user_texts(call.messages)
+    headers = {k.lower(): str(v) for k, v in (call.headers or {}).items()}
+    return CallText(
+        system=call.system or "",
+        first_user=texts[0] if texts else "",
+        last_user=texts[-1] if texts else "",
+        user_texts=tuple(texts[:3]),
+        headers=headers,
+    )
+
+
+def _first_hit(patterns: Iterable[re.Pattern[str]], text: str) -> str | None:
+    for p in patterns:
+        m = p.search(text)
+        if m:
+            return m.group(0)[:80]
+    return None
+
+
+def rows_for(harness: str | None) -> list[HarnessMarkers]:
+    """The call's own harness row first, then the others."""
+    own = _BY_HARNESS.get(HARNESS_ALIASES.get((harness or "").lower(), ""))
+    return ([own] if own else []) + [m for m in HARNESS_MARKERS if m is not own]
+
+
+def _match_kind(kind: str, m: HarnessMarkers, t: CallText, single_user: bool) -> str | None:
+    if kind == "aux_utility":
+        hit = _first_hit(m.utility_system, t.system)
+        if hit is None and single_user:
+            hit = _first_hit(m.utility_user, t.last_user)
+        return hit
+    if kind == "aux_summary":
+        hit = _first_hit(m.summary_system, t.system) or _first_hit(m.summary_last_user, t.last_user)
+        for name, pat in m.summary_header:
+            if hit is None and pat.search(t.headers.get(name, "")):
+                hit = f"{name}: {t.headers[name][:60]}"
+        return hit
+    if kind == "continuation":
+        for text in t.user_texts:
+            hit = _first_hit(m.continuation_user, text)
+            if hit:
+                return hit
+        return None
+    if kind == "aux_subagent":
+        return _first_hit(m.subagent_system, t.system) or _first_hit(
+            m.subagent_first_user, t.first_user
+        )
+    if kind == "aux_heartbeat":
+        return _first_hit(m.heartbeat_last_user, t.last_user)
+    if kind == "aux_cron":
+        return _first_hit(m.cron_first_user, t.first_user)
+    if kind == "aux_memory_flush":
+        return _first_hit(m.memory_flush_last_user, t.last_user)
+    return None
+
+
+def detect_marker(call: Call, text: CallText | None = None) -> Marker | None:
+    """The first marker kind (PIPELINE §3 order) any harness row finds in this call."""
+    t = text or call_text(call)
+    n_user = sum(1 for msg in call.messages if msg.get("role") in ("user", "tool"))
+    rows = rows_for(call.harness)
+    for kind in MARKER_ORDER:
+        for m in rows:
+            hit = _match_kind(kind, m, t, single_user=n_user <= 1)
+            if hit:
+                return Marker(kind=kind, harness=m.harness, evidence=hit)
+    return None
+
+
+def is_harness_retry(call: Call, text: CallText | None = None) -> bool:
+    """True when the last user text is a harness's own retry prompt (OpenClaw `Continue ...`)."""
+    t = text or call_text(call)
+    return any(_first_hit(m.retry_last_user, t.last_user) for m in rows_for(call.harness))
+
+
+def spawn_prompts(message: Message | None) -> list[str]:
+    """Prompts of the sub-agent spawn tool calls in an assistant message, in order."""
+    if not message:
+        return []
+    out: list[str] = []
+    for b in message.get("content") or []:
+        if not isinstance(b, dict) or b.get("type") != "tool_use":
+            continue
+        prompt = _spawn_prompt(b.get("name"), b.get("input"))
+        if prompt:
+            out.append(prompt)
+    return out
+
+
+def _spawn_prompt(name: Any, args: Any) -> str | None:
+    for m in HARNESS_MARKERS:
+        for tool in m.spawn_tools:
+            if tool.name != name or not isinstance(args, dict):
+                continue
+            if tool.wrapper_id is not None:
+                if args.get("id") != tool.wrapper_id:
+                    continue
+                args = args.get("args") or args.get("arguments") or {}
+                if not isinstance(args, dict):
+                    continue
+            for key in tool.prompt_keys:
+                value = args.get(key)
+                if isinstance(value, str) and value.strip():
+                    return value
+                if isinstance(value, list):
+                    text = block_text(value)
+                    if text.strip():
+                        return text
+    return None
+
+
+def tool_names_used(message: Message | None) -> list[str]:
+    """Names of the tools an assistant message calls (a Tool-Search wrapper counts as its id)."""
+    if not message:
+        return []
+    names: list[str] = []
+    for b in message.get("content") or []:
+        if isinstance(b, dict) and b.get("type") == "tool_use":
+            name = str(b.get("name"))
+            args = b.get("input")
+            if name == "tool_call" and isinstance(args, dict) and isinstance(args.get("id"), str):
+                names.append(args["id"])
+            names.append(name)
+    return names

@@ -1,0 +1,329 @@
+"""Pruning of an episode's main segments (PIPELINE §4): retries, branches, longest paths, checks.
+
+Every call ends in exactly one state: kept, pruned(reason), auxiliary(role) or failed(reason).
+Episode-level reasons are collected, all of them, with evidence text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from clawviz.classify import Classification, classify_calls
+from clawviz.markers import is_harness_retry, tool_names_used
+from clawviz.settings import DEFAULT_SETTINGS, Settings
+from clawviz.tree import CallTree, build_call_tree, failure_code, is_failed
+from clawviz.types import Call, CallDecision, PathInfo, Reason
+
+ABNORMAL_CODES = frozenset(
+    {
+        "too_many_branches",
+        "ended_in_error",
+        "orphaned_request",
+        "unsupported_tool",
+        "missing_reward",
+    }
+)
+"""Episode reasons that exclude an attempt from GRPO statistics (not below_reward_threshold)."""
+
+
+@dataclass
+class RetryGroup:
+    """Sibling calls where each later one takes the place of an earlier one."""
+
+    members: list[str]
+    keeper: str | None
+    why: str
+
+
+@dataclass
+class PruneResult:
+    """Per-call decisions, main paths and episode reasons of one episode."""
+
+    decisions: dict[str, CallDecision]
+    paths: list[PathInfo]
+    reasons: list[Reason]
+    retry_groups: list[RetryGroup] = field(default_factory=list)
+    n_leaves: int = 0
+
+
+def label(call: Call) -> str:
+    """How evidence names a call: its seq when logged, else its id."""
+    return str(call.seq) if call.seq is not None else call.call_id
+
+
+class _UnionFind:
+    def __init__(self) -> None:
+        self.up: dict[str, str] = {}
+
+    def find(self, x: str) -> str:
+        self.up.setdefault(x, x)
+        while self.up[x] != x:
+            self.up[x] = self.up[self.up[x]]
+            x = self.up[x]
+        return x
+
+    def union(self, a: str, b: str) -> None:
+        self.up[self.find(b)] = self.find(a)
+
+
+def find_retry_groups(tree: CallTree, cls: Classification) -> list[list[str]]:
+    """Main calls grouped as retries: identical re-sends, and harness retries of a sibling."""
+    uf = _UnionFind()
+    is_main = {cid: cr.role == "main" for cid, cr in cls.roles.items()}
+    siblings_so_far: dict[str | None, list[str]] = {}
+    for call in tree.calls:
+        cid = call.call_id
+        if not is_main[cid]:
+            continue
+        parent = tree.parent[cid]
+        earlier = tree.resend_of.get(cid)
+        if earlier is not None and is_main.get(earlier):
+            uf.union(earlier, cid)
+        elif is_harness_retry(call):
+            sibs = siblings_so_far.get(parent, [])
+            failed = [s for s in sibs if is_failed(tree.by_id[s])]
+            target = failed[-1] if failed else (sibs[-1] if sibs else None)
+            if target is not None:
+                uf.union(target, cid)
+        siblings_so_far.setdefault(parent, []).append(cid)
+    groups: dict[str, list[str]] = {}
+    for cid in uf.up:
+        groups.setdefault(uf.find(cid), []).append(cid)
+    out = [sorted(g, key=tree.index.__getitem__) for g in groups.values() if len(g) > 1]
+    return sorted(out, key=lambda g: tree.index[g[0]])
+
+
+def _main_children(tree: CallTree, cls: Classification) -> dict[str, list[str]]:
+    kids: dict[str, list[str]] = {c.call_id: [] for c in tree.calls}
+    for call in tree.calls:
+        cid = call.call_id
+        if cls.roles[cid].role == "main" and not cls.roles[cid].continuation:
+            mp = cls.main_parent(tree, cid)
+            if mp is not None:
+                kids[mp].append(cid)
+    return kids
+
+
+def _subtree(kids: dict[str, list[str]], root: str) -> list[str]:
+    out, stack = [], [root]
+    while stack:
+        x = stack.pop()
+        out.append(x)
+        stack.extend(kids[x])
+    return out
+
+
+def _choose_keeper(
+    tree: CallTree, members: list[str], kids: dict[str, list[str]]
+) -> tuple[str | None, str]:
+    ok = [m for m in members if not is_failed(tree.by_id[m])]
+    if not ok:
+        return None, "every attempt failed"
+    extended = [m for m in ok if any(not is_failed(tree.by_id[k]) for k in kids[m])]
+    if len(extended) == 1:
+        return extended[0], "the one a later call extends"
+    if len(extended) > 1:
+        spans = []
+        for m in extended:
+            idx = [tree.index[x] for x in _subtree(kids, m)]
+            spans.append((min(idx), max(idx), m))
+        sequential = all(spans[i][1] < spans[i + 1][0] for i in range(len(spans) - 1))
+        if sequential:
+            return spans[-1][2], "earlier branches abandoned when the harness re-sent the request"
+        size = {m: len(_subtree(kids, m)) for m in extended}
+        best = max(extended, key=lambda m: (size[m], tree.index[m]))
+        return best, "the extended one with the larger subtree"
+    delivered = [m for m in ok if tree.by_id[m].delivered is True]
+    if delivered:
+        return delivered[-1], "latest delivered (none extended)"
+    unknown = [m for m in ok if tree.by_id[m].delivered is not False]
+    if unknown:
+        return unknown[-1], "latest (none extended, delivery not logged)"
+    return ok[-1], "latest (none extended or delivered)"
+
+
+def prune_episode(
+    tree: CallTree,
+    cls: Classification,
+    *,
+    reward: float | None,
+    settings: Settings = DEFAULT_SETTINGS,
+    has_episode: bool = True,
+) -> PruneResult:
+    """Decide every call's state and the episode's reasons (PIPELINE §4)."""
+    kids = _main_children(tree, cls)
+    superseded: set[str] = set()
+    retry_of: dict[str, str] = {}
+    groups: list[RetryGroup] = []
+    for members in find_retry_groups(tree, cls):
+        for prev, cur in zip(members, members[1:], strict=False):
+            retry_of[cur] = prev
+        if any(m in superseded for m in members):
+            superseded.update(x for m in members for x in _subtree(kids, m))
+            continue
+        keeper, why = _choose_keeper(tree, members, kids)
+        groups.append(RetryGroup(members, keeper, why))
+        for m in members:
+            if m != keeper:
+                superseded.update(_subtree(kids, m))
+
+    def valid(cid: str) -> bool:
+        return (
+            cls.roles[cid].role == "main"
+            and cid not in superseded
+            and not is_failed(tree.by_id[cid])
+        )
+
+    leaves_by_seg: dict[int, list[str]] = {}
+    for call in tree.calls:
+        cid = call.call_id
+        if valid(cid) and not any(valid(k) for k in kids[cid]):
+            leaves_by_seg.setdefault(cls.roles[cid].segment or 0, []).append(cid)
+    n_leaves = sum(len(v) for v in leaves_by_seg.values())
+
+    paths, kept = _select_paths(tree, cls, leaves_by_seg, settings)
+    reasons = _episode_reasons(tree, cls, n_leaves, reward, settings)
+
+    decisions: dict[str, CallDecision] = {}
+    for call in tree.calls:
+        cid = call.call_id
+        cr = cls.roles[cid]
+        if not has_episode:
+            state, reason = "auxiliary", "unattached"
+        elif cr.role == "aux_non_model":
+            state, reason = "auxiliary", "aux_non_model"
+        elif is_failed(call):
+            state, reason = "failed", failure_code(call)
+        elif cr.role != "main":
+            state, reason = "auxiliary", cr.role
+        elif cid in superseded:
+            state, reason = "pruned", "superseded_retry"
+        elif cid in kept:
+            state, reason = "kept", None
+        else:
+            state, reason = "pruned", "not_longest"
+        decisions[cid] = CallDecision(
+            call_id=cid,
+            role=cr.role,
+            state=state,
+            reason=reason,
+            role_reason=cr.reason,
+            parent_call=tree.parent[cid],
+            retry_of=retry_of.get(cid) or tree.resend_of.get(cid),
+            segment=cr.segment,
+            thread=cr.thread,
+            linked_call=cr.linked_call,
+            depth=tree.depth(cid),
+        )
+    return PruneResult(decisions, paths, reasons, groups, n_leaves)
+
+
+def _select_paths(
+    tree: CallTree,
+    cls: Classification,
+    leaves_by_seg: dict[int, list[str]],
+    settings: Settings,
+) -> tuple[list[PathInfo], set[str]]:
+    paths: list[PathInfo] = []
+    kept: set[str] = set()
+    for seg in sorted(leaves_by_seg):
+        candidates = []
+        for leaf in leaves_by_seg[seg]:
+            chain = []
+            cur: str | None = leaf
+            while cur is not None:
+                chain.append(cur)
+                cur = None if cls.roles[cur].continuation else cls.main_parent(tree, cur)
+            chain.reverse()
+            gen = [tree.by_id[c].generated_tokens for c in chain]
+            candidates.append(
+                (leaf, chain, sum(g or 0 for g in gen), any(g is not None for g in gen))
+            )
+        has_tokens = any(c[3] for c in candidates)
+
+        def score(c: tuple, has_tokens: bool = has_tokens) -> tuple:
+            return (c[2] if has_tokens else len(c[1]), tree.index[c[0]])
+
+        best = max(candidates, key=score)
+        for leaf, chain, tokens, _ in candidates:
+            keep = settings.branch_policy == "all_valid" or leaf == best[0]
+            if keep:
+                kept.update(chain)
+            paths.append(
+                PathInfo(
+                    path_id=f"{seg}:{leaf}",
+                    segment=seg,
+                    call_ids=chain,
+                    state="kept" if keep else "pruned",
+                    reason=None if keep else "not_longest",
+                    generated_tokens=tokens,
+                    has_values=all(
+                        (r := tree.by_id[c].rollout) is not None and r.values is not None
+                        for c in chain
+                    ),
+                )
+            )
+    return paths, kept
+
+
+def _episode_reasons(
+    tree: CallTree,
+    cls: Classification,
+    n_leaves: int,
+    reward: float | None,
+    settings: Settings,
+) -> list[Reason]:
+    reasons: list[Reason] = []
+    if n_leaves > settings.max_leaves:
+        reasons.append(
+            Reason("too_many_branches", f"{n_leaves} leaves > max_leaves {settings.max_leaves}")
+        )
+    mains = [c for c in tree.calls if cls.roles[c.call_id].role == "main"]
+    if mains and is_failed(mains[-1]):
+        last = mains[-1]
+        code = failure_code(last)
+        if code == "orphaned_request":
+            reasons.append(
+                Reason(
+                    "orphaned_request",
+                    f"last main call {label(last)} has no response",
+                    last.call_id,
+                )
+            )
+        else:
+            what = f"HTTP {last.http_status}" if last.http_status else code
+            reasons.append(
+                Reason(
+                    "ended_in_error",
+                    f"last main call {label(last)} failed ({what})",
+                    last.call_id,
+                )
+            )
+    unsupported = set(settings.unsupported_tools or ())
+    for call in mains:
+        if is_failed(call):
+            continue
+        used = [t for t in tool_names_used(call.response) if t in unsupported]
+        if used:
+            reasons.append(
+                Reason("unsupported_tool", f"{used[0]} in call {label(call)}", call.call_id)
+            )
+            break
+    if reward is None:
+        reasons.append(Reason("missing_reward", "no reward recorded for this episode"))
+    elif reward < settings.reward_threshold:
+        reasons.append(
+            Reason(
+                "below_reward_threshold",
+                f"reward {reward:g} < reward_threshold {settings.reward_threshold:g}",
+            )
+        )
+    return reasons
+
+
+def prune_calls(
+    calls: list[Call], *, reward: float | None, settings: Settings = DEFAULT_SETTINGS
+) -> PruneResult:
+    """Tree, classification and pruning in one step (convenience for tests and tools)."""
+    tree = build_call_tree(calls)
+    return prune_episode(tree, classify_calls(tree), reward=reward, settings=settings)

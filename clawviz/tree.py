@@ -1,0 +1,159 @@
+"""Call tree of one episode (PIPELINE §2): parent = longest message prefix, via a trie.
+
+Each trie node is one canonical message (`canonical.match_key`) below its prefix. A successful
+call owns the node at the end of `messages + [response]`; a later call's parent is the owner of
+the deepest owned node on its own message path. Walking the trie is linear in the messages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from clawviz.canonical import match_key, normalize_ws
+from clawviz.markers import ALL_IGNORE_PATTERNS
+from clawviz.types import Call, Message
+
+
+@dataclass
+class CallTree:
+    """Parent links between the calls of one episode, plus the ordered call list."""
+
+    calls: list[Call]
+    """Calls in reconstruction order (seq, else request time, then file position)."""
+    by_id: dict[str, Call]
+    index: dict[str, int]
+    parent: dict[str, str | None]
+    children: dict[str, list[str]]
+    resend_of: dict[str, str | None]
+    """For an identical re-send (same canonical messages and system): the latest earlier one."""
+    graph: nx.DiGraph = field(repr=False)
+
+    @property
+    def roots(self) -> list[str]:
+        return [c.call_id for c in self.calls if self.parent[c.call_id] is None]
+
+    def depth(self, call_id: str) -> int:
+        d = 0
+        p = self.parent[call_id]
+        while p is not None:
+            d += 1
+            p = self.parent[p]
+        return d
+
+
+def is_failed(call: Call) -> bool:
+    """A call that produced no usable response (never a parent)."""
+    if call.failure is not None:
+        return True
+    if call.http_status is not None and not 200 <= call.http_status < 300:
+        return True
+    return call.endpoint != "non_model" and call.response is None
+
+
+def failure_code(call: Call) -> str:
+    """The failure reason code of a failed call."""
+    if call.failure:
+        return call.failure
+    if call.response is None and call.http_status is None:
+        return "orphaned_request"
+    return "failed_http"
+
+
+def order_key(call: Call) -> tuple:
+    """Reconstruction order: seq if present, else request timestamp, then file position."""
+    return (
+        call.seq if call.seq is not None else math.inf,
+        call.t_request if call.t_request is not None else math.inf,
+        call.source_file,
+        call.line,
+        call.call_id,
+    )
+
+
+def system_fingerprint(system: str) -> str:
+    """Hash of the system prompt without volatile spans (billing header, reminders)."""
+    text = system
+    for p in ALL_IGNORE_PATTERNS:
+        text = p.sub("", text)
+    return hashlib.blake2b(normalize_ws(text).encode(), digest_size=8).hexdigest()
+
+
+class _KeyCache:
+    """Match keys memoised per message object: loaders share one dict per distinct message."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, tuple[Message, str]] = {}
+
+    def key(self, message: Message) -> str:
+        hit = self._by_id.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        k = match_key(message, ignore_patterns=ALL_IGNORE_PATTERNS)
+        self._by_id[id(message)] = (message, k)
+        return k
+
+
+def build_call_tree(calls: list[Call]) -> CallTree:
+    """Rebuild parent links for the calls of one episode (independent of input order)."""
+    ordered = sorted(calls, key=order_key)
+    cache = _KeyCache()
+    trie: dict[tuple[int, str], int] = {}
+    owner: dict[int, str] = {}
+    requests: dict[tuple[int, str], str] = {}
+    parent: dict[str, str | None] = {}
+    resend_of: dict[str, str | None] = {}
+    children: dict[str, list[str]] = {c.call_id: [] for c in ordered}
+
+    def walk(node: int, key: str) -> int:
+        nxt = trie.get((node, key))
+        if nxt is None:
+            nxt = len(trie) + 1
+            trie[(node, key)] = nxt
+        return nxt
+
+    for call in ordered:
+        cid = call.call_id
+        node = 0
+        best: str | None = None
+        keys = [cache.key(m) for m in call.messages]
+        for k in keys:
+            nxt = trie.get((node, k))
+            if nxt is None:
+                break
+            node = nxt
+            if node in owner:
+                best = owner[node]
+        # Create the request path so an identical later request finds this one.
+        node = 0
+        for k in keys:
+            node = walk(node, k)
+        req_key = (node, system_fingerprint(call.system)) if keys else None
+        earlier = requests.get(req_key) if req_key else None
+        if earlier is not None:
+            # A re-send sits beside the call it repeats, whatever arrived in between.
+            best = parent[earlier]
+        parent[cid] = best
+        resend_of[cid] = earlier
+        if req_key is not None:
+            requests[req_key] = cid
+        if best is not None:
+            children[best].append(cid)
+        if not is_failed(call) and call.response is not None and call.endpoint != "non_model":
+            owner[walk(node, cache.key(call.response))] = cid
+
+    graph = nx.DiGraph()
+    graph.add_nodes_from(c.call_id for c in ordered)
+    graph.add_edges_from((p, c) for c, p in parent.items() if p is not None)
+    return CallTree(
+        calls=ordered,
+        by_id={c.call_id: c for c in ordered},
+        index={c.call_id: i for i, c in enumerate(ordered)},
+        parent=parent,
+        children=children,
+        resend_of=resend_of,
+        graph=graph,
+    )
