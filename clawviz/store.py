@@ -1,0 +1,404 @@
+"""Reads and writes of calls in the content-addressed store.
+
+Each distinct message is stored once (keyed by `canonical.message_hash`); system prompts, tool
+definitions and the rest of each request body are content-addressed blobs. Writes are bulk
+`INSERT ... ON CONFLICT DO NOTHING`, so a batch that repeats a history adds nothing new.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import orjson
+from sqlalchemy import Table, func, update
+from sqlmodel import Session, select
+
+from clawviz.canonical import message_hash
+from clawviz.formats import ParsedExchange, system_text
+from clawviz.models import Blob, CallRow, Episode, MessageRow, RejectedLine, Result, Source
+from clawviz.types import Call, Message, Rollout, Usage
+
+_CHUNK = 500
+
+
+def _dumps(obj: Any) -> str:
+    return orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def _insert_ignore(session: Session, table: Table, rows: list[dict[str, Any]]) -> None:
+    """Bulk insert, skipping rows whose primary key already exists."""
+    if not rows:
+        return
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    session.execute(insert(table).on_conflict_do_nothing(), rows)
+
+
+class SeenHashes:
+    """Hashes already written in this ingest; bounded so memory does not grow with the log."""
+
+    def __init__(self, limit: int = 200_000) -> None:
+        self.limit = limit
+        self._seen: set[str] = set()
+
+    def add_new(self, h: str) -> bool:
+        """Record `h`; True if it was not seen before."""
+        if h in self._seen:
+            return False
+        if len(self._seen) >= self.limit:
+            self._seen.clear()
+        self._seen.add(h)
+        return True
+
+    def clear(self) -> None:
+        """Forget everything (after a rollback the hashes are no longer in the store)."""
+        self._seen.clear()
+
+
+def _blob(value: Any, blobs: dict[str, str]) -> str | None:
+    """Queue `value` (JSON-encoded) as a blob; return its hash (None for None)."""
+    if value is None:
+        return None
+    text = _dumps(value)
+    h = hashlib.sha256(text.encode()).hexdigest()
+    blobs.setdefault(h, text)
+    return h
+
+
+def _rollout_json(r: Rollout | None) -> str | None:
+    return _dumps(dataclasses.asdict(r)) if r is not None else None
+
+
+def _call_row(p: ParsedExchange, source_id: int | None, blobs: dict[str, str]) -> dict[str, Any]:
+    c = p.call
+    return {
+        "call_id": c.call_id,
+        "episode_id": c.episode_id,
+        "source_id": source_id,
+        "source_file": c.source_file,
+        "line": c.line,
+        "seq": c.seq,
+        "endpoint": c.endpoint,
+        "method": c.method,
+        "url": c.url,
+        "http_status": c.http_status,
+        "t_request": c.t_request,
+        "t_response": c.t_response,
+        "model": c.model,
+        "model_role": c.model_role,
+        "turn_type": c.turn_type,
+        "session_id": c.session_id,
+        "task_id": c.task_id,
+        "harness": c.harness,
+        "attempt": c.attempt,
+        "stop_reason": c.stop_reason,
+        "input_tokens": c.usage.input_tokens,
+        "output_tokens": c.usage.output_tokens,
+        "cache_read_input_tokens": c.usage.cache_read_input_tokens,
+        "cache_creation_input_tokens": c.usage.cache_creation_input_tokens,
+        "failure": c.failure,
+        "error": c.error,
+        "delivered": c.delivered,
+        "source_kind": c.source_kind,
+        "system_hash": _blob(p.system_raw if p.system_raw is not None else c.system or None, blobs),
+        "tools_json": _dumps(c.tools),
+        "tools_hash": _blob(p.tools_raw or None, blobs),
+        "envelope_hash": _blob(p.envelope or None, blobs),
+        "message_hashes": _dumps(p.message_hashes),
+        "response_json": _dumps(c.response) if c.response is not None else None,
+        "raw_response": p.raw_response,
+        "headers_json": _dumps(c.headers),
+        "rollout_json": _rollout_json(c.rollout),
+        "extra_json": _dumps(c.extra),
+    }
+
+
+def as_parsed(call: Call) -> ParsedExchange:
+    """Wrap a call that has no separate wire form (e.g. a replayed transcript turn)."""
+    return ParsedExchange(
+        call=call,
+        raw_messages=list(call.messages),
+        message_hashes=[message_hash(m) for m in call.messages],
+        system_raw=call.system or None,
+    )
+
+
+def write_parsed(
+    session: Session,
+    items: Sequence[ParsedExchange],
+    source: Source | None,
+    seen: SeenHashes | None = None,
+) -> None:
+    """Insert calls, their distinct messages and blobs (no commit)."""
+    seen = seen or SeenHashes()
+    source_id = source.id if source is not None else None
+    blobs: dict[str, str] = {}
+    messages: list[dict[str, Any]] = []
+    calls: list[dict[str, Any]] = []
+    for p in items:
+        for h, msg, raw in zip(p.message_hashes, p.call.messages, p.raw_messages, strict=True):
+            if seen.add_new(h):
+                raw_json = _dumps(raw)
+                messages.append(
+                    {
+                        "hash": h,
+                        "role": str(msg.get("role")),
+                        "canonical_json": _dumps(msg),
+                        "raw_json": raw_json,
+                        "size_bytes": len(raw_json),
+                    }
+                )
+        calls.append(_call_row(p, source_id, blobs))
+    _insert_ignore(session, MessageRow.__table__, messages)
+    _insert_ignore(session, Blob.__table__, [{"hash": h, "text": t} for h, t in blobs.items()])
+    _insert_ignore(session, CallRow.__table__, calls)
+
+
+def write_calls(session: Session, calls: Iterable[Call], source: Source | None) -> None:
+    """Insert calls (agreed API); each distinct message stored once. Does not commit."""
+    write_parsed(session, [as_parsed(c) for c in calls], source)
+
+
+def write_rejections(
+    session: Session, source: Source | None, rows: Iterable[tuple[str, int, str, str]]
+) -> None:
+    """Insert rejected lines given as (file, line, reason, raw)."""
+    source_id = source.id if source is not None else None
+    _insert_ignore(
+        session,
+        RejectedLine.__table__,
+        [
+            {"source_id": source_id, "source_file": f, "line": ln, "reason": r, "raw": raw}
+            for f, ln, r, raw in rows
+        ],
+    )
+
+
+def reassign_episode(session: Session, source_id: int, old: str, new: str) -> None:
+    """Move a file's fallback-episode calls to the one episode its other calls name."""
+    session.execute(
+        update(CallRow)
+        .where(CallRow.source_id == source_id, CallRow.episode_id == old)
+        .values(episode_id=new)
+    )
+
+
+def _chunks(seq: Sequence[Any], n: int = _CHUNK) -> Iterable[Sequence[Any]]:
+    for i in range(0, len(seq), n):
+        yield seq[i : i + n]
+
+
+def refresh_episodes(session: Session, episode_ids: Iterable[str]) -> None:
+    """Create or update Episode rows from their calls; fill missing facts from results."""
+    ids = sorted({e for e in episode_ids if e})
+    for chunk in _chunks(ids):
+        stats = session.execute(
+            select(
+                CallRow.episode_id,
+                func.count(),
+                func.min(CallRow.t_request),
+                func.max(func.coalesce(CallRow.t_response, CallRow.t_request)),
+                func.max(CallRow.task_id),
+                func.max(CallRow.harness),
+                func.max(CallRow.attempt),
+                func.max(CallRow.model_role),
+                func.max(CallRow.source_kind),
+            )
+            .where(CallRow.episode_id.in_(chunk))
+            .group_by(CallRow.episode_id)
+        ).all()
+        models: dict[str, Counter[str]] = {}
+        for eid, model, n in session.execute(
+            select(CallRow.episode_id, CallRow.model, func.count())
+            .where(
+                CallRow.episode_id.in_(chunk),
+                CallRow.model.is_not(None),
+                CallRow.endpoint != "non_model",
+            )
+            .group_by(CallRow.episode_id, CallRow.model)
+        ).all():
+            models.setdefault(eid, Counter())[model] = n
+        results = {
+            r.episode_id: r
+            for r in session.exec(select(Result).where(Result.episode_id.in_(chunk)))
+        }
+        existing = {
+            e.episode_id: e
+            for e in session.exec(select(Episode).where(Episode.episode_id.in_(chunk)))
+        }
+        for eid, n, t0, t1, task, harness, attempt, role, kind in stats:
+            ep = existing.get(eid) or Episode(episode_id=eid)
+            res = results.get(eid)
+            ep.n_calls = n
+            ep.first_ts, ep.last_ts = t0, t1
+            ep.source_kind = kind or ep.source_kind
+            if models.get(eid):
+                ep.model = models[eid].most_common(1)[0][0]
+            ep.task_id = ep.task_id or task or (res.task_id if res else None)
+            ep.harness = ep.harness or harness or (res.harness if res else None)
+            ep.attempt = ep.attempt if ep.attempt is not None else attempt
+            if ep.attempt is None and res is not None:
+                ep.attempt = res.attempt
+            ep.model_role = ep.model_role or role or (res.model_role if res else None)
+            session.add(ep)
+    session.flush()
+
+
+def fill_episodes_from_results(session: Session) -> None:
+    """Fill episode facts the logs did not carry from their results (only empty fields)."""
+    rows = session.exec(
+        select(Episode, Result).where(Episode.episode_id == Result.episode_id)
+    ).all()
+    for ep, res in rows:
+        changed = False
+        for name in ("task_id", "harness", "attempt", "model_role"):
+            if getattr(ep, name) is None and getattr(res, name) is not None:
+                setattr(ep, name, getattr(res, name))
+                changed = True
+        if changed:
+            session.add(ep)
+    session.flush()
+
+
+def list_episodes(session: Session) -> list[Episode]:
+    """All episodes, ordered by task, harness, attempt and id."""
+    return list(
+        session.exec(
+            select(Episode).order_by(
+                Episode.task_id, Episode.harness, Episode.attempt, Episode.episode_id
+            )
+        )
+    )
+
+
+def load_result(session: Session, episode_id: str) -> Result | None:
+    """The verifier's result for an episode, if one was ingested."""
+    return session.exec(select(Result).where(Result.episode_id == episode_id)).first()
+
+
+def _load_blobs(session: Session, hashes: set[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for chunk in _chunks(sorted(hashes)):
+        for h, text in session.execute(select(Blob.hash, Blob.text).where(Blob.hash.in_(chunk))):
+            out[h] = orjson.loads(text)
+    return out
+
+
+def _load_messages(session: Session, hashes: set[str], column: str) -> dict[str, Any]:
+    col = getattr(MessageRow, column)
+    out: dict[str, Any] = {}
+    for chunk in _chunks(sorted(hashes)):
+        for h, text in session.execute(
+            select(MessageRow.hash, col).where(MessageRow.hash.in_(chunk))
+        ):
+            out[h] = orjson.loads(text)
+    return out
+
+
+def row_to_call(row: CallRow, messages: dict[str, Message], systems: dict[str, Any]) -> Call:
+    """Rebuild a `Call` from its row and the loaded messages / system blobs."""
+    rollout = orjson.loads(row.rollout_json) if row.rollout_json else None
+    system_raw = systems.get(row.system_hash) if row.system_hash else None
+    return Call(
+        call_id=row.call_id,
+        source_file=row.source_file,
+        line=row.line,
+        endpoint=row.endpoint,  # type: ignore[arg-type]
+        method=row.method,
+        url=row.url,
+        seq=row.seq,
+        t_request=row.t_request,
+        t_response=row.t_response,
+        http_status=row.http_status,
+        episode_id=row.episode_id,
+        task_id=row.task_id,
+        harness=row.harness,
+        attempt=row.attempt,
+        model=row.model,
+        model_role=row.model_role,
+        turn_type=row.turn_type,
+        session_id=row.session_id,
+        headers=orjson.loads(row.headers_json),
+        system=system_text(system_raw),
+        tools=orjson.loads(row.tools_json),
+        messages=[messages[h] for h in orjson.loads(row.message_hashes)],
+        response=orjson.loads(row.response_json) if row.response_json else None,
+        stop_reason=row.stop_reason,
+        usage=Usage(
+            row.input_tokens,
+            row.output_tokens,
+            row.cache_read_input_tokens,
+            row.cache_creation_input_tokens,
+        ),
+        failure=row.failure,  # type: ignore[arg-type]
+        error=row.error,
+        delivered=row.delivered,
+        rollout=Rollout(**rollout) if rollout else None,
+        source_kind=row.source_kind,  # type: ignore[arg-type]
+        extra=orjson.loads(row.extra_json),
+    )
+
+
+def load_calls(session: Session, episode_id: str) -> list[Call]:
+    """An episode's calls with messages rebuilt, ordered by seq, request time, file and line."""
+    rows = list(
+        session.exec(
+            select(CallRow)
+            .where(CallRow.episode_id == episode_id)
+            .order_by(
+                CallRow.seq.is_(None),
+                CallRow.seq,
+                CallRow.t_request.is_(None),
+                CallRow.t_request,
+                CallRow.source_file,
+                CallRow.line,
+            )
+        )
+    )
+    hashes: set[str] = set()
+    for r in rows:
+        hashes.update(orjson.loads(r.message_hashes))
+    messages = _load_messages(session, hashes, "canonical_json")
+    systems = _load_blobs(session, {r.system_hash for r in rows if r.system_hash})
+    return [row_to_call(r, messages, systems) for r in rows]
+
+
+def raw_request(session: Session, call_id: str) -> dict[str, Any]:
+    """The request body of a call rebuilt for display: raw messages plus the envelope."""
+    row = session.get(CallRow, call_id)
+    if row is None:
+        raise KeyError(call_id)
+    hashes = orjson.loads(row.message_hashes)
+    raws = _load_messages(session, set(hashes), "raw_json")
+    blobs = _load_blobs(
+        session, {h for h in (row.system_hash, row.tools_hash, row.envelope_hash) if h}
+    )
+    body: dict[str, Any] = dict(blobs.get(row.envelope_hash, {})) if row.envelope_hash else {}
+    system = blobs.get(row.system_hash) if row.system_hash else None
+    tools = blobs.get(row.tools_hash) if row.tools_hash else None
+    messages = [raws[h] for h in hashes]
+    if row.endpoint == "openai_responses":
+        if system is not None:
+            body["instructions"] = system
+        body["input"] = [item for group in messages for item in group]
+    elif row.endpoint == "openai_chat":
+        body["messages"] = list(system or []) + messages
+    elif row.endpoint == "anthropic_messages" or messages:
+        if system is not None:
+            body["system"] = system
+        body["messages"] = messages
+    if tools is not None:
+        body["tools"] = tools
+    return body
+
+
+def source_by_sha(session: Session, sha256: str) -> Source | None:
+    """The source row of a file with these bytes, if it was ingested before."""
+    return session.exec(select(Source).where(Source.sha256 == sha256)).first()
