@@ -1,0 +1,504 @@
+"""Load files and folders into the store: exchange logs, results, transcripts and task folders.
+
+Each file is read line by line (plain or gzip), its format detected from its first records, and
+loaded in one transaction: a file either loads completely (minus its rejected lines, which are
+kept verbatim with a reason) or not at all. A file whose bytes were loaded before adds nothing.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import importlib
+import os
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import orjson
+from sqlmodel import Session, select
+
+from clawviz import store
+from clawviz.formats import FormatError, MessageCache, ParsedExchange, parse_exchange
+from clawviz.models import Result, Source, Task
+from clawviz.results import is_result_record, parse_result
+from clawviz.settings import DEFAULT_SETTINGS, Settings
+
+Progress = Callable[[int, int, str], None]
+
+LOG_SUFFIXES = (".jsonl", ".jsonl.gz")
+SNIFF_LINES = 20
+BATCH_LINES = 500
+BATCH_BYTES = 8 * 1024 * 1024
+
+
+@dataclass
+class Rejection:
+    """A line that was not loaded: file, 1-based line and a one-line reason."""
+
+    file: str
+    line: int
+    reason: str
+
+
+@dataclass
+class SkippedFile:
+    """A file that was not read, and why."""
+
+    path: str
+    reason: str
+
+
+@dataclass
+class FileReport:
+    """What one file contributed."""
+
+    path: str
+    format: str
+    status: str
+    """loaded | already_loaded | error."""
+    n_lines: int = 0
+    n_calls: int = 0
+    n_results: int = 0
+    n_tasks: int = 0
+    n_rejected: int = 0
+    error: str | None = None
+
+
+@dataclass
+class IngestReport:
+    """The outcome of one `ingest_paths` run."""
+
+    files: list[FileReport] = field(default_factory=list)
+    n_calls: int = 0
+    n_episodes: int = 0
+    n_results: int = 0
+    n_tasks: int = 0
+    rejected: list[Rejection] = field(default_factory=list)
+    skipped_files: list[SkippedFile] = field(default_factory=list)
+    warnings: list[Rejection] = field(default_factory=list)
+    """Lines that loaded but deserve a note (e.g. an unknown endpoint kept as non_model)."""
+    errors: list[SkippedFile] = field(default_factory=list)
+    """Files that failed as a whole (rolled back)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class _Target:
+    """One thing to ingest: a log file or a task folder, with the path shown to the user."""
+
+    path: Path
+    display: str
+    kind: str
+    """file | task_folder."""
+
+
+def _optional(module: str) -> Any | None:
+    """Import a sibling module that another part of the project may not have written yet."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        return None
+
+
+def _is_task_file(path: Path) -> bool:
+    """A PinchBench task markdown file (asks the tasks module, when it exists)."""
+    tasks_mod = _optional("clawviz.tasks")
+    checker = getattr(tasks_mod, "is_task_folder", None)
+    return bool(checker and checker(path))
+
+
+def _collect(paths: list[str | os.PathLike[str]]) -> list[_Target]:
+    targets: list[_Target] = []
+    for given in paths:
+        p = Path(given)
+        if not p.exists():
+            raise FileNotFoundError(f"{given}: no such file or folder")
+        if p.is_file():
+            kind = "task_folder" if p.suffix == ".md" and _is_task_file(p) else "file"
+            targets.append(_Target(p, str(given), kind))
+            continue
+        for root, dirs, files in os.walk(p):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            root_path = Path(root)
+            if "data_entry.json" in files:
+                # A task folder's input files are workspace data, never logs.
+                targets.append(_Target(root_path, str(root_path), "task_folder"))
+                dirs[:] = []
+                continue
+            for name in sorted(files):
+                if name.startswith("."):
+                    continue
+                if name.endswith(LOG_SUFFIXES):
+                    targets.append(_Target(root_path / name, str(root_path / name), "file"))
+                elif name.endswith(".md") and _is_task_file(root_path / name):
+                    targets.append(_Target(root_path / name, str(root_path / name), "task_folder"))
+    return targets
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class LineReader:
+    """Lines of a plain or gzip file as (1-based number, bytes); notes a gzip that ends early."""
+
+    def __init__(self, path: Path) -> None:
+        self.raw: BinaryIO = path.open("rb")
+        magic = self.raw.read(2)
+        self.raw.seek(0)
+        self.stream: BinaryIO = (
+            gzip.GzipFile(fileobj=self.raw) if magic == b"\x1f\x8b" else self.raw  # type: ignore[assignment]
+        )
+        self.error: Rejection | None = None
+        self.path = path
+
+    def position(self) -> int:
+        return self.raw.tell()
+
+    def lines(self, display: str) -> Iterator[tuple[int, bytes]]:
+        n = 0
+        try:
+            for data in self.stream:
+                n += 1
+                yield n, data
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            self.error = Rejection(display, n + 1, f"gzip stream ends early ({exc})")
+
+    def close(self) -> None:
+        self.stream.close()
+        self.raw.close()
+
+
+def _sniff(path: Path) -> tuple[str, list[Any]]:
+    """The file's format from its first parseable records, and those records."""
+    records: list[Any] = []
+    reader = LineReader(path)
+    try:
+        for _, data in reader.lines(str(path)):
+            if len(records) >= SNIFF_LINES:
+                break
+            if not data.strip():
+                continue
+            try:
+                records.append(orjson.loads(data))
+            except orjson.JSONDecodeError:
+                continue
+    finally:
+        reader.close()
+    for rec in records:
+        if isinstance(rec, dict) and isinstance(rec.get("request"), dict):
+            return "exchange", records
+    for rec in records:
+        if is_result_record(rec):
+            return "results", records
+    transcripts = _optional("clawviz.transcripts")
+    dicts = [r for r in records if isinstance(r, dict)]
+    if transcripts is not None and dicts:
+        fmt = transcripts.detect_transcript(dicts)
+        if fmt:
+            return (fmt if fmt.startswith("transcript") else f"transcript_{fmt}"), records
+    return "unknown", records
+
+
+def _raw_text(data: bytes) -> str:
+    return data.decode("utf-8", "replace").rstrip("\r\n")
+
+
+def _bad_json_reason(data: bytes, exc: Exception) -> str:
+    if not data.endswith(b"\n"):
+        return "truncated last line: not valid JSON and no final newline"
+    return f"not valid JSON ({str(exc).splitlines()[0]})"
+
+
+def _fallback_episode(display: str) -> str:
+    """Episode id of a file whose calls carry no identity: the path without its suffix."""
+    for suffix in (".jsonl.gz", ".jsonl", ".gz"):
+        if display.endswith(suffix):
+            return display[: -len(suffix)]
+    return display
+
+
+class _FileIngest:
+    """State of loading one file."""
+
+    def __init__(
+        self, session: Session, target: _Target, sha: str, fmt: str, report: FileReport
+    ) -> None:
+        self.session = session
+        self.target = target
+        self.sha = sha
+        self.report = report
+        self.source = Source(
+            path=target.display,
+            sha256=sha,
+            format=fmt,
+            size_bytes=target.path.stat().st_size,
+        )
+        session.add(self.source)
+        session.flush()
+        self.rejects: list[tuple[str, int, str, str]] = []
+        self.episodes: set[str] = set()
+
+    def reject(self, line: int, reason: str, raw: str) -> None:
+        self.rejects.append((self.target.display, line, reason, raw))
+
+    def flush_rejects(self, out: IngestReport) -> None:
+        store.write_rejections(self.session, self.source, self.rejects)
+        out.rejected.extend(Rejection(f, ln, r) for f, ln, r, _ in self.rejects)
+        self.report.n_rejected += len(self.rejects)
+        self.rejects = []
+
+
+def _ingest_exchange(
+    fi: _FileIngest,
+    out: IngestReport,
+    tick: Callable[[int], None],
+    cache: MessageCache,
+    seen: store.SeenHashes,
+) -> None:
+    display = fi.target.display
+    fallback = _fallback_episode(display)
+    named: set[str] = set()
+    n_fallback = 0
+    batch: list[ParsedExchange] = []
+    batch_bytes = 0
+    reader = LineReader(fi.target.path)
+    try:
+        for n, data in reader.lines(display):
+            fi.report.n_lines = n
+            if not data.strip():
+                continue
+            try:
+                record = orjson.loads(data)
+            except orjson.JSONDecodeError as exc:
+                fi.reject(n, _bad_json_reason(data, exc), _raw_text(data))
+                continue
+            try:
+                parsed = parse_exchange(
+                    record,
+                    source_file=display,
+                    line=n,
+                    call_id=f"{fi.sha[:12]}:{n}",
+                    file_episode=fallback,
+                    cache=cache,
+                )
+            except FormatError as exc:
+                fi.reject(n, str(exc), _raw_text(data))
+                continue
+            except Exception as exc:  # noqa: BLE001 - one odd record must not stop the file
+                fi.reject(n, f"cannot read exchange ({type(exc).__name__}: {exc})", _raw_text(data))
+                continue
+            if parsed.has_identity:
+                named.add(parsed.call.episode_id or "")
+            else:
+                n_fallback += 1
+            if parsed.unknown_endpoint:
+                out.warnings.append(
+                    Rejection(
+                        display,
+                        n,
+                        f"unknown endpoint {parsed.call.extra['unknown_endpoint']} "
+                        "kept as a non_model call",
+                    )
+                )
+            fi.episodes.add(parsed.call.episode_id or fallback)
+            batch.append(parsed)
+            batch_bytes += len(data)
+            if len(batch) >= BATCH_LINES or batch_bytes >= BATCH_BYTES:
+                store.write_parsed(fi.session, batch, fi.source, seen)
+                fi.report.n_calls += len(batch)
+                batch, batch_bytes = [], 0
+                fi.flush_rejects(out)
+                tick(reader.position())
+        store.write_parsed(fi.session, batch, fi.source, seen)
+        fi.report.n_calls += len(batch)
+        if reader.error:
+            fi.reject(reader.error.line, reader.error.reason, "")
+        fi.flush_rejects(out)
+    finally:
+        reader.close()
+    if n_fallback and len(named) == 1:
+        # FORMATS §1: identity-less calls (utility calls) join the file's one named episode.
+        (only,) = named
+        store.reassign_episode(fi.session, fi.source.id or 0, fallback, only)
+        fi.episodes.discard(fallback)
+        fi.episodes.add(only)
+    store.refresh_episodes(fi.session, fi.episodes)
+
+
+def _ingest_results(fi: _FileIngest, out: IngestReport) -> None:
+    display = fi.target.display
+    base_dir = fi.target.path.resolve().parent
+    seen: set[str] = set()
+    reader = LineReader(fi.target.path)
+    try:
+        for n, data in reader.lines(display):
+            fi.report.n_lines = n
+            if not data.strip():
+                continue
+            try:
+                record = orjson.loads(data)
+                values = parse_result(record, base_dir=base_dir)
+            except orjson.JSONDecodeError as exc:
+                fi.reject(n, _bad_json_reason(data, exc), _raw_text(data))
+                continue
+            except FormatError as exc:
+                fi.reject(n, str(exc), _raw_text(data))
+                continue
+            eid = values["episode_id"]
+            exists = fi.session.exec(select(Result.id).where(Result.episode_id == eid)).first()
+            if eid in seen or exists is not None:
+                # A result once loaded is never replaced: nothing loaded before changes.
+                fi.reject(
+                    n, f"duplicate result for episode {eid} (first one kept)", _raw_text(data)
+                )
+                continue
+            seen.add(eid)
+            fi.session.add(Result(**values, source_id=fi.source.id))
+            fi.report.n_results += 1
+        if reader.error:
+            fi.reject(reader.error.line, reader.error.reason, "")
+        fi.flush_rejects(out)
+    finally:
+        reader.close()
+    fi.session.flush()
+
+
+def _ingest_transcript(fi: _FileIngest, out: IngestReport, records: list[Any]) -> None:
+    transcripts = _optional("clawviz.transcripts")
+    assert transcripts is not None
+    read = transcripts.read_transcript(fi.target.path)
+    fallback = getattr(read, "episode_id", None) or _fallback_episode(fi.target.display)
+    for call in read.calls:
+        call.source_kind = "transcript"
+        call.source_file = call.source_file or fi.target.display
+        call.episode_id = call.episode_id or fallback
+        fi.episodes.add(call.episode_id)
+    store.write_calls(fi.session, read.calls, fi.source)
+    fi.report.n_calls += len(read.calls)
+    for line, reason, raw in read.rejects:
+        fi.reject(line, reason, raw)
+    # Claude Code sessions read their sub-agent files too; their bad lines name those files.
+    for other, rows in (getattr(read, "rejects_by_file", None) or {}).items():
+        fi.rejects.extend((str(other), line, reason, raw) for line, reason, raw in rows)
+    fi.flush_rejects(out)
+    store.refresh_episodes(fi.session, fi.episodes)
+
+
+def _ingest_task_folder(session: Session, target: _Target, out: IngestReport) -> FileReport:
+    report = FileReport(target.display, "task_folder", "loaded")
+    tasks_mod = _optional("clawviz.tasks")
+    if tasks_mod is None or not hasattr(tasks_mod, "load_task_folder"):
+        out.skipped_files.append(SkippedFile(target.display, "task folders not supported yet"))
+        report.status = "skipped"
+        return report
+    for task in tasks_mod.load_task_folder(target.path):
+        if session.get(Task, task.task_id) is None:
+            session.add(task)
+            report.n_tasks += 1
+    session.commit()
+    return report
+
+
+def ingest_paths(
+    paths: list[str | os.PathLike[str]] | str | os.PathLike[str],
+    *,
+    session: Session,
+    settings: Settings = DEFAULT_SETTINGS,
+    progress: Progress | None = None,
+) -> IngestReport:
+    """Ingest files and folders (recursive); raise FileNotFoundError if a path is missing."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    targets = _collect(list(paths))
+    out = IngestReport()
+    total = sum(t.path.stat().st_size for t in targets if t.kind == "file")
+    done = 0
+    cache = MessageCache()
+    seen = store.SeenHashes()
+    episodes: set[str] = set()
+    for target in targets:
+        if target.kind == "task_folder":
+            rep = _ingest_task_folder(session, target, out)
+            out.files.append(rep)
+            out.n_tasks += rep.n_tasks
+            continue
+        size = target.path.stat().st_size
+        if progress:
+            progress(done, total, target.display)
+        rep = _ingest_file(session, target, out, cache, seen, episodes, done, total, progress)
+        out.files.append(rep)
+        done += size
+        if progress:
+            progress(done, total, target.display)
+    store.fill_episodes_from_results(session)
+    session.commit()
+    out.n_calls = sum(f.n_calls for f in out.files)
+    out.n_results = sum(f.n_results for f in out.files)
+    out.n_episodes = len(episodes)
+    return out
+
+
+def _ingest_file(
+    session: Session,
+    target: _Target,
+    out: IngestReport,
+    cache: MessageCache,
+    seen: store.SeenHashes,
+    episodes: set[str],
+    done: int,
+    total: int,
+    progress: Progress | None,
+) -> FileReport:
+    sha = _file_sha256(target.path)
+    previous = store.source_by_sha(session, sha)
+    if previous is not None:
+        return FileReport(target.display, previous.format, "already_loaded")
+    fmt, records = _sniff(target.path)
+    if fmt == "unknown":
+        out.skipped_files.append(
+            SkippedFile(
+                target.display,
+                f"no exchange, results or transcript records in its first {SNIFF_LINES} lines",
+            )
+        )
+        return FileReport(target.display, fmt, "skipped")
+    report = FileReport(target.display, fmt, "loaded")
+
+    def tick(pos: int) -> None:
+        if progress:
+            progress(done + pos, total, target.display)
+
+    try:
+        fi = _FileIngest(session, target, sha, fmt, report)
+        if fmt == "exchange":
+            _ingest_exchange(fi, out, tick, cache, seen)
+        elif fmt == "results":
+            _ingest_results(fi, out)
+        else:
+            _ingest_transcript(fi, out, records)
+        fi.source.n_lines = report.n_lines
+        fi.source.n_calls = report.n_calls
+        fi.source.n_rejected = report.n_rejected
+        fi.source.n_episodes = len(fi.episodes)
+        session.add(fi.source)
+        session.commit()
+        episodes.update(fi.episodes)
+    except Exception as exc:  # noqa: BLE001 - a broken file is reported, the others still load
+        session.rollback()
+        seen.clear()
+        # Rejections already added to the report for this file were rolled back with it.
+        out.rejected = [r for r in out.rejected if r.file != target.display]
+        report.status, report.error = "error", f"{type(exc).__name__}: {exc}"
+        report.n_calls = report.n_results = report.n_rejected = 0
+        out.errors.append(SkippedFile(target.display, report.error))
+    return report
