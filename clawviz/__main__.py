@@ -1,0 +1,8 @@
+"""`python -m clawviz ...`."""
+
+import sys
+
+from clawviz.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,281 @@
+"""Command line: `python -m clawviz {ingest,episodes,explain,settings,tasks,review}`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from typing import Any
+
+import orjson
+from sqlmodel import Session, select
+
+from clawviz.db import session_scope
+from clawviz.ingest import IngestReport, ingest_paths
+from clawviz.models import CallRow, Episode, EpisodeStatus, Result
+from clawviz.settings import DEFAULT_SETTINGS, SETTINGS
+
+EXIT_OK = 0
+EXIT_FATAL = 1
+EXIT_REJECTED = 2
+
+
+def _optional(module: str) -> Any | None:
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        return None
+
+
+def _print_json(obj: Any) -> None:
+    print(json.dumps(obj, indent=2, default=str))
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr (only used when stderr is a terminal)."""
+
+    def __init__(self, width: int = 30) -> None:
+        self.width = width
+        self.last = -1
+
+    def __call__(self, done: int, total: int, msg: str) -> None:
+        frac = done / total if total else 1.0
+        pct = int(frac * 100)
+        if pct == self.last:
+            return
+        self.last = pct
+        filled = int(frac * self.width)
+        bar = "#" * filled + "-" * (self.width - filled)
+        sys.stderr.write(f"\r[{bar}] {pct:3d}% {msg[-40:]:<40}")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def _report_text(report: IngestReport) -> str:
+    lines = [
+        f"files: {len(report.files)}  calls: {report.n_calls}  episodes: {report.n_episodes}  "
+        f"results: {report.n_results}  tasks: {report.n_tasks}  rejected lines: "
+        f"{len(report.rejected)}"
+    ]
+    for f in report.files:
+        detail = f"{f.n_calls} calls" if f.format == "exchange" else ""
+        if f.format == "results":
+            detail = f"{f.n_results} results"
+        elif f.format == "task_folder":
+            detail = f"{f.n_tasks} tasks"
+        elif f.format.startswith("transcript"):
+            detail = f"{f.n_calls} calls"
+        rej = f", {f.n_rejected} rejected" if f.n_rejected else ""
+        lines.append(f"  {f.status:<14} {f.format or '-':<24} {f.path}  {detail}{rej}")
+    for r in report.rejected:
+        lines.append(f"rejected {r.file}:{r.line}: {r.reason}")
+    for w in report.warnings:
+        lines.append(f"note     {w.file}:{w.line}: {w.reason}")
+    for s in report.skipped_files:
+        lines.append(f"skipped  {s.path}: {s.reason}")
+    for e in report.errors:
+        lines.append(f"error    {e.path}: {e.reason}")
+    return "\n".join(lines)
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    """Load files and folders; exit 0 if all lines loaded, 2 if some were rejected, 1 on error."""
+    bar = ProgressBar() if sys.stderr.isatty() and not args.json else None
+    try:
+        with session_scope(args.db) as session:
+            report = ingest_paths(args.paths, session=session, progress=bar)
+    except FileNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FATAL
+    finally:
+        if bar is not None:
+            bar.close()
+    if args.json:
+        _print_json(report.to_dict())
+    else:
+        print(_report_text(report))
+    if report.errors:
+        return EXIT_FATAL
+    return EXIT_REJECTED if report.rejected else EXIT_OK
+
+
+def episode_rows(session: Session) -> list[dict[str, Any]]:
+    """One row per episode with reward and, once reconstruction exists, status and reasons."""
+    analysis = _optional("clawviz.analysis")
+    settings_hash = DEFAULT_SETTINGS.settings_hash
+    statuses: dict[str, EpisodeStatus] = {}
+    if analysis is not None and hasattr(analysis, "ensure_analysis"):
+        analysis.ensure_analysis(session, DEFAULT_SETTINGS)
+        statuses = {
+            s.episode_id: s
+            for s in session.exec(
+                select(EpisodeStatus).where(EpisodeStatus.settings_hash == settings_hash)
+            )
+        }
+    rewards = {r.episode_id: r.reward for r in session.exec(select(Result))}
+    rows = []
+    for ep in session.exec(
+        select(Episode).order_by(
+            Episode.task_id, Episode.harness, Episode.attempt, Episode.episode_id
+        )
+    ):
+        st = statuses.get(ep.episode_id)
+        reasons = [r.get("code") for r in orjson.loads(st.reasons_json)] if st else []
+        rows.append(
+            {
+                "episode_id": ep.episode_id,
+                "task_id": ep.task_id,
+                "harness": ep.harness,
+                "model": ep.model,
+                "attempt": ep.attempt,
+                "n_calls": ep.n_calls,
+                "reward": rewards.get(ep.episode_id),
+                "status": st.status if st else "unknown",
+                "reasons": reasons,
+            }
+        )
+    return rows
+
+
+def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    def cell(v: Any) -> str:
+        if v is None:
+            return "-"
+        if isinstance(v, list):
+            return ",".join(str(x) for x in v) or "-"
+        if isinstance(v, float):
+            return f"{v:.3f}"
+        return str(v)
+
+    cells = [[cell(r.get(c)) for c in columns] for r in rows]
+    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
+    out = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))]
+    out += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in cells]
+    return "\n".join(line.rstrip() for line in out)
+
+
+def cmd_episodes(args: argparse.Namespace) -> int:
+    """List episodes."""
+    with session_scope(args.db) as session:
+        rows = episode_rows(session)
+    if args.json:
+        _print_json(rows)
+    else:
+        cols = ["episode_id", "task_id", "harness", "model", "attempt", "n_calls", "reward"]
+        print(_table(rows, cols + ["status", "reasons"]))
+    return EXIT_OK
+
+
+def basic_explain_rows(session: Session, episode_id: str) -> list[dict[str, Any]]:
+    """Per-call rows without reconstruction: id, source, seq, endpoint, status."""
+    calls = session.exec(
+        select(CallRow)
+        .where(CallRow.episode_id == episode_id)
+        .order_by(
+            CallRow.seq.is_(None), CallRow.seq, CallRow.t_request, CallRow.source_file, CallRow.line
+        )
+    )
+    return [
+        {
+            "call_id": c.call_id,
+            "source": {"file": c.source_file, "line": c.line},
+            "seq": c.seq,
+            "endpoint": c.endpoint,
+            "http_status": c.http_status,
+            "failure": c.failure,
+        }
+        for c in calls
+    ]
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    """Explain one episode call by call."""
+    explain = _optional("clawviz.explain")
+    with session_scope(args.db) as session:
+        if session.get(Episode, args.episode_id) is None:
+            print(f"error: no episode {args.episode_id!r} in the store", file=sys.stderr)
+            return EXIT_FATAL
+        if explain is not None and hasattr(explain, "explain_rows"):
+            if args.json:
+                _print_json(explain.explain_rows(session, args.episode_id, DEFAULT_SETTINGS))
+            else:
+                print(explain.explain_text(session, args.episode_id, DEFAULT_SETTINGS))
+            return EXIT_OK
+        rows = basic_explain_rows(session, args.episode_id)
+    if args.json:
+        _print_json(rows)
+    else:
+        flat = [{**r, "source": f"{r['source']['file']}:{r['source']['line']}"} for r in rows]
+        print(_table(flat, ["call_id", "source", "seq", "endpoint", "http_status", "failure"]))
+    return EXIT_OK
+
+
+def cmd_settings(args: argparse.Namespace) -> int:
+    """Print the settings table: name, default, whether it changes decisions, help."""
+    rows = [
+        {
+            "name": s.name,
+            "default": list(s.default) if isinstance(s.default, tuple) else s.default,
+            "value": DEFAULT_SETTINGS.resolved_database_url if s.name == "database_url" else None,
+            "affects_decisions": s.affects_decisions,
+            "help": s.help,
+        }
+        for s in SETTINGS
+    ]
+    if args.json:
+        _print_json(rows)
+        return EXIT_OK
+    for r in rows:
+        print(f"{r['name']} = {r['default']!r}")
+        if r["value"] and r["value"] != r["default"]:
+            print(f"    (in use: {r['value']})")
+        print(f"    {r['help']}")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse tree; `--db` and `--json` work before or after the sub-command."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--db",
+        default=argparse.SUPPRESS,
+        help="store URL (default: settings / CLAWVIZ_DATABASE_URL)",
+    )
+    common.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="JSON output"
+    )
+    parser = argparse.ArgumentParser(
+        prog="clawviz", description="Rebuild, prune and review agent episodes from proxy logs."
+    )
+    parser.add_argument("--db", default=None, help="store URL (default: settings / env)")
+    parser.add_argument("--json", action="store_true", default=False, help="JSON output")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("ingest", parents=[common], help="load logs, results, transcripts, tasks")
+    p.add_argument("paths", nargs="+", help="files or folders (recursive)")
+    p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("episodes", parents=[common], help="one row per episode")
+    p.set_defaults(func=cmd_episodes)
+
+    p = sub.add_parser("explain", parents=[common], help="one row per call of an episode")
+    p.add_argument("episode_id")
+    p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser("settings", parents=[common], help="the settings table with help")
+    p.set_defaults(func=cmd_settings)
+
+    cli_tasks = _optional("clawviz.cli_tasks")
+    if cli_tasks is not None and hasattr(cli_tasks, "register"):
+        cli_tasks.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    return int(args.func(args) or 0)
