@@ -264,6 +264,7 @@ class AttemptRow:
     workspace_before: str | None
     workspace_after: str | None
     has_calls: bool
+    task_id: str | None = None
 
     @property
     def failed_checks(self) -> list[str]:
@@ -316,6 +317,7 @@ def task_attempts(session: Session, task_id: str) -> list[AttemptRow]:
                 r.workspace_before,
                 r.workspace_after,
                 ep is not None and ep.n_calls > 0,
+                task_id,
             )
         )
         seen.add(r.episode_id)
@@ -579,3 +581,65 @@ def _strip_fence(text: str | None) -> str | None:
         return text
     m = re.search(r"```[\w-]*\n(.*?)```", text, re.S)
     return m.group(1).rstrip() if m else text
+
+
+# ---------------------------------------------------------------- one attempt's workspaces
+
+
+@dataclass
+class AttemptWorkspaces:
+    """Where an attempt's before/after workspaces are (folders or archives), and its task."""
+
+    attempt: AttemptRow
+    before: str | None
+    before_label: str
+    after: str | None
+    task: models.Task | None
+
+
+def attempt_for_episode(session: Session, episode_id: str) -> AttemptRow | None:
+    """The attempt (result and/or episode) with this episode id."""
+    result = session.exec(
+        select(models.Result).where(models.Result.episode_id == episode_id)
+    ).first()
+    task_id = result.task_id if result else None
+    if task_id is None:
+        ep = session.get(models.Episode, episode_id)
+        if ep is None:
+            return None
+        task_id = ep.task_id
+    if task_id is None:
+        ep = session.get(models.Episode, episode_id)
+        return AttemptRow(
+            episode_id,
+            ep.harness if ep else None,
+            result.model if result else None,
+            result.model_role if result else None,
+            result.attempt if result else None,
+            _reward(result) if result else None,
+            _num_checks(result.checks_json) if result else {},
+            result.workspace_before if result else None,
+            result.workspace_after if result else None,
+            bool(ep and ep.n_calls),
+        )
+    return next((a for a in task_attempts(session, task_id) if a.episode_id == episode_id), None)
+
+
+def attempt_workspaces(session: Session, episode_id: str) -> AttemptWorkspaces | None:
+    """Before/after of an attempt; a missing before falls back to the task's input files."""
+    attempt = attempt_for_episode(session, episode_id)
+    if attempt is None:
+        return None
+    task = session.get(models.Task, attempt.task_id) if attempt.task_id else None
+    before, label = attempt.workspace_before, "recorded before-workspace"
+    if before is None and task is not None and task.kind == "clawgym" and task.folder:
+        inputs = Path(task.folder) / "input_files"
+        if inputs.is_dir():
+            before, label = str(inputs), "task input_files/ (no before-workspace recorded)"
+    return AttemptWorkspaces(attempt, before, label, attempt.workspace_after, task)
+
+
+def attempts_with_workspaces(session: Session) -> list[str]:
+    """Episode ids of every attempt whose result names an after-workspace."""
+    stmt = select(models.Result.episode_id).where(models.Result.workspace_after.is_not(None))
+    return sorted(session.exec(stmt))

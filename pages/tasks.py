@@ -1,0 +1,440 @@
+"""Tasks page: the review queue with the difficulty filter, task detail, checker runs, sign-off.
+
+Deep link: ?task=<task id>.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from clawviz.archive import ArchiveError
+from clawviz.checker import CheckerError, run_checker
+from clawviz.review import DECISIONS, ReviewError, add_review, export_reviews
+from clawviz.tasks import TaskDetail, read_task_file, task_detail, task_queue, verdict_label
+from clawviz.ui import state
+from clawviz.ui import tasks_widgets as w
+from clawviz.ui.inspector import escape_md
+
+SORTS = {
+    "task": ("task_id", True),
+    "status": ("status", True),
+    "attempts (most first)": ("attempts", False),
+    "s_strong (highest first)": ("s_strong", False),
+    "s_small (lowest first)": ("s_small", True),
+    "category": ("category", True),
+}
+VERDICTS = ("all", "pass", "fail", "n/a")
+SOURCE_ATTEMPT = "An attempt's final workspace"
+SOURCE_UPLOAD = "Upload a reference workspace (.zip / .tar.gz)"
+
+
+def queue_frame(rows) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {
+                "task_id": r.task_id,
+                "name": r.name,
+                "category": r.category or "—",
+                "status": r.status,
+                "attempts": r.n_attempts,
+                "s_strong": r.s_strong,
+                "s_small": r.s_small,
+                "≥ 0.2": w.VERDICT_ICON[r.filter.terms[0].passed],
+                "≤ 0.6": w.VERDICT_ICON[r.filter.terms[1].passed],
+                "strong > small": w.VERDICT_ICON[r.filter.terms[2].passed],
+                "filter": verdict_label(r.filter.passed),
+                "open": f"tasks?task={r.task_id}",
+            }
+            for r in rows
+        ],
+        columns=[
+            "task_id", "name", "category", "status", "attempts", "s_strong", "s_small",
+            "≥ 0.2", "≤ 0.6", "strong > small", "filter", "open",
+        ],
+    )  # fmt: skip
+
+
+def open_task(task_id: str | None) -> None:
+    state.set_params(task=task_id)
+
+
+def on_task_pick() -> None:
+    choice = st.session_state.get(w.KEY_TASK_PICK)
+    open_task(None if choice == state.NONE_OPTION else choice)
+
+
+def on_queue_select(shown: list[str]) -> None:
+    event = st.session_state.get(w.KEY_QUEUE_TABLE)
+    rows = event.selection.rows if event is not None else []
+    if rows:
+        open_task(shown[rows[0]])
+
+
+def export_buttons(url_key: str, task_id: str | None = None) -> None:
+    with state.get_session() as session:
+        csv_text = export_reviews(session, "csv", task_id=task_id)
+        json_text = export_reviews(session, "json", task_id=task_id)
+    stem = f"reviews-{task_id}" if task_id else "reviews"
+    c1, c2 = st.columns(2)
+    c1.download_button(
+        "Decisions as CSV",
+        csv_text,
+        f"{stem}.csv",
+        "text/csv",
+        key=f"{url_key}_csv",
+        icon=":material/download:",
+    )
+    c2.download_button(
+        "Decisions as JSON",
+        json_text,
+        f"{stem}.json",
+        "application/json",
+        key=f"{url_key}_json",
+        icon=":material/download:",
+    )
+
+
+def queue_view() -> None:
+    st.title("Tasks")
+    with state.get_session() as session:
+        rows = task_queue(session)
+    if not rows:
+        st.info(
+            "No tasks yet. Ingest a task folder (ClawGym `data_entry.json` folders or PinchBench "
+            "`task_*.md` files) on the Ingest page, or `python -m clawviz ingest PATH`."
+        )
+        return
+    df = queue_frame(rows)
+    reviewed = (df["status"] != "pending").sum()
+    passing = (df["filter"] == "pass").sum()
+    c = st.columns(4)
+    c[0].metric("tasks", len(df))
+    c[1].metric("reviewed", int(reviewed))
+    c[2].metric("pass the difficulty filter", int(passing))
+    c[3].metric("accepted", int((df["status"] == "accept").sum()))
+
+    f1, f2, f3, f4 = st.columns([2, 2, 1.4, 1.6])
+    categories = sorted(df["category"].unique())
+    statuses = ["pending", *DECISIONS]
+    chosen_cat = f1.multiselect("Category", categories, key=w.KEY_QUEUE_CATEGORY)
+    chosen_status = f2.multiselect("Review status", statuses, key=w.KEY_QUEUE_STATUS)
+    verdict = f3.selectbox("Difficulty filter", VERDICTS, key=w.KEY_QUEUE_VERDICT)
+    sort = f4.selectbox("Sort by", list(SORTS), key=w.KEY_QUEUE_SORT)
+    shown = df
+    if chosen_cat:
+        shown = shown[shown["category"].isin(chosen_cat)]
+    if chosen_status:
+        shown = shown[shown["status"].isin(chosen_status)]
+    if verdict != "all":
+        shown = shown[shown["filter"] == verdict]
+    col, asc = SORTS[sort]
+    shown = shown.sort_values(col, ascending=asc, na_position="last", kind="stable")
+    st.caption(
+        f"{len(shown)} of {len(df)} tasks. Filter terms: s_strong >= 0.2, s_small <= 0.6, "
+        "s_strong > s_small (means over attempts with model_role strong / small). "
+        "Click a row to open the task."
+    )
+    st.dataframe(
+        shown,
+        hide_index=True,
+        width="stretch",
+        key=w.KEY_QUEUE_TABLE,
+        on_select=lambda: on_queue_select(shown["task_id"].tolist()),
+        selection_mode="single-row",
+        height=min(640, 38 + 35 * max(len(shown), 1)),
+        column_config={
+            "task_id": st.column_config.TextColumn("task"),
+            "s_strong": st.column_config.NumberColumn(format="%.3f"),
+            "s_small": st.column_config.NumberColumn(format="%.3f"),
+            "open": st.column_config.LinkColumn("open", display_text="open ↗"),
+        },
+    )
+    st.selectbox(
+        "Open a task",
+        [state.NONE_OPTION] + df["task_id"].tolist(),
+        key=w.KEY_TASK_PICK,
+        on_change=on_task_pick,
+    )
+    export_buttons("queue_export")
+
+
+def instruction_tab(d: TaskDetail) -> None:
+    if d.task.instruction:
+        st.markdown(w.escape_text(d.task.instruction))
+    else:
+        st.caption("This task has no instruction text.")
+    extra = {k: v for k, v in d.sections.items() if k not in ("Prompt", "Automated Checks")}
+    for name, body in extra.items():
+        with st.expander(name):
+            st.markdown(w.escape_text(body))
+    with st.expander("Task metadata (JSON)"):
+        st.json(d.data, expanded=1)
+
+
+def files_tab(d: TaskDetail) -> None:
+    if not d.input_files or d.files_root is None:
+        st.caption("No input files.")
+        return
+    left, right = st.columns([1, 2.4])
+    with left:
+        st.caption(f"{len(d.input_files)} files")
+        st.code(w.file_tree_text(d.input_files), language=None)
+    with right:
+        name = st.selectbox("File", d.input_files, key=w.KEY_INPUT_FILE)
+        try:
+            data, cut = read_task_file(d.files_root, name)
+        except (OSError, ValueError) as exc:
+            st.error(escape_md(str(exc)))
+            return
+        w.file_viewer(name, data, cut)
+
+
+def checker_tab(d: TaskDetail) -> None:
+    if d.checker_code is None:
+        st.caption("No checker (reward/check.py) in this task.")
+    else:
+        label = "reward/check.py" if d.task.kind == "clawgym" else "Automated Checks (grade)"
+        st.caption(label)
+        st.code(d.checker_code, language="python", line_numbers=True)
+    if d.reward_script is not None:
+        st.caption("reward/reward.sh")
+        st.code(d.reward_script, language="bash", line_numbers=True)
+
+
+def rubric_tab(d: TaskDetail) -> None:
+    rubric = d.rubric
+    if rubric is None:
+        st.caption("No rubric.")
+    elif isinstance(rubric, list) and all(isinstance(x, dict) for x in rubric):
+        st.dataframe(pd.DataFrame(rubric), hide_index=True, width="stretch")
+    elif isinstance(rubric, str):
+        st.markdown(w.escape_text(rubric))
+    else:
+        st.json(rubric)
+
+
+def attempts_tab(d: TaskDetail) -> None:
+    if not d.attempts:
+        st.caption("No attempts recorded for this task.")
+        return
+    table = pd.DataFrame(
+        [
+            {
+                "episode": a.episode_id,
+                "harness": a.harness,
+                "model": a.model,
+                "role": a.model_role,
+                "attempt": a.attempt,
+                "reward": a.reward,
+                "failed checks": len(a.failed_checks) if a.checks else None,
+                "episode tree": f"episode?episode={a.episode_id}" if a.has_calls else None,
+                "workspace diff": (
+                    f"workspace?episode={a.episode_id}"
+                    if a.workspace_after or a.workspace_before
+                    else None
+                ),
+            }
+            for a in d.attempts
+        ]
+    )
+    st.dataframe(
+        table,
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "reward": st.column_config.NumberColumn(format="%.3f"),
+            "episode tree": st.column_config.LinkColumn(display_text="tree ↗"),
+            "workspace diff": st.column_config.LinkColumn(display_text="diff ↗"),
+        },
+    )
+    if d.matrix.checks:
+        st.caption("Checks × attempts (score per check; grey: the attempt has no such check)")
+        labels = {a.episode_id: f"{a.model_role or '?'} · {a.episode_id}" for a in d.attempts}
+        st.plotly_chart(
+            w.check_heatmap(d.matrix, labels),
+            width="stretch",
+            key="tasks_heatmap",
+            config={"displayModeBar": False},
+        )
+
+
+def run_checker_tab(d: TaskDetail) -> None:
+    if d.task.kind != "clawgym" or d.checker_path is None:
+        st.caption(
+            "Only ClawGym tasks with reward/check.py can be run here"
+            + (
+                " (PinchBench checks need the run's transcript)."
+                if d.task.kind == "pinchbench"
+                else "."
+            )
+        )
+        return
+    settings = state.current_settings()
+    st.caption(
+        f"Runs reward/check.py in a separate process on a temporary copy of the workspace, "
+        f"with a {settings.checker_timeout_s} s limit (setting checker_timeout_s)."
+    )
+    source = st.radio("Workspace", [SOURCE_ATTEMPT, SOURCE_UPLOAD], key=w.KEY_CHECK_SOURCE)
+    workspace: str | None = None
+    upload = None
+    if source == SOURCE_ATTEMPT:
+        options = {a.episode_id: a.workspace_after for a in d.attempts if a.workspace_after}
+        if not options:
+            st.caption("No attempt of this task records a final workspace.")
+        else:
+            pick = st.selectbox("Attempt", list(options), key=w.KEY_CHECK_ATTEMPT)
+            workspace = options.get(pick)
+    else:
+        upload = st.file_uploader(
+            "Reference workspace archive", type=["zip", "gz", "tgz", "tar"], key=w.KEY_CHECK_UPLOAD
+        )
+    run = st.button(
+        "Run checker",
+        key=w.KEY_CHECK_RUN,
+        type="primary",
+        disabled=workspace is None and upload is None,
+        icon=":material/play_arrow:",
+    )
+    results = st.session_state.setdefault(w.KEY_CHECK_RESULT, {})
+    if run:
+        with st.status("Running the checker…", expanded=False) as status:
+            try:
+                if upload is not None:
+                    with tempfile.TemporaryDirectory(prefix="clawviz-upload-") as tmp:
+                        suffix = "".join(Path(upload.name).suffixes[-2:]) or ".zip"
+                        archive = Path(tmp) / f"reference{suffix}"
+                        archive.write_bytes(upload.getvalue())
+                        res = run_checker(d.checker_path.parent.parent, archive, settings=settings)
+                else:
+                    res = run_checker(d.checker_path.parent.parent, workspace, settings=settings)
+            except (CheckerError, ArchiveError, OSError) as exc:
+                status.update(label="Checker could not start", state="error")
+                st.error(escape_md(str(exc)))
+                return
+            results[d.task.task_id] = res
+            status.update(
+                label=f"Checker: {res.status}",
+                state="complete" if res.status == "ok" else "error",
+            )
+    res = results.get(d.task.task_id)
+    if res is not None:
+        w.checker_result(res)
+
+
+def reviewer_from_login() -> str | None:
+    """The logged-in user's name or email when the app runs with authentication."""
+    try:
+        if st.user.is_logged_in:
+            return st.user.get("name") or st.user.get("email")
+    except (AttributeError, KeyError, RuntimeError):
+        return None
+    return None
+
+
+def signoff_panel(d: TaskDetail) -> None:
+    st.subheader("Sign-off", anchor=False)
+    st.badge(f"status: {d.status}", color=w.DECISION_COLOUR.get(d.status, "gray"))
+    flash = st.session_state.pop(w.KEY_SIGNOFF_FLASH, None)
+    if flash:
+        st.success(flash)
+    login_name = reviewer_from_login()
+    with st.form(w.KEY_SIGNOFF_FORM, clear_on_submit=True, border=True):
+        decision = st.radio("Decision", DECISIONS, horizontal=True, key=w.KEY_SIGNOFF_DECISION)
+        if login_name:
+            st.caption(f"Reviewer: {escape_md(login_name)} (logged in)")
+            reviewer = login_name
+        else:
+            reviewer = st.text_input(
+                "Reviewer",
+                value=st.session_state.get(w.KEY_REVIEWER_NAME, ""),
+                key=w.KEY_SIGNOFF_REVIEWER,
+                placeholder="your name",
+            )
+        note = st.text_area("Note", key=w.KEY_SIGNOFF_NOTE, placeholder="why this decision")
+        submitted = st.form_submit_button("Save decision", type="primary")
+    if submitted:
+        try:
+            with state.get_session() as session:
+                row = add_review(session, d.task.task_id, decision, reviewer, note)
+        except ReviewError as exc:
+            st.error(escape_md(str(exc)))
+            return
+        if not login_name:
+            st.session_state[w.KEY_REVIEWER_NAME] = row.reviewer
+        st.session_state[w.KEY_SIGNOFF_FLASH] = f"Saved: {row.decision} by {row.reviewer}."
+        st.rerun()
+    st.caption("History (latest last)")
+    if d.reviews:
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {
+                        "time (UTC)": r.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+                        "decision": r.decision,
+                        "reviewer": r.reviewer,
+                        "note": r.note,
+                    }
+                    for r in d.reviews
+                ]
+            ),
+            hide_index=True,
+            width="stretch",
+        )
+        export_buttons("task_export", d.task.task_id)
+    else:
+        st.caption("No decision yet.")
+
+
+def detail_view(task_id: str) -> None:
+    with state.get_session() as session:
+        d = task_detail(session, task_id)
+    st.page_link(w.TASKS_PAGE, label="All tasks", icon=":material/arrow_back:", query_params={})
+    if d is None:
+        st.title("Tasks")
+        st.warning(f"There is no task {escape_md(task_id)} in this store.")
+        return
+    st.title(d.task.task_id)
+    facts = [d.task.name if d.task.name != d.task.task_id else None, d.task.category, d.task.kind]
+    facts.append(d.task.grading_type)
+    st.caption(" · ".join(escape_md(str(f)) for f in facts if f))
+    main, side = st.columns([3, 1.25], gap="large")
+    with side:
+        st.subheader("Difficulty filter", anchor=False)
+        for term in d.filter.terms:
+            st.markdown(f"{w.VERDICT_ICON[term.passed]} `{term.name}` — {term.value}")
+        st.badge(
+            f"overall: {verdict_label(d.filter.passed)}",
+            color={"pass": "green", "fail": "red", "n/a": "gray"}[verdict_label(d.filter.passed)],
+        )
+        signoff_panel(d)
+    with main:
+        tabs = st.tabs(
+            ["Instruction", "Input files", "Checker", "Rubric", "Attempts", "Run checker"]
+        )
+        with tabs[0]:
+            instruction_tab(d)
+        with tabs[1]:
+            files_tab(d)
+        with tabs[2]:
+            checker_tab(d)
+        with tabs[3]:
+            rubric_tab(d)
+        with tabs[4]:
+            attempts_tab(d)
+        with tabs[5]:
+            run_checker_tab(d)
+
+
+def main() -> None:
+    task_id = state.get_param(state.QP_TASK)
+    if task_id:
+        detail_view(task_id)
+    else:
+        queue_view()
+
+
+main()

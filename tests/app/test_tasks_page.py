@@ -1,0 +1,152 @@
+"""AppTest of the Tasks page: queue, filters, detail, checker run, sign-off, exports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from sqlmodel import Session
+from streamlit.testing.v1 import AppTest
+from test_tasks_page_store import build_task_store  # noqa: I001 - sibling module of tests/app
+
+from clawviz.db import get_engine
+from clawviz.review import review_history
+from clawviz.ui import tasks_widgets as w
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+TIMEOUT = 60
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    url = build_task_store(tmp_path)
+    monkeypatch.setenv("CLAWVIZ_DATABASE_URL", url)
+    monkeypatch.setenv("CLAWVIZ_NO_SAMPLES", "1")
+    return url
+
+
+def tasks_page(task: str | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    if task:
+        at.query_params["task"] = task
+    at.run()
+    at.switch_page("pages/tasks.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _frame(at, key):
+    return next(df.value for df in at.dataframe if getattr(df, "key", None) == key)
+
+
+def test_queue_lists_tasks_with_filter_terms(store):
+    at = tasks_page()
+    assert at.title[0].value == "Tasks"
+    df = at.dataframe[0].value
+    assert set(df["task_id"]) == {"task_0001", "task_0002", "task_pinch_digest"}
+    row = df.set_index("task_id").loc["task_0001"]
+    assert row["attempts"] == 4 and row["filter"] == "pass" and row["status"] == "pending"
+    assert row["s_strong"] == pytest.approx(5 / 6) and row["s_small"] == pytest.approx(0.5)
+    assert df.set_index("task_id").loc["task_0002", "filter"] == "n/a"
+
+
+def test_queue_filters_and_sort(store):
+    at = tasks_page()
+    at.selectbox(key=w.KEY_QUEUE_VERDICT).select("pass").run()
+    assert list(at.dataframe[0].value["task_id"]) == ["task_0001"]
+    at.selectbox(key=w.KEY_QUEUE_VERDICT).select("all").run()
+    at.multiselect(key=w.KEY_QUEUE_CATEGORY).select("data").run()
+    assert list(at.dataframe[0].value["task_id"]) == ["task_0002"]
+    at.multiselect(key=w.KEY_QUEUE_CATEGORY).unselect("data").run()
+    at.selectbox(key=w.KEY_QUEUE_SORT).select("attempts (most first)").run()
+    assert at.dataframe[0].value["task_id"].iloc[0] == "task_0001"
+    at.multiselect(key=w.KEY_QUEUE_STATUS).select("accept").run()
+    assert at.dataframe[0].value.empty
+    assert not at.exception
+
+
+def test_open_task_from_picker_sets_deep_link(store):
+    at = tasks_page()
+    at.selectbox(key=w.KEY_TASK_PICK).select("task_0001").run()
+    assert at.query_params["task"] == ["task_0001"] or at.query_params["task"] == "task_0001"
+    assert at.title[0].value == "task_0001"
+
+
+def test_detail_shows_instruction_safely_files_checker_rubric_attempts(store):
+    at = tasks_page("task_0001")
+    assert at.title[0].value == "task_0001"
+    md = " ".join(m.value for m in at.markdown)
+    # Markdown/HTML in the instruction is escaped, never interpreted.
+    assert r"\<script\>" in md and r"\*not bold\*" in md
+    codes = [c.value for c in at.code]
+    assert any("print(json.dumps" in c for c in codes)  # checker
+    assert any(c.startswith("#!/bin/sh") for c in codes)  # reward.sh
+    assert any("input_files" not in c and "data/" in c for c in codes)  # file tree
+    frames = [d.value for d in at.dataframe]
+    assert any("tidy" in set(f.get("name", [])) for f in frames)  # rubric
+    attempts = next(f for f in frames if "episode" in f.columns)
+    assert len(attempts) == 4
+    assert "workspace?episode=t1-strong-1" in set(attempts["workspace diff"])
+    assert at.get("plotly_chart"), "checks x attempts heatmap missing"
+    fig = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert fig["data"][0]["type"] == "heatmap" and len(fig["data"][0]["y"]) == 3
+
+
+def test_input_file_viewer(store):
+    at = tasks_page("task_0001")
+    at.selectbox(key=w.KEY_INPUT_FILE).select("data/tasks.csv").run()
+    csv_frames = [d.value for d in at.dataframe if "status" in d.value.columns]
+    assert csv_frames and list(csv_frames[0]["id"]) == ["1", "2"]
+    at.selectbox(key=w.KEY_INPUT_FILE).select("config.json").run()
+    assert any('"mode":"fast"' in c.value for c in at.code)
+
+
+def test_run_checker_on_attempt_workspace(store):
+    at = tasks_page("task_0001")
+    at.selectbox(key=w.KEY_CHECK_ATTEMPT).select("t1-strong-2").run()
+    at.button(key=w.KEY_CHECK_RUN).click().run()
+    assert not at.exception
+    assert any("reward 1.000" in s.value and "solvable" in s.value for s in at.success)
+    at.selectbox(key=w.KEY_CHECK_ATTEMPT).select("t1-strong-1").run()
+    at.button(key=w.KEY_CHECK_RUN).click().run()
+    assert any("reward 0.667" in s.value for s in at.success)
+    scores = next(d.value for d in at.dataframe if "check" in d.value.columns)
+    assert scores.set_index("check").loc["notes_kept", "result"] == "FAIL"
+
+
+def test_signoff_saves_and_remembers_reviewer(store):
+    at = tasks_page("task_0001")
+    at.radio(key=w.KEY_SIGNOFF_DECISION).set_value("revise")
+    at.text_input(key=w.KEY_SIGNOFF_REVIEWER).input("Ann Curator")
+    at.text_area(key=w.KEY_SIGNOFF_NOTE).input("checker ignores notes.md")
+    at.button[[b.label for b in at.button].index("Save decision")].click().run()
+    assert not at.exception
+    assert any("Saved: revise by Ann Curator" in s.value for s in at.success)
+    history = next(d.value for d in at.dataframe if "reviewer" in d.value.columns)
+    assert list(history["decision"]) == ["revise"]
+    # The name is remembered for the next decision in this browser session.
+    assert at.text_input(key=w.KEY_SIGNOFF_REVIEWER).value == "Ann Curator"
+    at.radio(key=w.KEY_SIGNOFF_DECISION).set_value("accept")
+    at.button[[b.label for b in at.button].index("Save decision")].click().run()
+    with Session(get_engine(store)) as s:
+        assert [r.decision for r in review_history(s, "task_0001")] == ["revise", "accept"]
+    # st.badge is Markdown underneath; the latest decision is now the task's status.
+    assert any("status: accept" in m.value for m in at.markdown)
+
+
+def test_signoff_without_name_is_refused(store):
+    at = tasks_page("task_0002")
+    at.button[[b.label for b in at.button].index("Save decision")].click().run()
+    assert any("reviewer name is required" in e.value for e in at.error)
+    with Session(get_engine(store)) as s:
+        assert review_history(s, "task_0002") == []
+
+
+def test_pinchbench_task_and_unknown_task(store):
+    at = tasks_page("task_pinch_digest")
+    assert at.title[0].value == "task_pinch_digest"
+    assert any("digest" in m.value for m in at.markdown)
+    at = tasks_page("no_such_task")
+    assert any("There is no task" in w_.value for w_ in at.warning)
