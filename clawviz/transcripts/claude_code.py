@@ -451,12 +451,18 @@ class _Replay:
                 path, first, text_of(first_user["content"]) if first_user else ""
             )
             sub = self.g.sub_files.get(first.file)
+            meta = sub.meta if sub else {}
+            extra.update(
+                parent_tool_use_id=meta.get("toolUseId"),
+                agent_type=meta.get("agentType"),
+                description=meta.get("description"),
+            )
             if spawn:
                 extra.update(
                     spawned_by_call=spawn.call_id,
                     parent_tool_use_id=spawn.tool_use_id,
-                    agent_type=(sub.meta.get("agentType") if sub else None) or spawn.agent_type,
-                    description=(sub.meta.get("description") if sub else None) or spawn.description,
+                    agent_type=meta.get("agentType") or spawn.agent_type,
+                    description=meta.get("description") or spawn.description,
                 )
                 if not messages or messages[0]["role"] != "user":
                     # The sub-agent's first request is the Task prompt; old files may omit it.
@@ -589,6 +595,7 @@ class _Replay:
                 extra={
                     "transcript_format": FORMAT,
                     "transcript_role": "compaction_summary",
+                    "transcript_segment": self._segment(path),
                     "synthetic_request": True,
                     "system_synthetic": True,
                     "trigger": meta.get("trigger"),

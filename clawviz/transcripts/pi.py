@@ -468,7 +468,7 @@ class _Replay:
     def context(self, leaf_id: str | None) -> _Context:
         """pi buildSessionContext for the path ending at `leaf_id`."""
         path = self._path(leaf_id)
-        thinking: str | None = self.s.header.get("thinkingLevel")
+        thinking: str | None = self.s.header.get("thinkingLevel", "off")
         model_change: dict[str, Any] | None = None
         last_assistant: dict[str, Any] | None = None
         compaction_at = -1
