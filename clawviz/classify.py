@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from clawviz.canonical import block_text, normalize_ws
 from clawviz.markers import ALL_IGNORE_PATTERNS, Marker, call_text, detect_marker, spawn_prompts
@@ -86,6 +87,7 @@ def _ground_truth(call: Call, marker: Marker | None) -> tuple[str, str] | None:
     return "aux_utility", f"ground truth side turn {call.turn_type!r}"
 
 
+@lru_cache(maxsize=256)
 def _identity(system: str) -> str:
     """The system prompt's identity line: its first 200 characters without volatile spans."""
     for p in ALL_IGNORE_PATTERNS:

@@ -199,25 +199,40 @@ class CallText:
     headers: dict[str, str]
 
 
-def _user_texts(messages: list[Message]) -> list[str]:
-    out: list[str] = []
-    for m in messages:
-        if m.get("role") in ("user", "tool"):
-            text = block_text(m.get("content"))
-            if text.strip():
-                out.append(text)
-    return out
+_SCAN = 12
+"""Messages scanned at each end: markers sit in the first or the last few messages."""
+
+
+def _user_text(message: Message) -> str:
+    if message.get("role") not in ("user", "tool"):
+        return ""
+    return block_text(message.get("content"))
 
 
 def call_text(call: Call) -> CallText:
-    """Extract the marker-relevant texts (user messages holding only tool results are skipped)."""
-    texts = _user_texts(call.messages)
+    """Extract the marker-relevant texts (user messages holding only tool results are skipped).
+
+    Scans only the first few and the last user messages: the history between them is long.
+    """
+    first: list[str] = []
+    for m in call.messages[:_SCAN]:
+        text = _user_text(m)
+        if text.strip():
+            first.append(text)
+            if len(first) == 3:
+                break
+    last = ""
+    for m in reversed(call.messages[-_SCAN:]):
+        text = _user_text(m)
+        if text.strip():
+            last = text
+            break
     headers = {k.lower(): str(v) for k, v in (call.headers or {}).items()}
     return CallText(
         system=call.system or "",
-        first_user=texts[0] if texts else "",
-        last_user=texts[-1] if texts else "",
-        user_texts=tuple(texts[:3]),
+        first_user=first[0] if first else "",
+        last_user=last,
+        user_texts=tuple(first),
         headers=headers,
     )
 
@@ -270,7 +285,12 @@ def _match_kind(kind: str, m: HarnessMarkers, t: CallText, single_user: bool) ->
 def detect_marker(call: Call, text: CallText | None = None) -> Marker | None:
     """The first marker kind (PIPELINE §3 order) any harness row finds in this call."""
     t = text or call_text(call)
-    n_user = sum(1 for msg in call.messages if msg.get("role") in ("user", "tool"))
+    n_user = 0
+    for msg in call.messages:
+        if msg.get("role") in ("user", "tool"):
+            n_user += 1
+            if n_user > 1:
+                break
     rows = rows_for(call.harness)
     for kind in MARKER_ORDER:
         for m in rows:

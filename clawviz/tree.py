@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
 
 import networkx as nx
 
@@ -30,7 +31,14 @@ class CallTree:
     children: dict[str, list[str]]
     resend_of: dict[str, str | None]
     """For an identical re-send (same canonical messages and system): the latest earlier one."""
-    graph: nx.DiGraph = field(repr=False)
+
+    @cached_property
+    def graph(self) -> nx.DiGraph:
+        """The tree as a networkx graph (edges parent -> child), built on first use."""
+        g = nx.DiGraph()
+        g.add_nodes_from(c.call_id for c in self.calls)
+        g.add_edges_from((p, c) for c, p in self.parent.items() if p is not None)
+        return g
 
     @property
     def roots(self) -> list[str]:
@@ -74,6 +82,7 @@ def order_key(call: Call) -> tuple:
     )
 
 
+@lru_cache(maxsize=256)
 def system_fingerprint(system: str) -> str:
     """Hash of the system prompt without volatile spans (billing header, reminders)."""
     text = system
@@ -82,25 +91,12 @@ def system_fingerprint(system: str) -> str:
     return hashlib.blake2b(normalize_ws(text).encode(), digest_size=8).hexdigest()
 
 
-class _KeyCache:
-    """Match keys memoised per message object: loaders share one dict per distinct message."""
-
-    def __init__(self) -> None:
-        self._by_id: dict[int, tuple[Message, str]] = {}
-
-    def key(self, message: Message) -> str:
-        hit = self._by_id.get(id(message))
-        if hit is not None and hit[0] is message:
-            return hit[1]
-        k = match_key(message, ignore_patterns=ALL_IGNORE_PATTERNS)
-        self._by_id[id(message)] = (message, k)
-        return k
-
-
 def build_call_tree(calls: list[Call]) -> CallTree:
     """Rebuild parent links for the calls of one episode (independent of input order)."""
     ordered = sorted(calls, key=order_key)
-    cache = _KeyCache()
+    # Match keys memoised per message object: the store shares one dict per distinct message,
+    # and the calls keep every message alive, so ids are stable for this build.
+    key_of: dict[int, str] = {}
     trie: dict[tuple[int, str], int] = {}
     owner: dict[int, str] = {}
     requests: dict[tuple[int, str], str] = {}
@@ -108,30 +104,31 @@ def build_call_tree(calls: list[Call]) -> CallTree:
     resend_of: dict[str, str | None] = {}
     children: dict[str, list[str]] = {c.call_id: [] for c in ordered}
 
-    def walk(node: int, key: str) -> int:
-        nxt = trie.get((node, key))
-        if nxt is None:
-            nxt = len(trie) + 1
-            trie[(node, key)] = nxt
-        return nxt
+    def key(message: Message) -> str:
+        k = key_of.get(id(message))
+        if k is None:
+            k = key_of[id(message)] = match_key(message, ignore_patterns=ALL_IGNORE_PATTERNS)
+        return k
 
     for call in ordered:
         cid = call.call_id
         node = 0
         best: str | None = None
-        keys = [cache.key(m) for m in call.messages]
-        for k in keys:
-            nxt = trie.get((node, k))
+        # One walk finds the deepest owned prefix and lays down this request's own path, so
+        # an identical later request finds it.
+        for m in call.messages:
+            k = key_of.get(id(m))
+            if k is None:
+                k = key(m)
+            edge = (node, k)
+            nxt = trie.get(edge)
             if nxt is None:
-                break
+                nxt = trie[edge] = len(trie) + 1
             node = nxt
-            if node in owner:
-                best = owner[node]
-        # Create the request path so an identical later request finds this one.
-        node = 0
-        for k in keys:
-            node = walk(node, k)
-        req_key = (node, system_fingerprint(call.system)) if keys else None
+            hit = owner.get(node)
+            if hit is not None:
+                best = hit
+        req_key = (node, system_fingerprint(call.system)) if call.messages else None
         earlier = requests.get(req_key) if req_key else None
         if earlier is not None:
             # A re-send sits beside the call it repeats, whatever arrived in between.
@@ -143,11 +140,12 @@ def build_call_tree(calls: list[Call]) -> CallTree:
         if best is not None:
             children[best].append(cid)
         if not is_failed(call) and call.response is not None and call.endpoint != "non_model":
-            owner[walk(node, cache.key(call.response))] = cid
+            edge = (node, key(call.response))
+            nxt = trie.get(edge)
+            if nxt is None:
+                nxt = trie[edge] = len(trie) + 1
+            owner[nxt] = cid
 
-    graph = nx.DiGraph()
-    graph.add_nodes_from(c.call_id for c in ordered)
-    graph.add_edges_from((p, c) for c, p in parent.items() if p is not None)
     return CallTree(
         calls=ordered,
         by_id={c.call_id: c for c in ordered},
@@ -155,5 +153,4 @@ def build_call_tree(calls: list[Call]) -> CallTree:
         parent=parent,
         children=children,
         resend_of=resend_of,
-        graph=graph,
     )
