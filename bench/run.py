@@ -406,7 +406,8 @@ def fig_analysis(b: Bench) -> list[Figure]:
         for d in result.decisions.values():
             states[d.state] = states.get(d.state, 0) + 1
         b.facts[f"analysis of {n}-call episode"] = (
-            f"{len(calls)} calls, status {result.status}, states {states}, "
+            f"{len(calls)} calls, status {result.status} "
+            f"{sorted({r.code for r in result.reasons})}, states {states}, "
             f"{result.n_segments} segments"
         )
         if n == sc.long_calls:
@@ -428,6 +429,7 @@ def apptest_median(b: Bench, page: str, url: str, query: dict[str, str], label: 
     from streamlit.testing.v1 import AppTest
 
     os.environ["CLAWVIZ_DATABASE_URL"] = url
+    os.environ["CLAWVIZ_NO_SAMPLES"] = "1"
 
     def once() -> None:
         st.cache_data.clear()
