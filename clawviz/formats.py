@@ -59,18 +59,21 @@ class MessageCache:
     what keeps ingest near the cost of JSON decoding.
     """
 
-    def __init__(self, max_entries: int = 50_000) -> None:
-        self.max_entries = max_entries
+    def __init__(self, max_bytes: int = 24 * 1024 * 1024) -> None:
+        self.max_bytes = max_bytes
+        self._bytes = 0
         self._entries: dict[bytes, tuple[Message, str]] = {}
 
     def get(self, key: bytes) -> tuple[Message, str] | None:
         return self._entries.get(key)
 
-    def put(self, key: bytes, value: tuple[Message, str]) -> None:
-        if len(self._entries) >= self.max_entries:
+    def put(self, key: bytes, value: tuple[Message, str], size: int) -> None:
+        if self._bytes + size > self.max_bytes:
             # Bounded memory: a fresh cache only costs re-conversion of the next few histories.
             self._entries.clear()
+            self._bytes = 0
         self._entries[key] = value
+        self._bytes += size
 
 
 def endpoint_of(method: str, url: str) -> tuple[Endpoint, bool]:
@@ -329,13 +332,14 @@ def _convert(
     messages: list[Message] = []
     hashes: list[str] = []
     for raw in raws:
-        key = hashlib.blake2b(tag + orjson.dumps(raw), digest_size=20).digest()
+        wire = orjson.dumps(raw)
+        key = hashlib.blake2b(tag + wire, digest_size=20).digest()
         hit = cache.get(key) if cache is not None else None
         if hit is None:
             msg = convert(raw)
             hit = (msg, message_hash(msg))
             if cache is not None:
-                cache.put(key, hit)
+                cache.put(key, hit, len(wire))
         messages.append(hit[0])
         hashes.append(hit[1])
     return messages, hashes

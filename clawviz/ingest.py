@@ -7,6 +7,7 @@ kept verbatim with a reason) or not at all. A file whose bytes were loaded befor
 
 from __future__ import annotations
 
+import gc
 import gzip
 import hashlib
 import importlib
@@ -420,6 +421,20 @@ def ingest_paths(
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     targets = _collect(list(paths))
+    # Ingest allocates many short-lived containers and creates no cycles worth collecting;
+    # the cyclic collector would otherwise rescan every live batch again and again.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _ingest_targets(targets, session, progress)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _ingest_targets(
+    targets: list[_Target], session: Session, progress: Progress | None
+) -> IngestReport:
     out = IngestReport()
     total = sum(t.path.stat().st_size for t in targets if t.kind == "file")
     done = 0

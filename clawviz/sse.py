@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,8 +30,37 @@ class FrameSplit:
     cut_off: bool = False
 
 
+_DATA_LINE = re.compile(r"^data: ?([^\r\n]*)", re.MULTILINE)
+_DONE_LINE = re.compile(r"^data: ?\[DONE\]", re.MULTILINE)
+
+
 def split_frames(text: str) -> FrameSplit:
     """Split an SSE body into frames; a bad JSON payload is fatal unless it is the last frame."""
+    fast = _split_fast(text)
+    return fast if fast is not None else _split_slow(text)
+
+
+def _split_fast(text: str) -> FrameSplit | None:
+    """All data payloads decoded in one JSON parse; None when any frame needs a closer look."""
+    payloads = [p for p in _DATA_LINE.findall(text) if p.strip() != "[DONE]"]
+    if not payloads:
+        return None
+    try:
+        decoded = orjson.loads("[" + ",".join(payloads) + "]")
+    except orjson.JSONDecodeError:
+        return None
+    if len(decoded) != len(payloads):
+        return None
+    frames = [Frame("", d) for d in decoded]
+    if _DONE_LINE.search(text):
+        frames.append(Frame("", "[DONE]"))
+    # An `event:` line with no data after it is a frame the recorder cut off.
+    tail = text.rstrip().rsplit("\n", 1)[-1]
+    return FrameSplit(frames, cut_off=tail.startswith("event:"))
+
+
+def _split_slow(text: str) -> FrameSplit:
+    """Frame by frame, so that a bad payload can be named (or seen to be a cut-off tail)."""
     chunks = [c for c in text.replace("\r\n", "\n").split("\n\n") if c.strip()]
     frames: list[Frame] = []
     cut_off = False

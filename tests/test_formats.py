@@ -522,4 +522,15 @@ def test_message_cache_gives_the_same_result_as_no_cache():
 def test_sse_split_frames_ignores_comments_and_crlf():
     text = ': keep-alive\r\n\r\nevent: ping\r\ndata: {"type": "ping"}\r\n\r\n'
     frames = sse_mod.split_frames(text).frames
-    assert len(frames) == 1 and frames[0].event == "ping"
+    assert [f.data for f in frames] == [{"type": "ping"}]
+
+
+def test_done_inside_content_text_is_not_the_end_of_a_stream():
+    from test_formats_fixtures import openai_stream_with_tool_calls
+
+    raw = openai_stream_with_tool_calls().replace('"Running."', '"data: [DONE] Running."')
+    raw = raw.replace("data: [DONE]\n\n", "")
+    body = sse_mod.rebuild_openai_chat(raw)
+    assert body.complete  # finish_reason was seen
+    raw_cut = raw.split('"finish_reason": "tool_calls"')[0].rsplit("data:", 1)[0]
+    assert not sse_mod.rebuild_openai_chat(raw_cut).complete
