@@ -39,9 +39,19 @@ def _texts(message: dict) -> list[str]:
     return [b.get("text", "") for b in message["content"] if b["type"] == "text"]
 
 
+def _key(c: Call) -> str:
+    """'L<line>' of a call, ':summary' for summary calls, 'agent-<id>:' for sub-agent files."""
+    key = f"L{c.line}"
+    if c.extra.get("transcript_role", "").endswith("summary"):
+        key += ":summary"
+    if Path(c.source_file).name.startswith("agent-"):
+        key = f"{Path(c.source_file).stem}:{key}"
+    return key
+
+
 def _by_line(calls: list[Call]) -> dict[str, Call]:
-    """Calls keyed by the part of the call id after the episode id (e.g. 'L7', 'L8:summary')."""
-    return {c.call_id.split(":", 1)[1]: c for c in calls}
+    """Calls keyed by `_key`."""
+    return {_key(c): c for c in calls}
 
 
 def _records(path: Path) -> list[dict]:
@@ -466,7 +476,8 @@ def _analyse(read):
     from clawviz.settings import DEFAULT_SETTINGS
 
     a = analysis.analyse_episode(read.calls, reward=1.0, settings=DEFAULT_SETTINGS)
-    return a, {k.split(":", 1)[1]: d for k, d in a.decisions.items()}
+    keys = {c.call_id: _key(c) for c in read.calls}
+    return a, {keys[k]: d for k, d in a.decisions.items()}
 
 
 def test_cc_reconstruction_roles_links_and_branches(cc_read):
@@ -491,3 +502,46 @@ def test_pi_reconstruction_branches_and_summaries(pi_read):
         d["L7"].parent_call == d["L12"].parent_call == d["L15"].parent_call == calls["L5"].call_id
     )
     assert d["L18"].linked_call == calls["L16:summary"].call_id
+
+
+def test_cc_call_ids_are_response_ids(cc_read, tmp_path):
+    calls = _by_line(cc_read.calls)
+    assert calls["L3"].call_id == f"{CC_SID}:msg_1"
+    assert calls["agent-web1:L2"].call_id == f"{CC_SID}:msg_w1"
+    # A response copied onto a second chain (e.g. a forked file) is a separate call.
+    records = _records(CC_MAIN)
+    copy = [
+        dict(r, uuid=f"{r['uuid']}-copy", parentUuid=None) for r in records if r.get("uuid") == "a2"
+    ]
+    p = tmp_path / f"{CC_SID}.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in records + copy) + "\n")
+    ids = [c.call_id for c in read_transcript(p).calls]
+    assert f"{CC_SID}:msg_2" in ids and f"{CC_SID}:msg_2#2" in ids
+    assert len(ids) == len(set(ids))
+
+
+def test_ingest_folder_of_transcripts():
+    ingest = pytest.importorskip("clawviz.ingest")
+    from clawviz import store
+    from clawviz.db import session_scope
+
+    with session_scope("sqlite://") as session:
+        # The sub-agent file is read with its session file, never twice.
+        paths = [CC_MAIN, CC_AGENT, CC_BAD, PI_V3, PI_BAD]
+        report = ingest.ingest_paths(paths, session=session)
+        episodes = {e.episode_id: e for e in store.list_episodes(session)}
+        assert episodes[CC_SID].n_calls == 12 and episodes["pi-v3-demo"].n_calls == 8
+        assert {e.source_kind for e in episodes.values()} == {"transcript"}
+        rejected = {(Path(r.file).name, r.line) for r in report.rejected}
+        assert rejected == {
+            ("claude-code-malformed.jsonl", 2),
+            ("claude-code-malformed.jsonl", 4),
+            ("claude-code-malformed.jsonl", 5),
+            ("pi-v3-malformed.jsonl", 4),
+            ("pi-v3-malformed.jsonl", 7),
+            ("pi-v3-malformed.jsonl", 10),
+            ("pi-v3-malformed.jsonl", 11),
+            ("pi-v3-malformed.jsonl", 12),
+        }
+        loaded = store.load_calls(session, CC_SID)
+        assert {c.call_id for c in loaded} == {c.call_id for c in read_transcript(CC_MAIN).calls}

@@ -326,27 +326,37 @@ class _Replay:
         self.g = graph
         self.episode_id = episode_id
         self.calls: list[Call] = []
-        self.call_of_group: dict[tuple[str, str], str] = {}
         self.spawns: dict[str, _Spawn] = {}
         self._agents: dict[str, str] = {}
         self._segments: dict[str, int] = {}
+        self.group_ids: dict[str, str] = {}
 
-    def _call_id(self, rec: _Rec, suffix: str = "") -> str:
-        sub = self.g.sub_files.get(rec.file)
-        tag = f":agent-{sub.agent_id}" if sub else ""
-        return f"{self.episode_id}{tag}:L{rec.line}{suffix}"
+    def _call_id(self, group: list[_Rec]) -> str:
+        """The response's message.id: the same API call read from a copied file keeps its id."""
+        return self.group_ids[group[0].uuid]
 
     def _groups(self) -> list[list[_Rec]]:
-        """Assistant records grouped by (file, message.id), in order of first record."""
-        groups: dict[tuple[str, str], list[_Rec]] = {}
+        """Assistant records of one response (same message.id, chained), in file order."""
+        groups: list[list[_Rec]] = []
+        by_key: dict[str, list[list[_Rec]]] = {}
         for rec in self.g.records:
             if rec.type != "assistant":
                 continue
             if rec.is_synthetic and not rec.is_api_error:
                 continue
-            key = (rec.file, str(rec.msg.get("id") or rec.uuid))
-            groups.setdefault(key, []).append(rec)
-        return list(groups.values())
+            key = str(rec.msg.get("id") or rec.uuid)
+            same = by_key.setdefault(key, [])
+            group = next((g for g in same if rec.parent in {r.uuid for r in g}), None)
+            if group is None:
+                group = [rec]
+                # A message.id seen on another chain (a copied response) gets its own call.
+                suffix = f"#{len(same) + 1}" if same else ""
+                self.group_ids[rec.uuid] = f"{self.episode_id}:{key}{suffix}"
+                same.append(group)
+                groups.append(group)
+            else:
+                group.append(rec)
+        return groups
 
     def run(self) -> list[Call]:
         groups = self._groups()
@@ -376,7 +386,7 @@ class _Replay:
         return self._segments[boundary.uuid]
 
     def _index_spawns(self, group: list[_Rec]) -> None:
-        call_id = self._call_id(group[0])
+        call_id = self._call_id(group)
         for rec in group:
             for b in rec.msg.get("content") or []:
                 if not isinstance(b, dict) or b.get("type") != "tool_use":
@@ -494,7 +504,7 @@ class _Replay:
         t_response = parse_time(last.record.get("timestamp"))
         self.calls.append(
             Call(
-                call_id=self._call_id(first),
+                call_id=self._call_id(group),
                 source_file=first.file,
                 line=first.line,
                 endpoint="anthropic_messages",
@@ -573,7 +583,7 @@ class _Replay:
         is_sub = boundary.sidechain or boundary.file in self.g.sub_files
         self.calls.append(
             Call(
-                call_id=self._call_id(boundary, ":summary"),
+                call_id=f"{self.episode_id}:{boundary.uuid}:summary",
                 source_file=boundary.file,
                 line=boundary.line,
                 endpoint="anthropic_messages",
