@@ -62,6 +62,8 @@ def _report_text(report: IngestReport) -> str:
         f"{len(report.rejected)}"
     ]
     for f in report.files:
+        if f.status == "skipped":
+            continue
         detail = f"{f.n_calls} calls" if f.format == "exchange" else ""
         if f.format == "results":
             detail = f"{f.n_results} results"
@@ -75,8 +77,13 @@ def _report_text(report: IngestReport) -> str:
         lines.append(f"rejected {r.file}:{r.line}: {r.reason}")
     for w in report.warnings:
         lines.append(f"note     {w.file}:{w.line}: {w.reason}")
+    by_reason: dict[str, list[str]] = {}
     for s in report.skipped_files:
-        lines.append(f"skipped  {s.path}: {s.reason}")
+        by_reason.setdefault(s.reason, []).append(s.path)
+    for reason, paths in by_reason.items():
+        # Workspace folders hold many data .jsonl files; name a few, --json lists them all.
+        shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+        lines.append(f"skipped  {len(paths)} file(s), {reason}: {shown}")
     for e in report.errors:
         lines.append(f"error    {e.path}: {e.reason}")
     return "\n".join(lines)

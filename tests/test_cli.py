@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from test_formats_fixtures import SESSION, claude_code_episode, jsonl, openai_record, user
 
-from clawviz.cli import main
+from clawviz.cli import ProgressBar, main
 from clawviz.settings import SETTINGS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,3 +133,27 @@ def test_python_dash_m_entry_point(tmp_path, clean_log):
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["n_calls"] == 3
     assert (tmp_path / "m.db").exists()  # the env var chose the store
+
+
+def test_text_report_summarises_skipped_files(capsys, db, tmp_path, clean_log):
+    ws = tmp_path / "workspaces" / "a1"
+    ws.mkdir(parents=True)
+    for i in range(5):
+        (ws / f"data{i}.jsonl").write_text('{"volunteer": "ann"}\n')
+    code, out, _ = run(capsys, "--db", db, "ingest", str(tmp_path))
+    assert code == 0
+    assert "skipped  5 file(s), no exchange, results or transcript records" in out
+    assert "and 2 more" in out
+    code, out, _ = run(capsys, "--db", db, "ingest", str(tmp_path), "--json")
+    assert len(json.loads(out)["skipped_files"]) == 5
+
+
+def test_progress_bar_draws_on_stderr(capsys):
+    bar = ProgressBar(width=10)
+    bar(50, 100, "logs/a.jsonl")
+    bar(50, 100, "logs/a.jsonl")  # same percentage: not redrawn
+    bar(100, 100, "logs/a.jsonl")
+    bar.close()
+    err = capsys.readouterr().err
+    assert err.count("\r") == 2
+    assert "[#####-----]  50% logs/a.jsonl" in err and "100%" in err
