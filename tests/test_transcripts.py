@@ -545,3 +545,14 @@ def test_ingest_folder_of_transcripts():
         }
         loaded = store.load_calls(session, CC_SID)
         assert {c.call_id for c in loaded} == {c.call_id for c in read_transcript(CC_MAIN).calls}
+
+
+def test_cc_sidechain_hanging_off_main_chain_starts_at_its_prompt(tmp_path):
+    records = _records(CC_MAIN)
+    for r in records:
+        if r.get("uuid") == "s1":
+            r["parentUuid"] = "a4"  # some versions link the sidechain root to the spawning turn
+    p = tmp_path / "s.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    calls = _by_line(read_transcript(p).calls)
+    assert [_texts(m) for m in calls["L12"].messages] == [["Find the config files"]]

@@ -49,8 +49,8 @@ TRANSCRIPT_LIMITS = (
     "flushes); token ids, logprobs and value estimates; the system prompt, tool definitions "
     "and sampling parameters (Claude Code calls carry a one-line marker system prompt so the "
     "main agent and sub-agents can be told apart); and the exact summary request of a "
-    "compaction, which is rebuilt from the summary the harness kept. Request times are the "
-    "times of the preceding transcript entry."
+    "compaction, which is rebuilt from the summary the harness kept. Request times are "
+    "approximate (when the turn started, or the preceding entry's time)."
 )
 """What a transcript-sourced episode cannot show; the app displays it beside such episodes."""
 

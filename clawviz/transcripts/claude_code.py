@@ -261,7 +261,10 @@ class _Graph:
         out: list[_Rec] = []
         seen: set[str] = set()
         current = leaf
+        sidechain = leaf.sidechain if leaf else False
         while current is not None and current.uuid not in seen:
+            if sidechain and not current.sidechain:
+                break  # a sub-agent's chain may hang off the main chain; its request does not
             seen.add(current.uuid)
             out.append(current)
             if current.is_boundary:
