@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -55,12 +56,9 @@ def message_hash(message: Message) -> str:
     return hashlib.sha256(dumps_canonical(canon)).hexdigest()
 
 
-_WS = re.compile(r"\s+")
-
-
 def normalize_ws(text: str) -> str:
     """Collapse every whitespace run to one space and strip the ends."""
-    return _WS.sub(" ", text).strip()
+    return " ".join(text.split())
 
 
 def block_text(content: Any) -> str:
@@ -80,8 +78,28 @@ def block_text(content: Any) -> str:
     return "".join(parts)
 
 
-def _strip_patterns(text: str, patterns: Sequence[re.Pattern[str]]) -> str:
+_META = re.compile(r"[.^$*+?{}\[\]\\|()]")
+
+
+@lru_cache(maxsize=64)
+def _literal_prefix(pattern: re.Pattern[str]) -> str:
+    """The literal text every match of `pattern` starts with ('' if none)."""
+    if pattern.flags & re.IGNORECASE or "|" in pattern.pattern:
+        return ""
+    m = _META.search(pattern.pattern)
+    if m is None:
+        return pattern.pattern
+    prefix = pattern.pattern[: m.start()]
+    # A quantifier makes the character before it optional.
+    return prefix[:-1] if m.group(0) in "*?{" else prefix
+
+
+def strip_patterns(text: str, patterns: Sequence[re.Pattern[str]]) -> str:
+    """Remove every match of `patterns` (a literal pre-check skips the regex on most texts)."""
     for p in patterns:
+        prefix = _literal_prefix(p)
+        if prefix and prefix not in text:
+            continue
         text = p.sub("", text)
     return text
 
@@ -118,13 +136,13 @@ def match_items(message: Message, *, ignore_patterns: Sequence[re.Pattern[str]] 
         if kind in ("thinking", "redacted_thinking", "reasoning"):
             continue
         if kind in ("text", "input_text", "output_text"):
-            pending.append(_strip_patterns(str(b.get("text", "")), ignore_patterns))
+            pending.append(strip_patterns(str(b.get("text", "")), ignore_patterns))
             continue
         flush()
         if kind == "tool_use":
             items.append(("tool_use", b.get("name"), _canonical_args(b.get("input"))))
         elif kind == "tool_result":
-            text = normalize_ws(_strip_patterns(block_text(b.get("content")), ignore_patterns))
+            text = normalize_ws(strip_patterns(block_text(b.get("content")), ignore_patterns))
             items.append(("tool_result", text, bool(b.get("is_error"))))
         elif kind == "image":
             items.append(("image", _image_digest(b)))

@@ -238,6 +238,8 @@ def _find_summary(tree: CallTree, call: Call, summaries: list[str]) -> str | Non
 
 def _assign_segments(tree: CallTree, roles: dict[str, CallRole]) -> int:
     top = -1
+    # Continuations of one summary are one segment (a failed first try is re-sent extended).
+    by_summary: dict[str, int] = {}
     for call in tree.calls:
         cid = call.call_id
         cr = roles[cid]
@@ -247,8 +249,13 @@ def _assign_segments(tree: CallTree, roles: dict[str, CallRole]) -> int:
         while anc is not None and roles[anc].role != "main":
             anc = tree.parent[anc]
         if cr.continuation and anc is None:
+            if cr.linked_call is not None and cr.linked_call in by_summary:
+                cr.segment = by_summary[cr.linked_call]
+                continue
             top += 1
             cr.segment = top
+            if cr.linked_call is not None:
+                by_summary[cr.linked_call] = top
         elif anc is not None and roles[anc].segment is not None:
             cr.segment = roles[anc].segment
         else:
