@@ -309,3 +309,19 @@ def test_pruned_branch_calls_never_on_kept_paths(policy):
     for p in a.paths:
         for cid in p.call_ids:
             assert (a.decisions[cid].state == "kept") or p.state == "pruned"
+
+
+def test_failed_auxiliary_call_is_failed_and_non_model_always_auxiliary():
+    e = Ep()
+    tip = e.chain(2)[-1]
+    s = e.turn(
+        tip,
+        user("Your task is to create a detailed summary of the conversation so far"),
+        status=500,
+    )
+    nm = e.call([], endpoint="non_model", method="GET", url="/v1/models", status=404)
+    a = run(e)
+    assert a.decisions[s.call_id].role == "aux_summary"
+    assert state(a, s) == ("failed", "failed_http")
+    assert state(a, nm) == ("auxiliary", "aux_non_model")
+    assert a.status == "kept"
