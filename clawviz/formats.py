@@ -27,6 +27,7 @@ CLAWGYM_MODEL = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*?)__(.+)$")
 # Paths that are known not to be model calls; any other unknown path is also kept as non_model
 # but flagged so the ingest report can name it.
 KNOWN_NON_MODEL = ("/models", "/count_tokens", "/embeddings", "/health", "/v1/models")
+_BEDROCK = re.compile(r"/model/[^/]+/invoke")
 REQUEST_ONLY_KEYS = ("messages", "input", "system", "instructions", "tools")
 
 
@@ -52,6 +53,16 @@ class ParsedExchange:
     unknown_endpoint: bool = False
 
 
+@dataclass
+class _Converted:
+    """One request's raw messages with their internal forms and hashes."""
+
+    tag: bytes
+    raws: list[Any]
+    messages: list[Message]
+    hashes: list[str]
+
+
 class MessageCache:
     """Internal-shape conversions of raw messages, keyed by a digest of their wire bytes.
 
@@ -59,10 +70,31 @@ class MessageCache:
     what keeps ingest near the cost of JSON decoding.
     """
 
-    def __init__(self, max_bytes: int = 24 * 1024 * 1024) -> None:
+    def __init__(self, max_bytes: int = 24 * 1024 * 1024, n_recent: int = 16) -> None:
         self.max_bytes = max_bytes
         self._bytes = 0
         self._entries: dict[bytes, tuple[Message, str]] = {}
+        self.n_recent = n_recent
+        self.recent: list[_Converted] = []
+        """The last requests' conversions: a new request usually extends one of them."""
+
+    def longest_prefix(self, tag: bytes, raws: list[Any]) -> tuple[_Converted | None, int]:
+        """The recent conversion sharing the longest raw-message prefix with `raws`."""
+        best, best_n = None, 0
+        for conv in self.recent:
+            if conv.tag != tag or not conv.raws or not raws or conv.raws[0] != raws[0]:
+                continue
+            n, limit = 1, min(len(conv.raws), len(raws))
+            while n < limit and conv.raws[n] == raws[n]:
+                n += 1
+            if n > best_n:
+                best, best_n = conv, n
+        return best, best_n
+
+    def remember(self, conv: _Converted) -> None:
+        self.recent.append(conv)
+        if len(self.recent) > self.n_recent:
+            self.recent.pop(0)
 
     def get(self, key: bytes) -> tuple[Message, str] | None:
         return self._entries.get(key)
@@ -83,7 +115,7 @@ def endpoint_of(method: str, url: str) -> tuple[Endpoint, bool]:
         return "non_model", False
     if path.endswith("/count_tokens"):
         return "non_model", False
-    if path.endswith("/messages") or re.search(r"/model/[^/]+/invoke", path):
+    if path.endswith("/messages") or ("/model/" in path and _BEDROCK.search(path)):
         return "anthropic_messages", False
     if path.endswith("/chat/completions"):
         return "openai_chat", False
@@ -331,7 +363,12 @@ def _convert(
     """Convert raw messages through the cache; returns internal messages and their hashes."""
     messages: list[Message] = []
     hashes: list[str] = []
-    for raw in raws:
+    if cache is not None:
+        # Equal raw dicts compare in C without serialising: reuse the shared history prefix.
+        prev, n = cache.longest_prefix(tag, raws)
+        if prev is not None:
+            messages, hashes = prev.messages[:n], prev.hashes[:n]
+    for raw in raws[len(messages) :]:
         wire = orjson.dumps(raw)
         key = hashlib.blake2b(tag + wire, digest_size=20).digest()
         hit = cache.get(key) if cache is not None else None
@@ -342,6 +379,8 @@ def _convert(
                 cache.put(key, hit, len(wire))
         messages.append(hit[0])
         hashes.append(hit[1])
+    if cache is not None and raws:
+        cache.remember(_Converted(tag, raws, messages, hashes))
     return messages, hashes
 
 

@@ -52,7 +52,8 @@ def _split_fast(text: str) -> FrameSplit | None:
     if len(decoded) != len(payloads):
         return None
     frames = [Frame("", d) for d in decoded]
-    if _DONE_LINE.search(text):
+    # `data: [DONE]` can only be the last frame; looking at the tail avoids a full scan.
+    if _DONE_LINE.search(text[-64:]):
         frames.append(Frame("", "[DONE]"))
     # An `event:` line with no data after it is a frame the recorder cut off.
     tail = text.rstrip().rsplit("\n", 1)[-1]

@@ -34,6 +34,15 @@ def _insert_ignore(session: Session, table: Table, rows: list[dict[str, Any]]) -
     if not rows:
         return
     dialect = session.get_bind().dialect.name
+    if dialect == "sqlite":
+        # The driver's executemany skips SQLAlchemy's per-row parameter processing (hot path).
+        cols = list(rows[0])
+        sql = (
+            f"INSERT OR IGNORE INTO {table.name} ({', '.join(cols)}) "
+            f"VALUES ({', '.join('?' * len(cols))})"
+        )
+        session.connection().exec_driver_sql(sql, [tuple(r[c] for c in cols) for r in rows])
+        return
     if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert
     else:
