@@ -128,9 +128,8 @@ HARNESS_MARKERS: tuple[HarnessMarkers, ...] = (
             r"<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>",
             r"^\s*\[Subagent Context\] Every subagent spawned from this session has now settled",
         ),
-        retry_last_user=_rx(
-            _DATE + r"Continue the current task from the existing transcript",
-        ),
+        # After the refreshed runtime-context block, in the same user message.
+        retry_last_user=_rx(r"Continue the current task from the existing transcript"),
         spawn_tools=(
             SpawnTool("sessions_spawn", ("task", "prompt", "message")),
             SpawnTool("tool_call", ("task", "prompt", "message"), wrapper_id="sessions_spawn"),

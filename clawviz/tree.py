@@ -130,9 +130,10 @@ def build_call_tree(calls: list[Call]) -> CallTree:
                 best = hit
         req_key = (node, system_fingerprint(call.system)) if call.messages else None
         earlier = requests.get(req_key) if req_key else None
-        if earlier is not None:
-            # A re-send sits beside the call it repeats, whatever arrived in between.
-            best = parent[earlier]
+        if earlier is not None and parent[earlier] != best:
+            # The same request under another parent is a new branch, not a re-send: with tool
+            # ids ignored, a re-sent branch repeats the abandoned one's requests one level down.
+            earlier = None
         parent[cid] = best
         resend_of[cid] = earlier
         if req_key is not None:
