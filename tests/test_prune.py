@@ -325,3 +325,38 @@ def test_failed_auxiliary_call_is_failed_and_non_model_always_auxiliary():
     assert state(a, s) == ("failed", "failed_http")
     assert state(a, nm) == ("auxiliary", "aux_non_model")
     assert a.status == "kept"
+
+
+def test_resent_branch_repeating_tool_calls_with_new_ids():
+    # Re-sent request gets the same answer with a new tool id; the next request then equals the
+    # abandoned branch's next request except for that id, which matching ignores.
+    e = Ep()
+    root = e.call([user("go")])
+    old = e.turn(root, user("step"), response=asst("write", tool_use("Write", {"f": 1}, "id_a")))
+    old2 = e.turn(old, tool_result("id_a", "done"))
+    new = e.turn(root, user("step"), response=asst("write", tool_use("Write", {"f": 1}, "id_b")))
+    new2 = e.turn(new, tool_result("id_b", "done"))
+    a = run(e)
+    assert a.decisions[new2.call_id].parent_call == new.call_id
+    assert a.decisions[new2.call_id].retry_of is None
+    assert a.decisions[new.call_id].retry_of == old.call_id
+    assert [state(a, c)[1] for c in (old, old2)] == ["superseded_retry"] * 2
+    assert [state(a, c)[0] for c in (root, new, new2)] == ["kept"] * 3
+
+
+def test_openclaw_continue_inside_runtime_context_message():
+    e = Ep(harness="openclaw", system=OC_MAIN, tools=OC_TOOLS)
+    m1 = e.call([user("do it")], asst("", tool_use("read", {"p": "a"}, "r")))
+    failed = e.turn(m1, tool_result("r", "text"), status=500)
+    retry = e.turn(
+        m1,
+        tool_result("r", "text"),
+        user(
+            "OpenClaw runtime context for the immediately preceding user message.\nCurrent "
+            "time: 10:04\n\nContinue the current task from the existing transcript, preserving "
+            "completed work."
+        ),
+    )
+    a = run(e)
+    assert a.decisions[retry.call_id].retry_of == failed.call_id
+    assert state(a, retry) == ("kept", None)
