@@ -10,6 +10,7 @@ the messages encode.
 from __future__ import annotations
 
 import copy
+import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -169,6 +170,8 @@ def _strip_cache_control(obj: Any) -> Any:
 def label_episode(ep: Episode, settings: Settings = DEFAULT_SETTINGS) -> dict[str, Any]:
     """Fill kept/not_longest and segments on main calls; return the episode's intended verdict."""
     specs = sorted(ep.specs, key=lambda s: s.t_request)
+    for n, s in enumerate(specs, 1):
+        s.seq = n
     main = [s for s in specs if s.role == "main"]
     for s in main:
         if s.failed:
@@ -212,17 +215,16 @@ def label_episode(ep: Episode, settings: Settings = DEFAULT_SETTINGS) -> dict[st
         )
     if main and main[-1].failed:
         reasons.append({"code": "ended_in_error", "evidence": f"last main call {main[-1].failure}"})
-    bad_tools = sorted(
-        {
-            b.get("name") or b.get("function", {}).get("name")
-            for s in main
-            if s.response
-            for b in _tool_calls(s.response)
-        }
-        & set(settings.unsupported_tools)
-    )
-    if bad_tools:
-        reasons.append({"code": "unsupported_tool", "evidence": ", ".join(bad_tools)})
+    unsupported = [
+        (name, s.seq)
+        for s in main
+        if s.response and not s.failed
+        for name in (_tool_name(b) for b in _tool_calls(s.response))
+        if name in settings.unsupported_tools
+    ]
+    if unsupported:
+        name, seq = unsupported[0]
+        reasons.append({"code": "unsupported_tool", "evidence": f"{name} in call {seq}"})
     if ep.reward is None:
         reasons.append({"code": "missing_reward", "evidence": "no results line"})
     elif ep.reward < settings.reward_threshold:
@@ -246,6 +248,16 @@ def _paths(root: Spec, children: dict[str, list[Spec]]) -> list[list[Spec]]:
     if not kids:
         return [[root]]
     return [[root, *p] for k in kids for p in _paths(k, children)]
+
+
+def _tool_name(block: dict[str, Any]) -> str:
+    """Tool name of a tool_use block or OpenAI tool call (Tool Search wrappers unwrapped)."""
+    if "function" not in block:
+        return block.get("name", "")
+    fn = block["function"]
+    if fn["name"] == "tool_call":
+        return json.loads(fn["arguments"]).get("id", "")
+    return fn["name"]
 
 
 def _tool_calls(msg: Msg) -> list[dict[str, Any]]:

@@ -338,9 +338,7 @@ def generate(
             rel = f"exchanges/{plan.harness}/{plan.key}.jsonl" + (
                 ".gz" if "gzip" in plan.quirks else ""
             )
-            by_request = sorted(ep.specs, key=lambda s: s.t_request)
-            for n, s in enumerate(by_request, 1):
-                s.seq = n
+            by_request = sorted(ep.specs, key=lambda s: s.seq)
             by_response = sorted(ep.specs, key=lambda s: (s.t_response, s.seq))
             module = claude_code if plan.harness == CC else openclaw
             entries: list[tuple[str, Any]] = [(dumps(module.record(ep, s)), s) for s in by_response]

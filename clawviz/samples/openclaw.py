@@ -50,11 +50,13 @@ MEMORY_FLUSH = (
     "memory/ if needed). Treat workspace bootstrap files as read-only. If nothing to store, "
     "reply with NO_REPLY."
 )
-RETRY = (
+RUNTIME_CONTEXT = (
     "OpenClaw runtime context for the immediately preceding user message.\nCurrent time: "
-    "Thursday, April 16th, 2026 - {time} (Asia/Shanghai)\n\nContinue the current task from the "
-    "existing transcript, preserving completed work. Do not repeat tool calls whose results are "
-    "already shown."
+    "Thursday, April 16th, 2026 - {time} (Asia/Shanghai)"
+)
+RETRY = (
+    "Continue the current task from the existing transcript, preserving completed work. Do not "
+    "repeat tool calls whose results are already shown."
 )
 SUBAGENT_FIRST = (
     "[Thu 2026-04-16 {time} GMT+8] [Subagent Context] You are running as a subagent (depth 1/2). "
@@ -402,7 +404,10 @@ def run_episode(ep: Episode, ws: Path, query: str, plan: list[AgentTurn]) -> Non
             oc.turn(
                 main,
                 turn,
-                extra=[{"role": "user", "content": RETRY.format(time="10:04")}],
+                extra=[
+                    {"role": "user", "content": RUNTIME_CONTEXT.format(time="10:04")},
+                    {"role": "user", "content": RETRY},
+                ],
                 retry_of=failed,
                 note="OpenClaw retry with refreshed context (body differs)",
             )

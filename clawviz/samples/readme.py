@@ -67,6 +67,10 @@ IDENTITY = {
 }
 
 
+def _num(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
 def render_readme(expected: dict[str, Any]) -> str:
     """The README text for one generated dataset."""
     eps = expected["episodes"]
@@ -133,7 +137,7 @@ def render_readme(expected: dict[str, Any]) -> str:
     for task, d in expected["difficulty"].items():
         verdict = "passes" if d["passes"] else "fails"
         out.append(
-            f"- `{task}`: s_strong {d['s_strong']:.3f}, s_small {d['s_small']:.3f} — {verdict}"
+            f"- `{task}`: s_strong {_num(d['s_strong'])}, s_small {_num(d['s_small'])} — {verdict}"
         )
     out += ["", "## Conventions in expected.json", ""]
     out += [f"- `{k}`: {v}" for k, v in expected["conventions"].items()]
