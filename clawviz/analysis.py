@@ -162,14 +162,18 @@ def ensure_analysis(
 
 def _ensure_unattached(session: Session, settings: Settings) -> None:
     h = settings.settings_hash
-    n_calls = session.execute(
-        select(func.count()).select_from(CallRow).where(CallRow.episode_id.is_(None))
-    ).scalar_one()
-    n_done = session.execute(
-        select(func.count())
-        .select_from(DecisionRow)
-        .where(DecisionRow.settings_hash == h, DecisionRow.episode_id == UNATTACHED)
-    ).scalar_one()
+    n_calls, n_done = session.execute(
+        select(
+            select(func.count())
+            .select_from(CallRow)
+            .where(CallRow.episode_id.is_(None))
+            .scalar_subquery(),
+            select(func.count())
+            .select_from(DecisionRow)
+            .where(DecisionRow.settings_hash == h, DecisionRow.episode_id == UNATTACHED)
+            .scalar_subquery(),
+        )
+    ).one()
     if n_calls == n_done:
         return
     session.execute(

@@ -147,6 +147,8 @@ def _line(r: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> str:
         parts.append(f"retry of {name(r['retry_of'])}")
     if r["linked_call"]:
         parts.append(f"linked to {name(r['linked_call'])}")
+    if r["role"] != "main" and r["role_reason"]:
+        parts.append(f"why: {r['role_reason'][:70]}")
     if r["http_status"] is not None and not 200 <= r["http_status"] < 300:
         parts.append(f"HTTP {r['http_status']}")
     if r["advantage"] is not None:

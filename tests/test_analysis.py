@@ -177,3 +177,20 @@ def test_explain_dropped_episode_lists_reasons(session):
     text = explain_text(session, "d1")
     assert "episode d1: dropped (too_many_branches, missing_reward)" in text
     assert "9 leaves > max_leaves 8" in text
+
+
+def test_ensure_analysis_costs_two_queries_when_nothing_changed(session):
+    from sqlalchemy import event
+
+    add_episode(session, retry_episode("e1"), reward=1.0)
+    add_episode(session, retry_episode("e2"), reward=0.0)
+    analysis.ensure_analysis(session)
+    statements = []
+    engine = session.get_bind()
+    listener = lambda *a, **k: statements.append(a[2])  # noqa: E731
+    event.listen(engine, "before_cursor_execute", listener)
+    try:
+        analysis.ensure_analysis(session)
+    finally:
+        event.remove(engine, "before_cursor_execute", listener)
+    assert len(statements) <= 2, statements
