@@ -81,14 +81,22 @@ class MessageCache:
     def longest_prefix(self, tag: bytes, raws: list[Any]) -> tuple[_Converted | None, int]:
         """The recent conversion sharing the longest raw-message prefix with `raws`."""
         best, best_n = None, 0
-        for conv in self.recent:
-            if conv.tag != tag or not conv.raws or not raws or conv.raws[0] != raws[0]:
+        if not raws:
+            return best, best_n
+        # Newest first, and stop at a request this one extends whole: the usual case is the
+        # previous turn of the same conversation, and each comparison walks the history.
+        for conv in reversed(self.recent):
+            if conv.tag != tag or not conv.raws or len(conv.raws) <= best_n:
+                continue
+            if conv.raws[0] != raws[0]:
                 continue
             n, limit = 1, min(len(conv.raws), len(raws))
             while n < limit and conv.raws[n] == raws[n]:
                 n += 1
             if n > best_n:
                 best, best_n = conv, n
+            if n == len(conv.raws):
+                break
         return best, best_n
 
     def remember(self, conv: _Converted) -> None:

@@ -153,7 +153,8 @@ class LineReader:
     """Lines of a plain or gzip file as (1-based number, bytes); notes a gzip that ends early."""
 
     def __init__(self, path: Path) -> None:
-        self.raw: BinaryIO = path.open("rb")
+        # A large buffer: exchange lines are tens of kilobytes each.
+        self.raw: BinaryIO = path.open("rb", buffering=1 << 20)
         magic = self.raw.read(2)
         self.raw.seek(0)
         self.stream: BinaryIO = (
@@ -435,6 +436,10 @@ def ingest_paths(
 def _ingest_targets(
     targets: list[_Target], session: Session, progress: Progress | None
 ) -> IngestReport:
+    if session.get_bind().dialect.name == "sqlite":
+        # Message and blob keys are random hashes: a larger page cache keeps B-tree inserts
+        # from re-reading pages (bounded: 32 MB).
+        session.connection().exec_driver_sql("PRAGMA cache_size=-32768")
     out = IngestReport()
     total = sum(t.path.stat().st_size for t in targets if t.kind == "file")
     done = 0
