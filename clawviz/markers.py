@@ -54,6 +54,8 @@ class HarnessMarkers:
     memory_flush_last_user: tuple[re.Pattern[str], ...] = ()
     subagent_result_user: tuple[re.Pattern[str], ...] = ()
     retry_last_user: tuple[re.Pattern[str], ...] = ()
+    wrapper_user: tuple[re.Pattern[str], ...] = ()
+    """User messages a harness appends around a turn (runtime context); markers look past them."""
     spawn_tools: tuple[SpawnTool, ...] = ()
     ignore_patterns: tuple[re.Pattern[str], ...] = field(default=())
     """Spans removed before matching (they change between otherwise identical turns)."""
@@ -130,6 +132,7 @@ HARNESS_MARKERS: tuple[HarnessMarkers, ...] = (
         ),
         # After the refreshed runtime-context block, in the same user message.
         retry_last_user=_rx(r"Continue the current task from the existing transcript"),
+        wrapper_user=_rx(r"^\s*OpenClaw runtime (?:context|event)\b"),
         spawn_tools=(
             SpawnTool("sessions_spawn", ("task", "prompt", "message")),
             SpawnTool("tool_call", ("task", "prompt", "message"), wrapper_id="sessions_spawn"),
@@ -193,6 +196,9 @@ class CallText:
     system: str
     first_user: str
     last_user: str
+    """Last user text, looking past harness wrapper messages (runtime context)."""
+    last_user_raw: str
+    """Last user text as sent (where OpenClaw puts its retry prompt)."""
     user_texts: tuple[str, ...]
     """Texts of the first few user messages (continuation markers sit in one of them)."""
     headers: dict[str, str]
@@ -220,17 +226,21 @@ def call_text(call: Call) -> CallText:
             first.append(text)
             if len(first) == 3:
                 break
-    last = ""
+    last = raw = ""
     for m in reversed(call.messages[-_SCAN:]):
         text = _user_text(m)
-        if text.strip():
+        if not text.strip():
+            continue
+        raw = raw or text
+        if not any(_first_hit(row.wrapper_user, text) for row in HARNESS_MARKERS):
             last = text
             break
     headers = {k.lower(): str(v) for k, v in (call.headers or {}).items()}
     return CallText(
         system=call.system or "",
         first_user=first[0] if first else "",
-        last_user=last,
+        last_user=last or raw,
+        last_user_raw=raw,
         user_texts=tuple(first),
         headers=headers,
     )
@@ -302,7 +312,7 @@ def detect_marker(call: Call, text: CallText | None = None) -> Marker | None:
 def is_harness_retry(call: Call, text: CallText | None = None) -> bool:
     """True when the last user text is a harness's own retry prompt (OpenClaw `Continue ...`)."""
     t = text or call_text(call)
-    return any(_first_hit(m.retry_last_user, t.last_user) for m in rows_for(call.harness))
+    return any(_first_hit(m.retry_last_user, t.last_user_raw) for m in rows_for(call.harness))
 
 
 def spawn_prompts(message: Message | None) -> list[str]:

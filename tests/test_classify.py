@@ -333,3 +333,18 @@ def test_calls_without_episode_are_unattached():
         c.episode_id = None
     a = analyse_episode(e.calls, reward=None)
     assert {(d.state, d.reason) for d in a.decisions.values()} == {("auxiliary", "unattached")}
+
+
+def test_heartbeat_followed_by_runtime_context_message():
+    e = Ep(harness="openclaw", system=OC_MAIN, tools=OC_TOOLS)
+    m1 = e.call([user("hello")], asst("hi"))
+    hb = e.turn(
+        m1,
+        user("Read HEARTBEAT.md if it exists (workspace context). Follow it strictly."),
+        user(
+            "OpenClaw runtime context for the immediately preceding user message.\nCurrent "
+            "time: 09:00"
+        ),
+        response=asst("HEARTBEAT_OK"),
+    )
+    assert roles(e.calls)[hb.call_id].role == "aux_heartbeat"
