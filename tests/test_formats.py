@@ -534,3 +534,26 @@ def test_done_inside_content_text_is_not_the_end_of_a_stream():
     assert body.complete  # finish_reason was seen
     raw_cut = raw.split('"finish_reason": "tool_calls"')[0].rsplit("data:", 1)[0]
     assert not sse_mod.rebuild_openai_chat(raw_cut).complete
+
+
+def test_prefix_reuse_matches_a_fresh_conversion_when_history_changes_mid_way():
+    import random
+
+    rng = random.Random(7)
+    convs = {k: [user(f"start {k}")] for k in "abc"}
+    records = []
+    for step in range(30):
+        k = rng.choice("abc")
+        hist = convs[k]
+        if step % 7 == 3 and len(hist) > 2:
+            # Claude Code moves its cache breakpoint: an earlier message changes its raw form.
+            i = rng.randrange(len(hist))
+            hist[i] = {**hist[i], "content": [{"type": "text", "text": f"edited {step}"}]}
+        hist.append({"role": "assistant", "content": f"reply {step}"})
+        hist.append(user(f"next {step}"))
+        records.append(anthropic_record(copy.deepcopy(hist)))
+    cache = MessageCache(n_recent=4)
+    for rec in records:
+        a = parse(copy.deepcopy(rec), cache=cache)
+        b = parse(copy.deepcopy(rec))
+        assert a.message_hashes == b.message_hashes and a.call.messages == b.call.messages
