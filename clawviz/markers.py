@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from clawviz.canonical import block_text
+from clawviz.canonical import block_text, strip_patterns
 from clawviz.types import Call, Message
 
 
@@ -112,8 +112,8 @@ HARNESS_MARKERS: tuple[HarnessMarkers, ...] = (
             r"Merge these partial summaries",
         ),
         continuation_user=_rx(
-            r"^\s*The conversation history before this point was compacted into the following "
-            r"summary:"
+            _DATE + r"The conversation history before this point was compacted into the "
+            r"following summary:"
         ),
         subagent_system=_rx(r"(?m)^# Subagent Context\b"),
         subagent_first_user=_rx(
@@ -211,7 +211,8 @@ _SCAN = 12
 def _user_text(message: Message) -> str:
     if message.get("role") not in ("user", "tool"):
         return ""
-    return block_text(message.get("content"))
+    # Claude Code puts <system-reminder> blocks before the text a marker starts.
+    return strip_patterns(block_text(message.get("content")), ALL_IGNORE_PATTERNS)
 
 
 def call_text(call: Call) -> CallText:

@@ -348,3 +348,35 @@ def test_heartbeat_followed_by_runtime_context_message():
         response=asst("HEARTBEAT_OK"),
     )
     assert roles(e.calls)[hb.call_id].role == "aux_heartbeat"
+
+
+def test_markers_seen_past_system_reminder_blocks():
+    e = Ep()
+    tip = e.chain(2)[-1]
+    reminder = {
+        "type": "text",
+        "text": "<system-reminder>\nAs you answer, use this context.\n</system-reminder>\n",
+    }
+    s = e.turn(
+        tip,
+        {"role": "user", "content": [reminder, {"type": "text", "text": CC_SUMMARY_ASK}]},
+        response=asst("<summary>All done: the parser bug is fixed in parser.py now.</summary>"),
+    )
+    c = e.call(
+        [
+            {
+                "role": "user",
+                "content": [
+                    reminder,
+                    {
+                        "type": "text",
+                        "text": CC_CONTINUE + "All done: the parser bug is fixed in parser.py now.",
+                    },
+                ],
+            }
+        ]
+    )
+    r = roles(e.calls)
+    assert r[s.call_id].role == "aux_summary"
+    assert r[c.call_id].role == "main" and r[c.call_id].segment == 1
+    assert r[c.call_id].linked_call == s.call_id
