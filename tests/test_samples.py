@@ -458,7 +458,7 @@ def test_episodes_cover_the_scenarios_the_tools_must_handle(expected):
     assert any(e["n_main_leaves"] == 9 for e in eps)
     assert any(e["n_segments"] == 2 and e["harness"] == "claude-code" for e in eps)
     assert any(e["n_segments"] == 2 and e["harness"] == "openclaw" for e in eps)
-    assert {e["identity"] for e in eps} == {"clawviz", "header"}
+    assert {e["identity"] for e in eps} == {"clawviz", "header", "clawgym"}
     states = Counter((c["state"], c["reason"]) for c in expected["calls"])
     for pair in (
         ("pruned", "superseded_retry"),
@@ -548,6 +548,11 @@ def test_wire_quirks_are_present(expected, records):
     assert {h.get("X-Turn-Type") for h in headers} >= {"main", "side"}
     assert any("x-claude-code-session-id" in h for h in headers)
     assert any(h.get("X-Session-Id", "").startswith("cron:") for h in headers)
+    clawgym = [e["episode_id"] for e in expected["episodes"] if e["identity"] == "clawgym"]
+    assert clawgym and all(
+        any((r["request"].get("body") or {}).get("model") == f"main__{eid}" for r in recs)
+        for eid in clawgym
+    )
     anthropic = [r for r in recs if "/v1/messages?" in r["request"]["url"]]
     assert any(m["role"] == "system" for r in anthropic for m in r["request"]["body"]["messages"])
     raw = "".join(r["response"].get("body_raw", "") for r in anthropic)

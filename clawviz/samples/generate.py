@@ -118,8 +118,14 @@ PLAN: tuple[Plan, ...] = (
     _p("task_0002", OC, 4, m=("no_report",), identity="header"),
     _p("task_0003", OC, 1, "stream", "heartbeat"),
     _p("task_0003", OC, 2, "spawn", m=("no_changelog",)),
-    _p("task_0003", OC, 3, m=("no_inclusive_fix", "no_parse_fix", "no_changelog")),
-    _p("task_0003", OC, 4, m=("no_parse_fix", "no_report")),
+    _p(
+        "task_0003",
+        OC,
+        3,
+        m=("no_inclusive_fix", "no_parse_fix", "no_changelog"),
+        identity="clawgym",
+    ),
+    _p("task_0003", OC, 4, m=("no_parse_fix", "no_report"), identity="clawgym"),
 )
 
 

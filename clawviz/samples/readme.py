@@ -64,6 +64,8 @@ QUIRKS: dict[str, str] = {
 IDENTITY = {
     "clawviz": "`clawviz.episode_id` on every line",
     "header": "no `clawviz` object: the session header is the episode id",
+    "clawgym": "no `clawviz` object, no session header: request `model` is ClawGym's "
+    "`main__<session_id>`",
 }
 
 
