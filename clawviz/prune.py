@@ -79,10 +79,12 @@ def find_retry_groups(tree: CallTree, cls: Classification) -> list[list[str]]:
         earlier = tree.resend_of.get(cid)
         if earlier is not None and is_main.get(earlier):
             uf.union(earlier, cid)
-        elif is_harness_retry(call):
-            sibs = siblings_so_far.get(parent, [])
+        elif is_harness_retry(call) and not cls.roles[cid].continuation:
+            seg = cls.roles[cid].segment
+            sibs = [s for s in siblings_so_far.get(parent, []) if cls.roles[s].segment == seg]
             failed = [s for s in sibs if is_failed(tree.by_id[s])]
-            target = failed[-1] if failed else (sibs[-1] if sibs else None)
+            # Between roots only a failed one can have been retried: other roots are segments.
+            target = failed[-1] if failed else (sibs[-1] if sibs and parent is not None else None)
             if target is not None:
                 uf.union(target, cid)
         siblings_so_far.setdefault(parent, []).append(cid)

@@ -360,3 +360,35 @@ def test_openclaw_continue_inside_runtime_context_message():
     a = run(e)
     assert a.decisions[retry.call_id].retry_of == failed.call_id
     assert state(a, retry) == ("kept", None)
+
+
+def test_continuation_carrying_the_retry_prompt_never_supersedes_a_segment():
+    e = Ep(harness="openclaw", system=OC_MAIN, tools=OC_TOOLS)
+    cs = e.chain(2)
+    e.turn(cs[-1], tool_result("t2", "huge"), status=400)
+    e.call(
+        [
+            user(
+                "<conversation>\n[User]: go\n</conversation>\n\nThe messages above are a "
+                "conversation to summarize."
+            )
+        ],
+        asst("## Goal\nship it"),
+        system="You are a context summarization assistant.",
+        tools=[],
+    )
+    cont = e.call(
+        [
+            user(
+                "The conversation history before this point was compacted into the following "
+                "summary:\n\n<summary>\n## Goal\nship it\n</summary>"
+            ),
+            user(
+                "Continue the current task from the existing transcript, preserving completed work."
+            ),
+        ]
+    )
+    a = run(e)
+    assert [state(a, c) for c in cs] == [("kept", None)] * 2
+    assert state(a, cont) == ("kept", None) and a.decisions[cont.call_id].segment == 1
+    assert a.decisions[cont.call_id].retry_of is None
