@@ -398,6 +398,9 @@ def raw_request(session: Session, call_id: str) -> dict[str, Any]:
             body["instructions"] = system
         body["input"] = [item for group in messages for item in group]
     elif row.endpoint == "openai_chat":
+        if isinstance(system, str):
+            # A call with no wire form (a transcript turn) keeps its system prompt as text.
+            system = [{"role": "system", "content": system}]
         body["messages"] = list(system or []) + messages
     elif row.endpoint == "anthropic_messages" or messages:
         if system is not None:

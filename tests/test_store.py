@@ -246,3 +246,21 @@ def test_reassign_episode(session):
     session.commit()
     assert len(store.load_calls(session, "named")) == 3
     assert store.load_calls(session, "fallback") == []
+
+
+def test_raw_request_of_a_call_without_wire_form(session):
+    msgs = [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+    call = Call(
+        call_id="t:1",
+        source_file="s.jsonl",
+        line=1,
+        endpoint="openai_chat",
+        episode_id="tr",
+        system="You are a personal assistant running inside OpenClaw.",
+        messages=msgs,
+        source_kind="transcript",
+    )
+    store.write_calls(session, [call], None)
+    assert store.raw_request(session, "t:1") == {
+        "messages": [{"role": "system", "content": call.system}] + msgs
+    }
