@@ -97,8 +97,12 @@ def result_reward(result: Result | None, settings: Settings = DEFAULT_SETTINGS) 
     )
 
 
+ANALYSIS_VERSION = 1
+"""Bump when reconstruction logic changes: stored decisions of older versions are recomputed."""
+
+
 def _stamp(n_calls: int | None, last_ts: float | None, result: tuple | None) -> str:
-    blob = orjson.dumps([n_calls, last_ts, list(result) if result else None])
+    blob = orjson.dumps([ANALYSIS_VERSION, n_calls, last_ts, list(result) if result else None])
     return hashlib.blake2b(blob, digest_size=8).hexdigest()
 
 
@@ -149,7 +153,10 @@ def ensure_analysis(
             progress(i, total, f"analysing {eid}")
         calls = store.load_calls(session, eid)
         reward = result_reward(store.load_result(session, eid), settings)
-        a = analyse_episode(calls, reward=reward, settings=settings)
+        try:
+            a = analyse_episode(calls, reward=reward, settings=settings)
+        except Exception as exc:
+            raise RuntimeError(f"analysing episode {eid!r} failed: {exc}") from exc
         a.episode_id = eid
         analyses.append(a)
         _persist(session, a, settings, stamp)
