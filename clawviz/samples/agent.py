@@ -120,7 +120,7 @@ def plan_task_0001(m: Mistakes) -> list[AgentTurn]:
             Action("read", "data/updates.jsonl"),
             thinking="Four deliverables under build/. First read the CSV and the updates.",
         ),
-        _t("Now the announcement and the summary tool.", Action("read", "data/announcement.txt")),
+        _t("Now the announcement I have to rewrite.", Action("read", "data/announcement.txt")),
     ]
     if "hand_stats" in m:
         stats = {"total": 7, "by_status": {"todo": 1, "in_progress": 3, "done": 2, "blocked": 1}}

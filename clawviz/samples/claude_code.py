@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from clawviz.samples.agent import Action, AgentTurn, run_action
-from clawviz.samples.episode import Episode, Spec, Thread
+from clawviz.samples.episode import Episode, Spawn, Spec, Thread
 from clawviz.samples.wire import anthropic_sse, count_tokens, dumps
 
 CC_VERSION = "2.1.12"
@@ -132,6 +132,7 @@ class ClaudeCode:
         return prefix + "".join(self.rng.choice(alphabet) for _ in range(n))
 
     def assistant(self, turn: AgentTurn, actions: list[tuple[Action, dict]]) -> dict[str, Any]:
+        """The assistant message of one turn: thinking, text, then one tool_use per action."""
         blocks: list[dict[str, Any]] = []
         if turn.thinking:
             blocks.append(
@@ -144,6 +145,7 @@ class ClaudeCode:
         return {"role": "assistant", "content": blocks}
 
     def tool_use(self, a: Action) -> dict[str, Any]:
+        """The Claude Code tool (name + input) for a harness-neutral action."""
         path = f"{CWD}/{a.path}"
         if a.kind == "read":
             return {"name": "Read", "input": {"file_path": path}}
@@ -162,6 +164,7 @@ class ClaudeCode:
         }
 
     def result_text(self, a: Action) -> tuple[str, bool]:
+        """Run the action; return the tool_result text the way Claude Code formats it."""
         r = run_action(self.ws, a)
         if r.is_error or a.kind not in ("read", "write", "edit", "list"):
             return r.output, r.is_error
@@ -181,6 +184,7 @@ class ClaudeCode:
         return n + 3
 
     def send(self, th: Thread, response: dict[str, Any], **kw: Any) -> Spec:
+        """Record one call on thread `th` whose reply is `response`."""
         stop = kw.pop("stop_reason", None) or (
             "tool_use" if any(b["type"] == "tool_use" for b in response["content"]) else "end_turn"
         )
@@ -189,10 +193,12 @@ class ClaudeCode:
         )
 
     # -- one agent turn on a thread: send, then run the tools (sub-agents and utilities included)
-    def turn(self, th: Thread, turn: AgentTurn, *, subagent: dict | None = None, **kw: Any) -> Spec:
+    def turn(
+        self, th: Thread, turn: AgentTurn, *, subagent: Spawn | None = None, **kw: Any
+    ) -> Spec:
         uses = [(a, self.tool_use(a)) for a in turn.actions]
         if subagent is not None:
-            uses.append((Action("task"), {"name": "Task", "input": subagent["input"]}))
+            uses.append((Action("task"), subagent.call))
         response = self.assistant(turn, uses)
         spec = self.send(th, response, **kw)
         if spec.failed:
@@ -202,7 +208,7 @@ class ClaudeCode:
             uses, [b for b in response["content"] if b["type"] == "tool_use"], strict=True
         ):
             if a.kind == "task":
-                text, err = subagent["run"](th), False
+                text, err = subagent.run(th), False
             else:
                 text, err = self.result_text(a)
                 if a.kind == "exec" and th.name == "main":
@@ -264,6 +270,7 @@ class ClaudeCode:
 
     # -- quirks
     def warmups(self) -> None:
+        """Claude Code start-up: one `Warmup` call per sub-agent type, in parallel."""
         t = self.main.clock
         for i, (system, model) in enumerate(
             [(SUB_GENERAL, SONNET), (SUB_EXPLORE, HAIKU), (SUB_PLAN, SONNET)]
@@ -291,6 +298,7 @@ class ClaudeCode:
         self.main.clock = t + 0.2
 
     def non_model(self, kind: str) -> None:
+        """A call that is no model call: `GET /v1/models` or `count_tokens`."""
         th = Thread("http", "aux_non_model", None, [], "", self.main.clock)
         if kind == "models":
             body = {
@@ -336,15 +344,10 @@ class ClaudeCode:
 
     def subagent(
         self, kind: str, prompt: str, actions: list[Action], report: str, asynchronous: bool = False
-    ) -> dict[str, Any]:
+    ) -> Spawn:
+        """A Task sub-agent; it runs when the parent's tool results are computed."""
         system = {"general-purpose": SUB_GENERAL, "Explore": SUB_EXPLORE}[kind]
-        spawn: dict[str, Any] = {
-            "input": {
-                "description": "Summarise the announcement",
-                "prompt": prompt,
-                "subagent_type": kind,
-            }
-        }
+        description = {"general-purpose": "Key facts of the announcement", "Explore": "Map files"}
         model = SONNET if kind == "general-purpose" else HAIKU
 
         def run(parent: Thread) -> str:
@@ -361,27 +364,26 @@ class ClaudeCode:
             first = self.turn(sub, AgentTurn("", actions), parent=None)
             first.linked = parent.tip
             self.turn(sub, AgentTurn(report))
-            spawn["done_at"] = sub.clock
+            spawn.done_at = sub.clock
             if asynchronous:
-                spawn["report"] = report
                 return (
-                    f"Async agent launched successfully.\nagentId: {spawn['agent_id']} (use "
+                    f"Async agent launched successfully.\nagentId: {spawn.agent_id} (use "
                     "this to check on the agent later)\nThe agent is working in the "
                     "background. You will be notified automatically when it completes."
                 )
             parent.clock = sub.clock
             return report
 
-        spawn["run"] = run
-        spawn["agent_id"] = self._id("", 8).lower()
+        task = {"description": description[kind], "prompt": prompt, "subagent_type": kind}
+        spawn = Spawn({"name": "Task", "input": task}, run, report, self._id("", 8).lower())
         return spawn
 
-    def notify(self, spawn: dict[str, Any]) -> None:
+    def notify(self, spawn: Spawn) -> None:
         """Claude Code 2.1: an async sub-agent's report arrives as a role:system message."""
-        self.main.clock = max(self.main.clock, spawn["done_at"] + 0.5)
+        self.main.clock = max(self.main.clock, spawn.done_at + 0.5)
         text = (
-            f"[SYSTEM NOTIFICATION - NOT USER INPUT] Background agent {spawn['agent_id']} "
-            f"completed.\n<agent-report>\n{spawn['report']}\n</agent-report>"
+            f"[SYSTEM NOTIFICATION - NOT USER INPUT] Background agent {spawn.agent_id} "
+            f"completed.\n<agent-report>\n{spawn.report}\n</agent-report>"
         )
         self.main.pending = self.main.pending + [{"role": "system", "content": text}]
 
@@ -506,12 +508,9 @@ def run_episode(ep: Episode, ws: Path, query: str, plan: list[AgentTurn]) -> Non
             a = cc.turn(main, turn, note="branch later abandoned")
             b = cc.turn(main, plan[i + 1], note="continued, then abandoned")
             main.messages, main.pending, main.tip = list(snap[0]), list(snap[1]), snap[2]
-            a2 = cc.turn(
-                main, turn, retry_of=a, note="re-sent request (same body as the abandoned one)"
-            )
+            cc.turn(main, turn, retry_of=a, note="re-sent request (same body as the abandoned one)")
             for s in (a, b):
                 s.state, s.reason = "pruned", "superseded_retry"
-            del a2
             continue
         if i == final and "ends_in_error" in q:
             f1 = cc.turn(

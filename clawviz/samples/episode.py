@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,18 @@ class Thread:
     pending: list[Msg] = field(default_factory=list)
     """Messages (tool results, notifications) to send with the next request."""
     wire: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Spawn:
+    """A sub-agent launch: the parent's tool call, how to run the child, what it reports."""
+
+    call: dict[str, Any]
+    run: Callable[..., str]
+    report: str
+    agent_id: str = ""
+    done_at: float = 0.0
+    """Clock time when the sub-agent's last call finished."""
 
 
 @dataclass

@@ -313,6 +313,88 @@ def _with_bad_lines(ep: Episode, entries: list[tuple[str, Any]]) -> list[tuple[s
     return out
 
 
+def _write_log(ep: Episode, plan: Plan, out: Path) -> tuple[str, list[dict[str, Any]]]:
+    """Write the episode's exchange log in completion order; return its path and bad lines."""
+    rel = f"exchanges/{plan.harness}/{plan.key}.jsonl" + (".gz" if "gzip" in plan.quirks else "")
+    module = claude_code if plan.harness == CC else openclaw
+    by_response = sorted(ep.specs, key=lambda s: (s.t_response, s.seq))
+    entries: list[tuple[str, Any]] = [(dumps(module.record(ep, s)), s) for s in by_response]
+    if "bad_lines" in plan.quirks:
+        entries = _with_bad_lines(ep, entries)
+    bad = []
+    for n, (_text, what) in enumerate(entries, 1):
+        if isinstance(what, dict):
+            bad.append({"file": rel, "line": n, **what})
+        else:
+            what.file, what.line = rel, n
+    # The bad-lines file ends in a truncated record, so it has no final newline.
+    text = "\n".join(t for t, _ in entries) + ("" if bad else "\n")
+    path = out / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if rel.endswith(".gz"):
+        path.write_bytes(_gzip(text.encode()))
+    else:
+        path.write_text(text)
+    return rel, bad
+
+
+def _write_workspaces(ep: Episode, plan: Plan, out: Path) -> dict[str, str]:
+    """Before/after workspaces as folders or archives; paths relative to `out`."""
+    folder = out / "workspaces" / plan.key
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for side, src in (
+        ("before", out / "tasks" / plan.task / "input_files"),
+        ("after", ep.workspace),
+    ):
+        kind = ARCHIVES.get(plan.key, {}).get(side)
+        if kind:
+            target = folder / f"{side}.{kind}"
+            _archive(src, target, kind)
+        else:
+            target = folder / side
+            _copytree(src, target)
+        paths[side] = str(target.relative_to(out))
+    return paths
+
+
+def _episode_row(ep: Episode, plan: Plan, rel: str, verdict: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "episode_id": ep.meta.episode_id,
+        "name": plan.key,
+        "file": rel,
+        "task_id": plan.task,
+        "harness": plan.harness,
+        "attempt": plan.attempt,
+        "model_role": plan.model_role,
+        "model": ep.meta.model,
+        "identity": plan.identity,
+        "quirks": list(plan.quirks),
+        "reward": ep.reward,
+        "n_calls": len(ep.specs),
+        **verdict,
+    }
+
+
+def _result_row(ep: Episode, plan: Plan, paths: dict[str, str]) -> dict[str, Any]:
+    """One results.jsonl line (FORMATS §5) plus model_role for the difficulty filter."""
+    row: dict[str, Any] = {
+        "episode_id": ep.meta.episode_id,
+        "task_id": plan.task,
+        "harness": plan.harness,
+        "model": ep.meta.model,
+        "model_role": plan.model_role,
+        "attempt": plan.attempt,
+        "reward": ep.reward,
+        "checks": ep.checks,
+    }
+    if ep.rubric is not None:
+        row["rubric"] = ep.rubric
+    row["workspace_before"] = paths["before"]
+    row["workspace_after"] = paths["after"]
+    return row
+
+
 def generate(
     out_dir: str | Path, seed: int = 0, only: Collection[str] | None = None
 ) -> GenerationReport:
@@ -341,77 +423,13 @@ def generate(
             ep = _build_episode(plan, index, seed, out, Path(tmp))
             episodes.append(ep)
             verdict = label_episode(ep)
-            rel = f"exchanges/{plan.harness}/{plan.key}.jsonl" + (
-                ".gz" if "gzip" in plan.quirks else ""
-            )
-            by_request = sorted(ep.specs, key=lambda s: s.seq)
-            by_response = sorted(ep.specs, key=lambda s: (s.t_response, s.seq))
-            module = claude_code if plan.harness == CC else openclaw
-            entries: list[tuple[str, Any]] = [(dumps(module.record(ep, s)), s) for s in by_response]
-            if "bad_lines" in plan.quirks:
-                entries = _with_bad_lines(ep, entries)
-            for n, (_text, what) in enumerate(entries, 1):
-                if isinstance(what, dict):
-                    bad_out.append({"file": rel, "line": n, **what})
-                else:
-                    what.file, what.line = rel, n
-            path = out / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            text = "\n".join(t for t, _ in entries) + ("" if "bad_lines" in plan.quirks else "\n")
-            if rel.endswith(".gz"):
-                path.write_bytes(_gzip(text.encode()))
-            else:
-                path.write_text(text)
-            for s in by_request:
-                expected_calls.append(_call_row(ep, s))
-            expected_eps.append(
-                {
-                    "episode_id": ep.meta.episode_id,
-                    "name": plan.key,
-                    "file": rel,
-                    "task_id": plan.task,
-                    "harness": plan.harness,
-                    "attempt": plan.attempt,
-                    "model_role": plan.model_role,
-                    "model": ep.meta.model,
-                    "identity": plan.identity,
-                    "quirks": list(plan.quirks),
-                    "reward": ep.reward,
-                    "n_calls": len(ep.specs),
-                    **verdict,
-                }
-            )
-            ws_rel = f"workspaces/{plan.key}"
-            paths = {}
-            for side, src in (
-                ("before", out / "tasks" / plan.task / "input_files"),
-                ("after", ep.workspace),
-            ):
-                kind = ARCHIVES.get(plan.key, {}).get(side)
-                (out / ws_rel).mkdir(parents=True, exist_ok=True)
-                if kind:
-                    target = out / ws_rel / f"{side}.{kind}"
-                    _archive(src, target, kind)
-                else:
-                    target = out / ws_rel / side
-                    _copytree(src, target)
-                paths[side] = str(target.relative_to(out))
+            rel, bad = _write_log(ep, plan, out)
+            bad_out += bad
+            expected_calls += [_call_row(ep, s) for s in sorted(ep.specs, key=lambda s: s.seq)]
+            expected_eps.append(_episode_row(ep, plan, rel, verdict))
+            paths = _write_workspaces(ep, plan, out)
             if plan.has_result:
-                row = {
-                    "episode_id": ep.meta.episode_id,
-                    "task_id": plan.task,
-                    "harness": plan.harness,
-                    "model": ep.meta.model,
-                    "model_role": plan.model_role,
-                    "attempt": plan.attempt,
-                    "reward": ep.reward,
-                    "checks": ep.checks,
-                }
-                if ep.rubric is not None:
-                    row["rubric"] = ep.rubric
-                row["workspace_before"] = paths["before"]
-                row["workspace_after"] = paths["after"]
-                results.append(row)
+                results.append(_result_row(ep, plan, paths))
     (out / "results.jsonl").write_text("".join(dumps(r) + "\n" for r in results))
     expected = {
         "version": 1,

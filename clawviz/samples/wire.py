@@ -29,14 +29,17 @@ def token_strings(text: str) -> list[str]:
 
 
 def token_id(tok: str) -> int:
+    """A stable fake vocabulary id for a token string."""
     return zlib.crc32(tok.encode()) % 150000 + 10
 
 
 def tokenize(text: str) -> list[int]:
+    """Token ids of `text`."""
     return [token_id(t) for t in token_strings(text)]
 
 
 def count_tokens(text: str) -> int:
+    """Number of tokens in `text`."""
     return len(token_strings(text))
 
 
@@ -172,6 +175,7 @@ def output_tokens(msg: dict[str, Any]) -> list[str]:
 
 
 def logprob(rng: random.Random) -> float:
+    """A plausible sampled-token log-probability."""
     return round(-abs(rng.gauss(0, 0.35)) - 0.0001, 4)
 
 
