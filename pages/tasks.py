@@ -28,6 +28,7 @@ SORTS = {
     "category": ("category", True),
 }
 VERDICTS = ("all", "pass", "fail", "n/a")
+TERM_COLUMNS = ("s_strong ≥ 0.2", "s_small ≤ 0.6", "strong > small")
 SOURCE_ATTEMPT = "An attempt's final workspace"
 SOURCE_UPLOAD = "Upload a reference workspace (.zip / .tar.gz)"
 
@@ -43,9 +44,9 @@ def queue_frame(rows) -> pd.DataFrame:
                 "attempts": r.n_attempts,
                 "s_strong": r.s_strong,
                 "s_small": r.s_small,
-                "≥ 0.2": w.VERDICT_ICON[r.filter.terms[0].passed],
-                "≤ 0.6": w.VERDICT_ICON[r.filter.terms[1].passed],
-                "strong > small": w.VERDICT_ICON[r.filter.terms[2].passed],
+                TERM_COLUMNS[0]: w.VERDICT_TEXT[r.filter.terms[0].passed],
+                TERM_COLUMNS[1]: w.VERDICT_TEXT[r.filter.terms[1].passed],
+                TERM_COLUMNS[2]: w.VERDICT_TEXT[r.filter.terms[2].passed],
                 "filter": verdict_label(r.filter.passed),
                 "open": f"tasks?task={r.task_id}",
             }
@@ -53,7 +54,7 @@ def queue_frame(rows) -> pd.DataFrame:
         ],
         columns=[
             "task_id", "name", "category", "status", "attempts", "s_strong", "s_small",
-            "≥ 0.2", "≤ 0.6", "strong > small", "filter", "open",
+            *TERM_COLUMNS, "filter", "open",
         ],
     )  # fmt: skip
 
@@ -79,7 +80,7 @@ def export_buttons(url_key: str, task_id: str | None = None) -> None:
         csv_text = export_reviews(session, "csv", task_id=task_id)
         json_text = export_reviews(session, "json", task_id=task_id)
     stem = f"reviews-{task_id}" if task_id else "reviews"
-    c1, c2 = st.columns(2)
+    c1, c2, _ = st.columns([1, 1, 3])
     c1.download_button(
         "Decisions as CSV",
         csv_text,
@@ -138,8 +139,11 @@ def queue_view() -> None:
         "s_strong > s_small (means over attempts with model_role strong / small). "
         "Click a row to open the task."
     )
+    verdict_cols = [*TERM_COLUMNS, "filter"]
     st.dataframe(
-        shown,
+        shown.style.map(lambda v: w.VERDICT_TINT.get(v, ""), subset=verdict_cols).format(
+            {"s_strong": "{:.3f}", "s_small": "{:.3f}"}, na_rep="—"
+        ),
         hide_index=True,
         width="stretch",
         key=w.KEY_QUEUE_TABLE,
@@ -405,11 +409,9 @@ def detail_view(task_id: str) -> None:
     with side:
         st.subheader("Difficulty filter", anchor=False)
         for term in d.filter.terms:
-            st.markdown(f"{w.VERDICT_ICON[term.passed]} `{term.name}` — {term.value}")
-        st.badge(
-            f"overall: {verdict_label(d.filter.passed)}",
-            color={"pass": "green", "fail": "red", "n/a": "gray"}[verdict_label(d.filter.passed)],
-        )
+            st.markdown(f"{w.verdict_badge(term.passed)} `{term.name}` — {term.value}")
+        overall = verdict_label(d.filter.passed)
+        st.badge(f"overall: {overall}", color=w.VERDICT_COLOUR[overall])
         signoff_panel(d)
     with main:
         tabs = st.tabs(

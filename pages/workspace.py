@@ -90,14 +90,11 @@ def file_tree(diff: WorkspaceDiff) -> list[str]:
             {
                 "": r.marker,
                 "file": "\u2003" * r.depth + r.name,
-                "status": r.status
-                if not r.is_dir
-                else ", ".join(f"{v} {k}" for k, v in r.counts.items() if v and k != "unchanged")
-                or "unchanged",
-                "+/-": "" if r.is_dir else _line_delta(diff, r.path),
+                "change": _dir_summary(r.counts) if r.is_dir else _change(diff, r.path),
             }
             for r in rows
-        ]
+        ],
+        columns=["", "file", "change"],
     )
     if table.empty:
         st.caption("No changed files." if not show_unchanged else "Both workspaces are empty.")
@@ -108,17 +105,28 @@ def file_tree(diff: WorkspaceDiff) -> list[str]:
         width="stretch",
         height=min(560, 38 + 35 * len(table)),
         key=w.KEY_WS_TREE,
+        column_config={
+            "": st.column_config.TextColumn(width=28),
+            "change": st.column_config.TextColumn(width="small"),
+        },
         on_select=partial(on_tree_select, [None if r.is_dir else r.path for r in rows]),
         selection_mode="single-row",
     )
     return [r.path for r in rows if not r.is_dir]
 
 
-def _line_delta(diff: WorkspaceDiff, path: str) -> str:
+def _change(diff: WorkspaceDiff, path: str) -> str:
     e = diff.entry(path)
-    if e is None or e.status != "modified":
+    if e is None:
         return ""
-    return f"+{e.lines_added} −{e.lines_removed}"
+    if e.status == "modified":
+        return f"+{e.lines_added} −{e.lines_removed}"
+    return f"{e.status} (binary)" if e.is_binary and e.status != "binary" else e.status
+
+
+def _dir_summary(counts: dict[str, int]) -> str:
+    parts = [f"{v}{STATUS_MARKER[k]}" for k, v in counts.items() if v and k != "unchanged"]
+    return " ".join(parts) or "unchanged"
 
 
 def side_by_side(fd) -> None:

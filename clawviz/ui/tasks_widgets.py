@@ -17,7 +17,7 @@ import streamlit as st
 
 from clawviz.archive import extract_archive, is_archive
 from clawviz.checker import CheckerResult
-from clawviz.tasks import CheckMatrix, DifficultyFilter, verdict_label
+from clawviz.tasks import CheckMatrix
 from clawviz.ui.inspector import escape_md
 from clawviz.workspace import csv_rows, highlight_lexer_name, is_binary_bytes, is_csv
 
@@ -58,7 +58,9 @@ KEY_WS_MODE = "ws_diff_mode"
 KEY_WS_UNCHANGED = "ws_show_unchanged"
 KEY_WS_TREE = "ws_tree_table"
 
-VERDICT_ICON = {True: "✅ pass", False: "❌ fail", None: "– n/a"}
+VERDICT_TEXT = {True: "pass", False: "fail", None: "n/a"}
+VERDICT_COLOUR = {"pass": "green", "fail": "red", "n/a": "gray"}
+VERDICT_TINT = {"pass": "background-color: #e2f5e5", "fail": "background-color: #fde0dc"}
 DECISION_COLOUR = {"accept": "green", "revise": "orange", "reject": "red", "pending": "gray"}
 
 
@@ -72,14 +74,10 @@ def fmt_score(v: float | None) -> str:
     return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.3f}"
 
 
-def filter_terms(f: DifficultyFilter) -> None:
-    """The three difficulty-filter terms as metrics, with the overall verdict."""
-    cols = st.columns(len(f.terms))
-    for col, term in zip(cols, f.terms, strict=True):
-        col.metric(term.name, term.value, VERDICT_ICON[term.passed], delta_color="off")
-    verdict = verdict_label(f.passed)
-    colour = {"pass": "green", "fail": "red", "n/a": "gray"}[verdict]
-    st.badge(f"difficulty filter: {verdict}", color=colour)
+def verdict_badge(passed: bool | None) -> str:
+    """Markdown badge for a filter verdict (pass / fail / n/a)."""
+    text = VERDICT_TEXT[passed]
+    return f":{VERDICT_COLOUR[text]}-badge[{text}]"
 
 
 def check_heatmap(matrix: CheckMatrix, labels: dict[str, str] | None = None) -> go.Figure:
