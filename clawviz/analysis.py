@@ -12,13 +12,13 @@ from collections.abc import Callable, Hashable
 from dataclasses import asdict
 
 import orjson
-from sqlalchemy import delete, func
+from sqlalchemy import delete, func, insert
 from sqlmodel import Session, select
 
 from clawviz import store
 from clawviz.advantage import grpo_advantages, reward_from_result
 from clawviz.classify import classify_calls
-from clawviz.models import CallRow, DecisionRow, Episode, EpisodeStatus, Result
+from clawviz.models import CallRow, DecisionRow, Episode, EpisodeStatus, Result, utcnow
 from clawviz.prune import ABNORMAL_CODES, prune_episode
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 from clawviz.tree import build_call_tree
@@ -136,19 +136,19 @@ def ensure_analysis(
         )
     ).all()
     group_of: dict[str, tuple[str | None, str | None]] = {}
-    stale: list[tuple[str, str]] = []
+    stale: list[tuple[str, str, bool]] = []
     for eid, task, harness, n, last_ts, rew, checks, rubric, sjson in rows:
         group_of[eid] = (task, harness)
         has_result = rew is not None or checks is not None
         stamp = _stamp(n, last_ts, (rew, checks, rubric) if has_result else None)
         if sjson is None or orjson.loads(sjson).get("inputs") != stamp:
-            stale.append((eid, stamp))
+            stale.append((eid, stamp, sjson is not None))
     _ensure_unattached(session, settings)
     if not stale:
         return
     total = len(stale)
     analyses: list[EpisodeAnalysis] = []
-    for i, (eid, stamp) in enumerate(stale):
+    for i, (eid, stamp, stored) in enumerate(stale):
         if progress:
             progress(i, total, f"analysing {eid}")
         calls = store.load_calls(session, eid)
@@ -159,7 +159,7 @@ def ensure_analysis(
             raise RuntimeError(f"analysing episode {eid!r} failed: {exc}") from exc
         a.episode_id = eid
         analyses.append(a)
-        _persist(session, a, settings, stamp)
+        _persist(session, a, settings, stamp, replace=stored)
     session.flush()
     _refresh_groups(session, settings, group_of, {a.episode_id for a in analyses})
     session.commit()
@@ -190,41 +190,63 @@ def _ensure_unattached(session: Session, settings: Settings) -> None:
     )
     calls = store.load_calls(session, None)  # type: ignore[arg-type]
     a = analyse_episode(calls, reward=None, settings=settings)
-    session.add_all(_decision_rows(a, h, UNATTACHED))
+    rows = _decision_rows(a, h, UNATTACHED)
+    if rows:
+        session.execute(insert(DecisionRow.__table__), rows)
     session.commit()
 
 
-def _decision_rows(a: EpisodeAnalysis, h: str, episode_id: str) -> list[DecisionRow]:
+def _decision_rows(a: EpisodeAnalysis, h: str, episode_id: str) -> list[dict]:
     return [
-        DecisionRow(settings_hash=h, episode_id=episode_id, **asdict(d))
-        for d in a.decisions.values()
+        {"settings_hash": h, "episode_id": episode_id, **asdict(d)} for d in a.decisions.values()
     ]
 
 
-def _persist(session: Session, a: EpisodeAnalysis, settings: Settings, stamp: str) -> None:
+def _persist(
+    session: Session, a: EpisodeAnalysis, settings: Settings, stamp: str, *, replace: bool = True
+) -> None:
     h = settings.settings_hash
+    if replace:
+        _delete_analysis(session, h, a.episode_id)
+    elif a.decisions:
+        # Calls can move between episodes (a file's fallback episode resolved later).
+        session.execute(
+            delete(DecisionRow).where(
+                DecisionRow.settings_hash == h, DecisionRow.call_id.in_(list(a.decisions))
+            )
+        )
+    # Core inserts: building ORM objects row by row costs more than the reconstruction.
+    rows = _decision_rows(a, h, a.episode_id)
+    if rows:
+        session.execute(insert(DecisionRow.__table__), rows)
+    session.execute(
+        insert(EpisodeStatus.__table__),
+        [
+            {
+                "settings_hash": h,
+                "episode_id": a.episode_id,
+                "status": a.status,
+                "reasons_json": orjson.dumps([asdict(r) for r in a.reasons]).decode(),
+                "reward": a.reward,
+                "advantage": a.advantage,
+                "n_segments": a.n_segments,
+                "paths_json": orjson.dumps([asdict(p) for p in a.paths]).decode(),
+                "settings_json": _settings_json(settings, stamp),
+                "computed_at": utcnow(),
+            }
+        ],
+    )
+
+
+def _delete_analysis(session: Session, h: str, episode_id: str) -> None:
     session.execute(
         delete(DecisionRow).where(
-            DecisionRow.settings_hash == h, DecisionRow.episode_id == a.episode_id
+            DecisionRow.settings_hash == h, DecisionRow.episode_id == episode_id
         )
     )
     session.execute(
         delete(EpisodeStatus).where(
-            EpisodeStatus.settings_hash == h, EpisodeStatus.episode_id == a.episode_id
-        )
-    )
-    session.add_all(_decision_rows(a, h, a.episode_id))
-    session.add(
-        EpisodeStatus(
-            settings_hash=h,
-            episode_id=a.episode_id,
-            status=a.status,
-            reasons_json=orjson.dumps([asdict(r) for r in a.reasons]).decode(),
-            reward=a.reward,
-            advantage=a.advantage,
-            n_segments=a.n_segments,
-            paths_json=orjson.dumps([asdict(p) for p in a.paths]).decode(),
-            settings_json=_settings_json(settings, stamp),
+            EpisodeStatus.settings_hash == h, EpisodeStatus.episode_id == episode_id
         )
     )
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from clawviz.canonical import block_text, strip_patterns
@@ -255,6 +256,12 @@ def _first_hit(patterns: Iterable[re.Pattern[str]], text: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=1024)
+def _system_hit(patterns: tuple[re.Pattern[str], ...], system: str) -> str | None:
+    # Every call of a thread repeats the same (long) system prompt: search it once.
+    return _first_hit(patterns, system)
+
+
 def rows_for(harness: str | None) -> list[HarnessMarkers]:
     """The call's own harness row first, then the others."""
     own = _BY_HARNESS.get(HARNESS_ALIASES.get((harness or "").lower(), ""))
@@ -263,12 +270,14 @@ def rows_for(harness: str | None) -> list[HarnessMarkers]:
 
 def _match_kind(kind: str, m: HarnessMarkers, t: CallText, single_user: bool) -> str | None:
     if kind == "aux_utility":
-        hit = _first_hit(m.utility_system, t.system)
+        hit = _system_hit(m.utility_system, t.system)
         if hit is None and single_user:
             hit = _first_hit(m.utility_user, t.last_user)
         return hit
     if kind == "aux_summary":
-        hit = _first_hit(m.summary_system, t.system) or _first_hit(m.summary_last_user, t.last_user)
+        hit = _system_hit(m.summary_system, t.system) or _first_hit(
+            m.summary_last_user, t.last_user
+        )
         for name, pat in m.summary_header:
             if hit is None and pat.search(t.headers.get(name, "")):
                 hit = f"{name}: {t.headers[name][:60]}"
@@ -280,7 +289,7 @@ def _match_kind(kind: str, m: HarnessMarkers, t: CallText, single_user: bool) ->
                 return hit
         return None
     if kind == "aux_subagent":
-        return _first_hit(m.subagent_system, t.system) or _first_hit(
+        return _system_hit(m.subagent_system, t.system) or _first_hit(
             m.subagent_first_user, t.first_user
         )
     if kind == "aux_heartbeat":

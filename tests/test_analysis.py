@@ -194,3 +194,18 @@ def test_ensure_analysis_costs_two_queries_when_nothing_changed(session):
     finally:
         event.remove(engine, "before_cursor_execute", listener)
     assert len(statements) <= 2, statements
+
+
+def test_calls_moved_to_another_episode_are_reanalysed(session):
+    from sqlalchemy import update
+
+    from clawviz.models import CallRow, Episode
+
+    add_episode(session, retry_episode("old"), reward=1.0)
+    analysis.ensure_analysis(session)
+    session.execute(update(CallRow).values(episode_id="new"))
+    session.execute(update(Episode).values(episode_id="new"))
+    session.commit()
+    a = analysis.episode_analysis(session, "new")
+    assert len(a.decisions) == 5
+    assert set(session.exec(select(DecisionRow.episode_id)).all()) == {"new"}
