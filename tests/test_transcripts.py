@@ -324,7 +324,7 @@ def cc_read():
 
 def test_cc_calls_and_files(cc_read):
     calls = _by_line(cc_read.calls)
-    assert cc_read.format == CLAUDE_CODE_FORMAT and cc_read.harness == "claude_code"
+    assert cc_read.format == CLAUDE_CODE_FORMAT and cc_read.harness == "claude-code"
     assert cc_read.episode_id == CC_SID
     assert set(calls) == {
         "L3", "L6", "L8", "L10", "L12", "L14", "L17", "L18:summary", "L21", "L23", "L24",

@@ -175,13 +175,13 @@ def read_claude_code(path: str | Path, lines: list[Line], rejects: list[Reject])
                 calls=[],
                 rejects=[],
                 format=FORMAT,
-                harness="claude_code",
+                harness="claude-code",
                 covered_by=str(parent_file),
                 notes=[f"read with its session file {parent_file}"],
             )
     graph = _Graph()
     graph.add_file(str(p), lines, rejects)
-    read = TranscriptRead(calls=[], rejects=[], format=FORMAT, harness="claude_code")
+    read = TranscriptRead(calls=[], rejects=[], format=FORMAT, harness="claude-code")
     own_meta = _meta_for(p)
     if own_meta is not None:
         graph.sub_files[str(p)] = own_meta
@@ -518,7 +518,7 @@ class _Replay:
                 t_response=t_response,
                 http_status=status,
                 episode_id=self.episode_id,
-                harness="claude_code",
+                harness="claude-code",
                 model=first.msg.get("model") if not first.is_synthetic else None,
                 session_id=self.episode_id,
                 system=SUBAGENT_SYSTEM_MARKER if is_sub else MAIN_SYSTEM_MARKER,
@@ -596,7 +596,7 @@ class _Replay:
                 t_response=parse_time(boundary.record.get("timestamp")),
                 http_status=200,
                 episode_id=self.episode_id,
-                harness="claude_code",
+                harness="claude-code",
                 model=model,
                 session_id=self.episode_id,
                 system=SUBAGENT_SYSTEM_MARKER if is_sub else MAIN_SYSTEM_MARKER,
