@@ -131,7 +131,14 @@ def match_items(message: Message, *, ignore_patterns: Sequence[re.Pattern[str]] 
                 items.append(("text", text))
             pending.clear()
 
-    for b in normalize_blocks(message.get("content")):
+    content = message.get("content")
+    if isinstance(content, dict):
+        content = [content]
+    elif content is not None and not isinstance(content, (str, list)):
+        content = str(content)
+    for b in normalize_blocks(content):
+        if not isinstance(b, dict):
+            b = {"type": "text", "text": str(b)}
         kind = b.get("type")
         if kind in ("thinking", "redacted_thinking", "reasoning"):
             continue

@@ -163,3 +163,16 @@ def test_system_message_inside_messages():
     note = {"role": "system", "content": "[SYSTEM NOTIFICATION - NOT USER INPUT] agent done"}
     b = e.turn(a, note)
     assert parents(e.calls)[b.call_id] == a.call_id
+
+
+def test_odd_content_shapes_do_not_break_matching():
+    odd = [
+        {"role": "user", "content": None},
+        {"role": "user", "content": 5},
+        {"role": "user", "content": {"type": "text", "text": "one block"}},
+        {"role": "assistant", "content": [{"type": "tool_use", "name": "Task", "input": None}]},
+        {"role": "user", "content": [{"type": "tool_result", "content": [{"type": "text"}]}]},
+    ]
+    keys = [key(m) for m in odd]
+    assert len(set(keys)) == len(keys)
+    assert key(odd[2]) == key(user("one block"))
