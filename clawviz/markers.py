@@ -43,6 +43,9 @@ class HarnessMarkers:
     harness: str
     main_system: tuple[re.Pattern[str], ...] = ()
     utility_user: tuple[re.Pattern[str], ...] = ()
+    """Matched on the only user text of a one-message call."""
+    utility_last_user: tuple[re.Pattern[str], ...] = ()
+    """Matched on the last user text of any call (side requests that extend the main tip)."""
     utility_system: tuple[re.Pattern[str], ...] = ()
     summary_system: tuple[re.Pattern[str], ...] = ()
     summary_last_user: tuple[re.Pattern[str], ...] = ()
@@ -74,11 +77,14 @@ HARNESS_MARKERS: tuple[HarnessMarkers, ...] = (
             r"Extract any file paths that this command reads",
             r"<policy_spec>",
         ),
+        utility_last_user=_rx(r"^\s*\[SUGGESTION MODE"),
         utility_system=_rx(
             r"Generate a concise, sentence-case title",
             r"kebab-case name",
             r"new conversation topic",
             r"isNewTopic",
+            r"Summarize this coding conversation in under 50 characters",
+            r"write a 5-10 word title",
         ),
         summary_system=_rx(r"You are a helpful AI assistant tasked with summarizing conversations"),
         summary_last_user=_rx(
@@ -273,7 +279,7 @@ def _match_kind(kind: str, m: HarnessMarkers, t: CallText, single_user: bool) ->
         hit = _system_hit(m.utility_system, t.system)
         if hit is None and single_user:
             hit = _first_hit(m.utility_user, t.last_user)
-        return hit
+        return hit or _first_hit(m.utility_last_user, t.last_user)
     if kind == "aux_summary":
         hit = _system_hit(m.summary_system, t.system) or _first_hit(
             m.summary_last_user, t.last_user

@@ -380,3 +380,14 @@ def test_markers_seen_past_system_reminder_blocks():
     assert r[s.call_id].role == "aux_summary"
     assert r[c.call_id].role == "main" and r[c.call_id].segment == 1
     assert r[c.call_id].linked_call == s.call_id
+
+
+def test_side_request_extending_the_main_tip_is_utility():
+    e = Ep()
+    tip = e.chain(2)[-1]
+    sug = e.turn(tip, user("[SUGGESTION MODE: Suggest what the user might type next.]"))
+    nxt = e.turn(tip, tool_result("t2", "out"))
+    a = analyse_episode(e.calls, reward=1.0)
+    assert a.decisions[sug.call_id].role == "aux_utility"
+    assert a.decisions[nxt.call_id].state == "kept"
+    assert [p.state for p in a.paths] == ["kept"]
