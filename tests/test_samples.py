@@ -392,11 +392,12 @@ def test_expected_calls_agree_with_the_lines(expected, records):
         cv = rec.get("clawviz")
         if cv is not None:
             assert cv["episode_id"] == call["episode_id"] and cv["seq"] == call["seq"]
-        status = rec["response"]["status_code"]
+        status = rec["response"]["status_code"] if rec["response"] else None
         assert status == call["http_status"]
         if call["state"] == "failed":
-            assert call["reason"] in ("failed_http", "truncated_stream")
-            assert (status >= 400) == (call["reason"] == "failed_http")
+            assert call["reason"] in ("failed_http", "truncated_stream", "orphaned_request")
+            assert (status is None) == (call["reason"] == "orphaned_request")
+            assert (status is not None and status >= 400) == (call["reason"] == "failed_http")
         elif call["state"] == "auxiliary":
             assert call["reason"] == call["role"] and call["segment"] is None
         elif call["state"] == "kept":
@@ -465,6 +466,7 @@ def test_episodes_cover_the_scenarios_the_tools_must_handle(expected):
         ("pruned", "not_longest"),
         ("failed", "failed_http"),
         ("failed", "truncated_stream"),
+        ("failed", "orphaned_request"),
     ):
         assert states[pair] >= 1, pair
     roles = {c["role"] for c in expected["calls"]}
@@ -537,7 +539,8 @@ def test_marker_is_present(corpus, marker):
 
 def test_wire_quirks_are_present(expected, records):
     recs = list(records.values())
-    statuses = Counter(r["response"]["status_code"] for r in recs)
+    statuses = Counter(r["response"]["status_code"] for r in recs if r["response"])
+    assert any(r["response"] is None and r["note"].startswith("ORPHANED_REQUEST") for r in recs)
     assert statuses[529] and statuses[500] and statuses[400]
     assert any(
         r["request"]["method"] == "GET" and r["request"]["url"].endswith("/v1/models?limit=1000")
@@ -555,7 +558,7 @@ def test_wire_quirks_are_present(expected, records):
     )
     anthropic = [r for r in recs if "/v1/messages?" in r["request"]["url"]]
     assert any(m["role"] == "system" for r in anthropic for m in r["request"]["body"]["messages"])
-    raw = "".join(r["response"].get("body_raw", "") for r in anthropic)
+    raw = "".join((r["response"] or {}).get("body_raw", "") for r in anthropic)
     for event in (
         "message_start",
         "content_block_start",

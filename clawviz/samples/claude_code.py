@@ -269,6 +269,35 @@ class ClaudeCode:
         th.clock = max(th.clock, util.clock)
 
     # -- quirks
+    def orphaned_title(self) -> None:
+        """A title-generation utility call whose response the recorder never saw."""
+        th = Thread(
+            "title",
+            "aux_utility",
+            _system(None),
+            [],
+            HAIKU,
+            self.main.clock,
+            wire={"session": self.session, "stream": False},
+        )
+        prompt = (
+            "Generate a concise, sentence-case title (3-7 words) for this coding session. "
+            'Return JSON with a single "title" field.'
+        )
+        # Still pending when the recorder exited: logged last, with no response.
+        self.ep.call(
+            th,
+            _text('{"title": "Weekly sales summary"}'),
+            extra=[_user(prompt)],
+            parent=None,
+            advance=False,
+            failure="orphaned_request",
+            duration=900.0,
+            output_tokens=9,
+            stop_reason="end_turn",
+            note="orphaned title generation",
+        )
+
     def warmups(self) -> None:
         """Claude Code start-up: one `Warmup` call per sub-agent type, in parallel."""
         t = self.main.clock
@@ -445,6 +474,8 @@ def run_episode(ep: Episode, ws: Path, query: str, plan: list[AgentTurn]) -> Non
         cc.non_model("models")
     if "warmup" in q:
         cc.warmups()
+    if "orphan_title" in q:
+        cc.orphaned_title()
     main.pending = [first_user(query)]
     spawn = None
     final = len(plan) - 1
@@ -705,6 +736,10 @@ def record(ep: Episode, spec: Spec) -> dict[str, Any]:
         "response": response,
         "logged_at": _iso(spec.t_response),
     }
+    if spec.failure == "orphaned_request":
+        # claude-trace writes requests still unanswered at exit like this.
+        rec["response"] = None
+        rec["note"] = "ORPHANED_REQUEST - No matching response received"
     if ep.meta.identity == "clawviz":
         rec["clawviz"] = _clawviz(ep, spec)
     return rec

@@ -95,7 +95,7 @@ PLAN: tuple[Plan, ...] = (
     _p("task_0001", CC, 4, "ends_in_error", m=("stop_after_tests",)),
     _p("task_0002", CC, 1, "rewinds", "utility", "utility_no_session", identity="header"),
     _p("task_0002", CC, 2, "count_tokens", identity="header"),
-    _p("task_0002", CC, 3, m=("skip_last_row",), identity="header"),
+    _p("task_0002", CC, 3, "orphan_title", m=("skip_last_row",), identity="header"),
     _p("task_0002", CC, 4, "truncated_stream", m=("wrong_top",), identity="header"),
     _p("task_0003", CC, 1, "warmup", "explore_subagent"),
     _p("task_0003", CC, 2, "gzip", m=("no_changelog",)),
@@ -466,7 +466,7 @@ def _call_row(ep: Episode, s: Any) -> dict[str, Any]:
         "retry_of": _ref(s.retry_of),
         "linked": _ref(s.linked),
         "segment": s.segment,
-        "http_status": s.status,
+        "http_status": None if s.failure == "orphaned_request" else s.status,
         "failure": s.failure,
         "note": s.note,
     }

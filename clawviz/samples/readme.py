@@ -29,6 +29,8 @@ QUIRKS: dict[str, str] = {
     "gives up (ended_in_error)",
     "rewinds": "after the final answer the user rewinds 9 times, asking something else each "
     "time: 9 main leaves > max_leaves 8 (too_many_branches); one leaf kept, eight not_longest",
+    "orphan_title": "a title-generation utility call with `response: null` (claude-trace's "
+    "`ORPHANED_REQUEST` note), written last: failed(orphaned_request), not the episode's end",
     "count_tokens": "`POST /v1/messages/count_tokens` non-model call (aux_non_model)",
     "truncated_stream": "an SSE response cut before `message_stop` (truncated_stream), then "
     "retried with an identical body",
