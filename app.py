@@ -13,6 +13,7 @@ HERE = Path(__file__).parent
 SAMPLE_LOGS = HERE / "sample_logs"
 NO_SAMPLES_ENV = "CLAWVIZ_NO_SAMPLES"
 
+# Page files and their titles; a page whose file is missing is left out of the menu.
 PAGES: list[tuple[str, dict]] = [
     ("pages/runs.py", {"title": "Runs", "icon": ":material/table:", "default": True}),
     ("pages/episode.py", {"title": "Episode", "icon": ":material/account_tree:"}),
@@ -21,7 +22,6 @@ PAGES: list[tuple[str, dict]] = [
     ("pages/ingest.py", {"title": "Ingest", "icon": ":material/upload:"}),
     ("pages/settings.py", {"title": "Settings", "icon": ":material/tune:"}),
 ]
-"""Page files and their titles; a page whose file is missing is left out of the menu."""
 
 
 def load_samples_if_empty() -> None:

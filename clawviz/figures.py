@@ -433,10 +433,10 @@ def tree_figure(
     for b in layout.boundaries:
         fig.add_vline(
             x=b,
-            line={"color": "#17becf", "dash": "dash", "width": 1.5},
+            line={"color": "#9aa5a8", "dash": "dashdot", "width": 1},
             annotation_text="compaction",
             annotation_position="top",
-            annotation_font={"size": 10, "color": "#0f8f9c"},
+            annotation_font={"size": 10, "color": "#5f6b6d"},
         )
 
     if highlight_path:
@@ -461,9 +461,14 @@ def tree_figure(
             continue
         xs, ys = by_kind[e.kind]
         (x0, y0), (x1, y1) = pos[src], pos[dst]
-        # An elbow (down first, then across) keeps lanes readable where a branch forks off.
-        xs.extend([x0, x0 + 0.5 if y0 != y1 else x0, x1, None])
-        ys.extend([y0, y1, y1, None])
+        if e.kind == "continues" and y0 != y1:
+            # An elbow (fork over the first half step, then along the lane) keeps branch lanes
+            # readable; links between threads stay straight so they read as jumps.
+            xs.extend([x0, x0 + 0.5, x1, None])
+            ys.extend([y0, y1, y1, None])
+        else:
+            xs.extend([x0, x1, None])
+            ys.extend([y0, y1, None])
     for kind, (xs, ys) in by_kind.items():
         style = EDGE_STYLES[kind]
         fig.add_trace(
@@ -543,7 +548,7 @@ def tree_figure(
                 )
 
     for leaf in layout.leaves:
-        if leaf.call_id not in pos:
+        if leaf.call_id not in pos or (leaf.reward is None and leaf.advantage is None):
             continue
         lx, ly = pos[leaf.call_id]
         label = f"R {_fmt(leaf.reward)} · A {_fmt(leaf.advantage, True)}"
@@ -552,16 +557,16 @@ def tree_figure(
             y=ly,
             text=html.escape(label),
             showarrow=False,
-            xanchor="left",
-            xshift=12,
+            yanchor="bottom",
+            yshift=9,
             font={"size": 11, "color": "#333333"},
-            bgcolor="rgba(255,255,255,0.8)",
+            bgcolor="rgba(255,255,255,0.85)",
         )
 
-    n_lanes_shown = max([p[1] for p in pos.values()] + [0])
+    max_y = max([p[1] for p in pos.values()] + [0])
     max_x = max([p[0] for p in pos.values()] + [1])
     fig.update_layout(
-        height=height or int(min(900, max(260, 70 + 34 * (n_lanes_shown + 1)))),
+        height=height or int(min(900, max(320, 110 + 40 * (max_y + 1)))),
         margin={"l": 10, "r": 10, "t": 30, "b": 30},
         plot_bgcolor="white",
         clickmode="event+select",
@@ -576,13 +581,11 @@ def tree_figure(
             "range": [-0.7, max_x + 2.2],
         },
         yaxis={
-            "autorange": "reversed",
+            "range": [max_y + 0.6, -0.9],
             "showgrid": False,
             "zeroline": False,
             "tickmode": "array",
-            "tickvals": [0, layout.aux_band_start]
-            if layout.aux_band_start < n_lanes_shown + 1
-            else [0],
+            "tickvals": [0, layout.aux_band_start] if layout.aux_band_start <= max_y else [0],
             "ticktext": ["main", "auxiliary"],
         },
     )

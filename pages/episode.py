@@ -30,8 +30,8 @@ from clawviz.ui.inspector import (
 from clawviz.ui.render import reason_badges, render_message
 
 WORKSPACE_PAGE = Path(__file__).parent / "workspace.py"
+# The shared history is long; the expander shows its last messages only.
 MAX_SHARED_SHOWN = 30
-"""The shared history is long; the expander shows its last messages only."""
 
 
 def _fmt(v, signed: bool = False) -> str:
@@ -53,15 +53,27 @@ def episode_picker(eps: pd.DataFrame, label: str) -> None:
     st.selectbox(label, options, key=state.KEY_EPISODE_PICK, on_change=on_episode_pick)
 
 
-def init_selection(episode_id: str, call_ids: list[str]) -> None:
+def init_selection(episode_id: str, call_ids: list[str], default_call: str) -> None:
     """Seed the widgets from the URL when this episode is opened (a pasted link restores them)."""
     if st.session_state.get(state.KEY_EPISODE_LOADED) == episode_id:
         return
     st.session_state[state.KEY_EPISODE_LOADED] = episode_id
     wanted = state.get_param(state.QP_CALL)
-    st.session_state[state.KEY_CALL_SELECT] = wanted if wanted in call_ids else call_ids[0]
+    st.session_state[state.KEY_CALL_SELECT] = wanted if wanted in call_ids else default_call
+
     compare = state.get_param(state.QP_COMPARE)
     st.session_state[state.KEY_COMPARE_SELECT] = compare or state.NONE_OPTION
+
+
+def first_main_call(view: data.EpisodeView) -> str:
+    """The call opened by default: the first kept call, else the first main call, else the first."""
+    decisions = view.analysis.decisions if view.analysis else {}
+    for wanted in ("kept", None):
+        for c in view.calls:
+            d = decisions.get(c.call_id)
+            if d and d.role == "main" and (wanted is None or d.state == wanted):
+                return c.call_id
+    return view.calls[0].call_id
 
 
 def on_tree_select() -> None:
@@ -84,14 +96,20 @@ def header(view: data.EpisodeView) -> None:
     ep, a = view.episode, view.analysis
     st.title(f"Episode {escape_md(ep['episode_id'])}")
     reward = a.reward if a and a.reward is not None else (view.result or {}).get("reward")
-    cols = st.columns(7)
-    cols[0].metric("Task", str(ep.get("task_id") or "—"))
-    cols[1].metric("Harness", str(ep.get("harness") or "—"))
-    cols[2].metric("Model", str(ep.get("model") or "—"))
-    cols[3].metric("Attempt", str(ep.get("attempt") if ep.get("attempt") is not None else "—"))
-    cols[4].metric("Reward", _fmt(reward))
-    cols[5].metric("GRPO advantage", _fmt(a.advantage if a else None, signed=True))
-    cols[6].metric("Status", a.status if a else "not analysed")
+    facts = [
+        ("Task", ep.get("task_id")),
+        ("Harness", ep.get("harness")),
+        ("Model", ep.get("model")),
+        ("Attempt", ep.get("attempt")),
+        ("Calls", len(view.calls)),
+    ]
+    st.markdown(
+        " · ".join(f"**{k}** {escape_md(str(v)) if v is not None else '—'}" for k, v in facts)
+    )
+    cols = st.columns([1, 1, 1, 3])
+    cols[0].metric("Reward", _fmt(reward))
+    cols[1].metric("GRPO advantage", _fmt(a.advantage if a else None, signed=True))
+    cols[2].metric("Status", a.status if a else "not analysed")
     if a is not None:
         reason_badges(a.reasons)
     if view.analysis_error:
@@ -401,9 +419,10 @@ def main() -> None:
         st.warning("This episode has no recorded calls.")
         return
     call_ids = [c.call_id for c in view.calls]
-    init_selection(episode_id, call_ids)
+    default_call = first_main_call(view)
+    init_selection(episode_id, call_ids, default_call)
     if st.session_state.get(state.KEY_CALL_SELECT) not in call_ids:
-        st.session_state[state.KEY_CALL_SELECT] = call_ids[0]
+        st.session_state[state.KEY_CALL_SELECT] = default_call
     state.set_params(call=st.session_state[state.KEY_CALL_SELECT])
 
     header(view)

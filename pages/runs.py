@@ -26,7 +26,7 @@ def filters(eps: pd.DataFrame) -> queries.EpisodeFilter:
     models = c[2].multiselect("Model", opts("model"), key=state.KEY_FILTER_MODEL)
     statuses = c[3].multiselect("Status", opts("status"), key=state.KEY_FILTER_STATUS)
     chosen_reasons = c[4].multiselect("Reason", reasons, key=state.KEY_FILTER_REASON)
-    c2 = st.columns([3, 2, 5])
+    c2 = st.columns([3, 3, 4])
     lo, hi = c2[0].slider(
         "Reward range", 0.0, 1.0, (0.0, 1.0), step=0.05, key=state.KEY_FILTER_REWARD
     )

@@ -70,6 +70,11 @@ def render_message(msg: Message, index: int | None = None) -> None:
     """One message: a role line then its blocks."""
     role = str(msg.get("role", "?"))
     prefix = f"#{index + 1} · " if index is not None else ""
-    icon = {"user": "👤", "assistant": "🤖", "system": "⚙️", "tool": "🔧"}.get(role, "•")
+    icon = {
+        "user": ":material/person:",
+        "assistant": ":material/smart_toy:",
+        "system": ":material/settings:",
+        "tool": ":material/build:",
+    }.get(role, ":material/chat:")
     st.markdown(f"{icon} **{escape_md(prefix + role)}**")
     render_blocks(msg.get("content"))

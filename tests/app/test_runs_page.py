@@ -1,0 +1,107 @@
+"""AppTest of the Runs page on the sample store, on an empty store and on hostile text."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from apphelpers import no_exception, open_page
+
+from clawviz.ui import state
+
+TOO_MANY = "e31cf886-54eb-430f-8bb4-89af4c2f1420"
+
+
+def _episode_count(url: str) -> int:
+    with sqlite3.connect(url.removeprefix("sqlite:///")) as con:
+        return con.execute("SELECT COUNT(*) FROM episode").fetchone()[0]
+
+
+def _table(at):
+    return next(d for d in at.dataframe if "episode_id" in d.value.columns).value
+
+
+def test_runs_page_lists_every_episode_with_charts(sample_db_url, on_store):
+    on_store(sample_db_url)
+    at = open_page()
+    no_exception(at)
+    assert at.title[0].value == "Runs"
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Episodes"] == str(_episode_count(sample_db_url))
+    table = _table(at)
+    assert len(table) == _episode_count(sample_db_url)
+    assert {
+        "task_id",
+        "harness",
+        "model",
+        "attempt",
+        "reward",
+        "advantage",
+        "status",
+        "reasons",
+    } <= set(table.columns)
+    row = table[table["episode_id"] == TOO_MANY].iloc[0]
+    assert row["status"] == "dropped" and "too_many_branches" in row["reasons"]
+    assert len(at.get("plotly_chart")) >= 3, [i.value for i in at.info]
+    # Dataset statistics next to the paper's figures.
+    stats = next(d.value for d in at.dataframe if "statistic" in d.value.columns)
+    assert list(stats["paper (ClawGym SFT)"]) == [13.0, 18670.0, 15.82, 3.25]
+    assert stats["this store"].notna().all()
+
+
+def test_reason_filter_narrows_the_table(sample_db_url, on_store):
+    on_store(sample_db_url)
+    at = open_page()
+    at.multiselect(key=state.KEY_FILTER_REASON).select("too_many_branches").run()
+    no_exception(at)
+    assert list(_table(at)["episode_id"]) == [TOO_MANY]
+    at.multiselect(key=state.KEY_FILTER_REASON).unselect("too_many_branches")
+    at.multiselect(key=state.KEY_FILTER_HARNESS).select("openclaw").run()
+    assert set(_table(at)["harness"]) == {"openclaw"}
+
+
+def test_reward_range_excludes_missing_rewards_when_asked(sample_db_url, on_store):
+    on_store(sample_db_url)
+    at = open_page()
+    at.slider(key=state.KEY_FILTER_REWARD).set_value((0.9, 1.0))
+    at.checkbox(key=state.KEY_FILTER_NO_REWARD).uncheck().run()
+    rewards = _table(at)["reward"]
+    assert len(rewards) > 0 and (rewards >= 0.9).all()
+
+
+def test_selecting_a_row_opens_the_episode_page(sample_db_url, on_store):
+    on_store(sample_db_url)
+    at = open_page()
+    table = _table(at)
+    target = table.index[table["episode_id"] == TOO_MANY][0]
+    at.session_state[state.KEY_RUNS_TABLE] = {
+        "selection": {"rows": [int(target)], "columns": [], "cells": []}
+    }
+    at.run()
+    no_exception(at)
+    assert at.query_params[state.QP_EPISODE] == TOO_MANY
+    assert at.title[0].value.endswith("e31cf886\\-54eb\\-430f\\-8bb4\\-89af4c2f1420")
+
+
+def test_sources_and_rejected_lines_are_listed(sample_db_url, on_store):
+    on_store(sample_db_url)
+    at = open_page()
+    rejected = next(d.value for d in at.dataframe if "raw" in d.value.columns)
+    assert len(rejected) >= 4
+    assert {"file", "line", "reason", "raw"} <= set(rejected.columns)
+    assert any("t0003-claude-code-a4" in f for f in rejected["file"])
+
+
+def test_empty_store_says_so(empty_db_url, on_store):
+    on_store(empty_db_url)
+    at = open_page()
+    no_exception(at)
+    assert any("store is empty" in i.value for i in at.info)
+
+
+def test_hostile_rejected_line_is_data_not_markup(hostile_db_url, on_store):
+    on_store(hostile_db_url)
+    at = open_page()
+    no_exception(at)
+    rejected = next(d.value for d in at.dataframe if "raw" in d.value.columns)
+    assert rejected["raw"].iloc[0].startswith("<script>")
+    assert not any("<script>" in m.value for m in at.markdown)

@@ -1,0 +1,147 @@
+"""Shared browser-test helpers: a real `streamlit run app.py` on a free port, headless Chromium.
+
+Browser tests are marked `browser`; they are skipped when Playwright or Chromium is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("CLAWVIZ_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
+
+
+@dataclass
+class AppServer:
+    """A running `streamlit run app.py` and the URL it serves."""
+
+    url: str
+    process: subprocess.Popen
+    log: Path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_health(url: str, process: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.read().decode().strip() == "ok":
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise TimeoutError(f"streamlit did not answer at {url} within {timeout}s")
+
+
+def start_app(
+    database_url: str, log: Path, *, extra_env: dict[str, str] | None = None
+) -> AppServer:
+    """Start the app on a free port against `database_url` and wait until it is healthy."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "CLAWVIZ_DATABASE_URL": database_url,
+        "CLAWVIZ_NO_SAMPLES": "1",
+        **(extra_env or {}),
+    }
+    cmd = [
+        sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"),
+        "--server.headless", "true",
+        "--server.port", str(port),
+        "--server.address", "127.0.0.1",
+        "--browser.gatherUsageStats", "false",
+        "--server.fileWatcherType", "none",
+        "--global.developmentMode", "false",
+    ]  # fmt: skip
+    out = log.open("wb")
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_health(url, proc)
+    except Exception:
+        stop_app(proc)
+        raise
+    return AppServer(url, proc, log)
+
+
+def stop_app(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def wait_for_app_run(page, timeout: float = 30_000) -> None:
+    """Wait until the script run triggered by the last interaction has finished."""
+    page.wait_for_selector(
+        "[data-testid='stApp'][data-test-connection-state='CONNECTED']",
+        timeout=timeout,
+        state="attached",
+    )
+    page.wait_for_selector(
+        "[data-testid='stApp'][data-test-script-state='notRunning']",
+        timeout=timeout,
+        state="attached",
+    )
+    page.wait_for_timeout(300)
+
+
+@pytest.fixture(scope="session")
+def chromium_browser() -> Iterator:
+    """Headless Debian Chromium driven by Playwright (skipped if either is missing)."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
+        pytest.skip(f"no Chromium at {CHROMIUM}")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def app_server(sample_db_url: str, tmp_path_factory) -> Iterator[AppServer]:
+    """The app served from the session's sample store."""
+    log = tmp_path_factory.mktemp("streamlit") / "server.log"
+    server = start_app(sample_db_url, log)
+    try:
+        yield server
+    finally:
+        stop_app(server.process)
+
+
+@pytest.fixture
+def page(chromium_browser) -> Iterator:
+    context = chromium_browser.new_context(viewport={"width": 1500, "height": 1000})
+    pg = context.new_page()
+    try:
+        yield pg
+    finally:
+        context.close()
