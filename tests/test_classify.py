@@ -391,3 +391,40 @@ def test_side_request_extending_the_main_tip_is_utility():
     assert a.decisions[sug.call_id].role == "aux_utility"
     assert a.decisions[nxt.call_id].state == "kept"
     assert [p.state for p in a.paths] == ["kept"]
+
+
+def test_openclaw_style_n_compactions_give_n_plus_one_segments():
+    for n in (1, 2, 3):
+        e = Ep(harness="openclaw", system=OC_MAIN, tools=OC_TOOLS)
+        tip = e.chain(2)[-1]
+        for k in range(n):
+            e.turn(tip, tool_result(f"t{k}", "huge"), status=400)
+            s = e.call(
+                [
+                    user(
+                        f"<conversation>\n[User]: part {k}\n</conversation>\n\nThe messages above "
+                        "are a conversation to summarize."
+                    )
+                ],
+                asst(f"## Goal\nPart {k}: finish the report and keep the numbers exact."),
+                system=PI_SUMMARY,
+                tools=[],
+            )
+            c = e.call(
+                [
+                    user(
+                        "The conversation history before this point was compacted into the "
+                        f"following summary:\n\n<summary>\n## Goal\nPart {k}: finish the report "
+                        "and keep the numbers exact.\n</summary>"
+                    )
+                ],
+                asst("", tool_use("exec", {"c": k}, f"x{k}")),
+            )
+            tip = e.turn(c, tool_result(f"x{k}", "ok"))
+            cls = classify_calls(build_call_tree(e.calls))
+            assert cls.roles[c.call_id].linked_call == s.call_id
+            assert cls.roles[s.call_id].role == "aux_summary"
+        a = analyse_episode(e.calls, reward=1.0)
+        assert a.n_segments == n + 1
+        assert sorted(p.segment for p in a.paths if p.state == "kept") == list(range(n + 1))
+        assert a.status == "kept"
