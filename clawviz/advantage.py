@@ -7,7 +7,7 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 
 from clawviz.settings import DEFAULT_SETTINGS, Settings
-from clawviz.types import Call
+from clawviz.types import Call, Rollout
 
 
 def _mean(values: list[float]) -> float | None:
@@ -106,9 +106,8 @@ class ImportanceStats:
     mean_ratio: float
 
 
-def importance_ratios(call: Call, cap: float = 2.0) -> ImportanceStats | None:
+def importance_ratios(r: Rollout | None, cap: float = 2.0) -> ImportanceStats | None:
     """`min(exp(logp_train - logp_rollout), C)` per token, when both logprob lists exist."""
-    r = call.rollout
     if r is None or r.output_logprobs is None or r.trainer_logprobs is None:
         return None
     if len(r.output_logprobs) != len(r.trainer_logprobs) or not r.output_logprobs:

@@ -6,12 +6,14 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from sqlmodel import Session, select
 
+from clawviz.advantage import importance_ratios
 from clawviz.analysis import episode_analysis
 from clawviz.models import CallRow
 from clawviz.settings import DEFAULT_SETTINGS, Settings
-from clawviz.types import EpisodeAnalysis, PathInfo
+from clawviz.types import EpisodeAnalysis, PathInfo, Rollout
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,8 @@ class CallFacts:
     t_request: float | None
     endpoint: str
     http_status: int | None
+    output_tokens: int | None = None
+    rollout_json: str | None = None
 
 
 def _facts(session: Session, episode_id: str) -> list[CallFacts]:
@@ -37,6 +41,8 @@ def _facts(session: Session, episode_id: str) -> list[CallFacts]:
             CallRow.t_request,
             CallRow.endpoint,
             CallRow.http_status,
+            CallRow.output_tokens,
+            CallRow.rollout_json,
         ).where(CallRow.episode_id == episode_id)
     ).all()
     facts = [CallFacts(*r) for r in rows]
@@ -61,7 +67,20 @@ def _path_of(paths: list[PathInfo]) -> dict[str, PathInfo]:
     return out
 
 
-def rows_for(facts: list[CallFacts], analysis: EpisodeAnalysis) -> list[dict[str, Any]]:
+def _importance(f: CallFacts, cap: float) -> dict[str, float] | None:
+    if not f.rollout_json:
+        return None
+    fields = orjson.loads(f.rollout_json)
+    known = {k: v for k, v in fields.items() if k in Rollout.__dataclass_fields__}
+    stats = importance_ratios(Rollout(**known), cap)
+    if stats is None:
+        return None
+    return {"mean_ratio": stats.mean_ratio, "clipped_fraction": stats.clipped_fraction}
+
+
+def rows_for(
+    facts: list[CallFacts], analysis: EpisodeAnalysis, settings: Settings = DEFAULT_SETTINGS
+) -> list[dict[str, Any]]:
     """The explain rows of an analysed episode, in reconstruction order."""
     path_of = _path_of(analysis.paths)
     rows: list[dict[str, Any]] = []
@@ -90,6 +109,8 @@ def rows_for(facts: list[CallFacts], analysis: EpisodeAnalysis) -> list[dict[str
                 "path": p.path_id if p else None,
                 "reward": p.reward if p else None,
                 "advantage": p.advantage if p else None,
+                "output_tokens": f.output_tokens,
+                "importance": _importance(f, float(settings.is_ratio_cap)),
             }
         )
     return rows
@@ -100,7 +121,7 @@ def explain_rows(
 ) -> list[dict[str, Any]]:
     """Per call: id, source, seq, role, state, reason, parent, segment, retry, thread, path."""
     analysis = episode_analysis(session, episode_id, settings)
-    return rows_for(_facts(session, episode_id), analysis)
+    return rows_for(_facts(session, episode_id), analysis, settings)
 
 
 def _fmt(x: float | None) -> str:
@@ -160,4 +181,4 @@ def _line(r: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> str:
 def explain_text(session: Session, episode_id: str, settings: Settings = DEFAULT_SETTINGS) -> str:
     """A readable indented tree of the episode's calls with state and reason per line."""
     analysis = episode_analysis(session, episode_id, settings)
-    return text_for(rows_for(_facts(session, episode_id), analysis), analysis)
+    return text_for(rows_for(_facts(session, episode_id), analysis, settings), analysis)

@@ -124,10 +124,10 @@ def test_ppo_returns_and_values():
 def test_truncated_importance_ratio_and_clip_fraction():
     e = Ep()
     (c,) = e.chain(1)
-    assert importance_ratios(c) is None
+    assert importance_ratios(c.rollout) is None
     with_rollout(
         c, output_logprobs=[-1.0, -1.0, -2.0, -0.5], trainer_logprobs=[-1.0, 0.0, -2.5, 0.5]
     )
-    stats = importance_ratios(c, cap=2.0)
+    stats = importance_ratios(c.rollout, cap=2.0)
     assert stats.ratios == pytest.approx([1.0, 2.0, math.exp(-0.5), 2.0])
     assert stats.clipped_fraction == 0.5

@@ -209,3 +209,20 @@ def test_calls_moved_to_another_episode_are_reanalysed(session):
     a = analysis.episode_analysis(session, "new")
     assert len(a.decisions) == 5
     assert set(session.exec(select(DecisionRow.episode_id)).all()) == {"new"}
+
+
+def test_explain_rows_carry_importance_ratios(session):
+    from recon_helpers import with_rollout
+
+    e = retry_episode("r1")
+    with_rollout(
+        e.calls[0],
+        output_token_ids=[1, 2],
+        output_logprobs=[-1.0, -1.0],
+        trainer_logprobs=[-1.0, 1.0],
+    )
+    add_episode(session, e, reward=1.0)
+    rows = explain_rows(session, "r1")
+    assert rows[0]["importance"] == {"mean_ratio": 1.5, "clipped_fraction": 0.5}
+    assert rows[0]["output_tokens"] == 10
+    assert rows[1]["importance"] is None
