@@ -486,7 +486,7 @@ def test_episodes_cover_the_scenarios_the_tools_must_handle(expected):
             for c in expected["calls"]
             if c["episode_id"] == e["episode_id"] and c["role"] == "main"
         )
-        assert 4 <= n_main <= 20, e["name"]
+        assert 5 <= n_main <= 20, e["name"]
     d = expected["difficulty"]
     assert [d[t]["passes"] for t in sorted(d)] == [True, False, True]
 

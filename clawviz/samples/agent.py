@@ -249,8 +249,13 @@ def plan_task_0002(m: Mistakes) -> list[AgentTurn]:
     table = ["| region | revenue |", "|---|---|"]
     table += [f"| {k} | {v:.2f} |" for k, v in by_region.items()]
     report = "# Weekly sales\n\n" + "\n".join(table) + f"\n\nTop product: {top}.\n"
+    check = (
+        "python3 -c \"import json; s = json.load(open('output/summary.json')); "
+        "print(s['total_revenue'], s['top_product'], sorted(s['revenue_by_region']))\""
+    )
     turns = [
-        _t("Let me read the sales data.", Action("read", "data/sales.csv")),
+        _t("Let me see what is in the workspace.", Action("list")),
+        _t("Reading the sales data.", Action("read", "data/sales.csv")),
         _t(
             "Writing the summary.",
             Action("write", "output/summary.json", content=json.dumps(summary, indent=2) + "\n"),
@@ -259,7 +264,7 @@ def plan_task_0002(m: Mistakes) -> list[AgentTurn]:
     ]
     if "no_report" not in m:
         turns.append(_t("And the report.", Action("write", "output/report.md", content=report)))
-    turns.append(_t("Checking what I wrote.", Action("read", "output/summary.json")))
+    turns.append(_t("Checking that the summary parses.", Action("exec", command=check)))
     turns.append(_t(f"Done: total revenue {summary['total_revenue']:.2f}, top product {top}."))
     return turns
 
