@@ -37,13 +37,13 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     if getattr(args, "json", False):
         print(json.dumps([r.as_dict() for r in rows], indent=2))
         return 0
-    header = f"{'task':<28} {'category':<14} {'status':<8} {'n':>3} {'s_strong':>8} "
+    header = f"{'task':<28} {'category':<26} {'status':<8} {'n':>3} {'s_strong':>8} "
     header += f"{'s_small':>8} filter"
     print(header)
     for r in rows:
         terms = " ".join(verdict_label(t.passed) for t in r.filter.terms)
         print(
-            f"{r.task_id[:28]:<28} {(r.category or '-')[:14]:<14} {r.status:<8} "
+            f"{r.task_id[:28]:<28} {(r.category or '-')[:26]:<26} {r.status:<8} "
             f"{r.n_attempts:>3} {_f(r.s_strong):>8} {_f(r.s_small):>8} "
             f"{verdict_label(r.filter.passed)} ({terms})"
         )

@@ -346,17 +346,18 @@ def signoff_panel(d: TaskDetail) -> None:
     if flash:
         st.success(flash)
     login_name = reviewer_from_login()
-    with st.form(w.KEY_SIGNOFF_FORM, clear_on_submit=True, border=True):
+    remembered = st.session_state.get(w.KEY_REVIEWER_NAME)
+    # Widget state goes when the page changes; the name comes back for the next task.
+    if remembered and not st.session_state.get(w.KEY_SIGNOFF_REVIEWER):
+        st.session_state[w.KEY_SIGNOFF_REVIEWER] = remembered
+    with st.form(w.KEY_SIGNOFF_FORM, border=True):
         decision = st.radio("Decision", DECISIONS, horizontal=True, key=w.KEY_SIGNOFF_DECISION)
         if login_name:
             st.caption(f"Reviewer: {escape_md(login_name)} (logged in)")
             reviewer = login_name
         else:
             reviewer = st.text_input(
-                "Reviewer",
-                value=st.session_state.get(w.KEY_REVIEWER_NAME, ""),
-                key=w.KEY_SIGNOFF_REVIEWER,
-                placeholder="your name",
+                "Reviewer", key=w.KEY_SIGNOFF_REVIEWER, placeholder="your name"
             )
         note = st.text_area("Note", key=w.KEY_SIGNOFF_NOTE, placeholder="why this decision")
         submitted = st.form_submit_button("Save decision", type="primary")
@@ -370,6 +371,8 @@ def signoff_panel(d: TaskDetail) -> None:
         if not login_name:
             st.session_state[w.KEY_REVIEWER_NAME] = row.reviewer
         st.session_state[w.KEY_SIGNOFF_FLASH] = f"Saved: {row.decision} by {row.reviewer}."
+        # The note belongs to this decision only; the reviewer name stays.
+        st.session_state.pop(w.KEY_SIGNOFF_NOTE, None)
         st.rerun()
     st.caption("History (latest last)")
     if d.reviews:
