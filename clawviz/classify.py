@@ -9,11 +9,18 @@ the nearest ancestor that is not such a tip extension.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from clawviz.canonical import block_text, normalize_ws
-from clawviz.markers import ALL_IGNORE_PATTERNS, Marker, call_text, detect_marker, spawn_prompts
+from clawviz.markers import (
+    ALL_IGNORE_PATTERNS,
+    CallText,
+    Marker,
+    call_text,
+    detect_marker,
+    spawn_prompts,
+)
 from clawviz.tree import CallTree, is_failed
 from clawviz.types import Call
 
@@ -60,6 +67,8 @@ class Classification:
     roles: dict[str, CallRole]
     n_segments: int
     main_root: str | None
+    texts: dict[str, CallText] = field(default_factory=dict)
+    """Marker texts of every call (reused by pruning)."""
 
     def main_parent(self, tree: CallTree, call_id: str) -> str | None:
         """Nearest ancestor that is a main call (skipping tip extensions in the history)."""
@@ -146,11 +155,13 @@ def classify_calls(tree: CallTree) -> Classification:
     main_tools: bool = False
     summaries: list[str] = []
     last_main_ok: str | None = None
+    texts: dict[str, CallText] = {}
+    text_cache: dict[int, str] = {}
 
     for call in tree.calls:
         cid = call.call_id
         parent = tree.parent[cid]
-        text = call_text(call)
+        text = texts[cid] = call_text(call, text_cache)
         if call.endpoint == "non_model":
             roles[cid] = CallRole("aux_non_model", f"non-model endpoint {call.method} {call.url}")
             continue
@@ -193,7 +204,7 @@ def classify_calls(tree: CallTree) -> Classification:
 
     n_segments = _assign_segments(tree, roles)
     _assign_threads(tree, roles)
-    return Classification(roles=roles, n_segments=n_segments, main_root=main_root)
+    return Classification(roles=roles, n_segments=n_segments, main_root=main_root, texts=texts)
 
 
 def _label(call: Call) -> str:

@@ -222,28 +222,37 @@ def _user_text(message: Message) -> str:
     return strip_patterns(block_text(message.get("content")), ALL_IGNORE_PATTERNS)
 
 
-def call_text(call: Call) -> CallText:
+def call_text(call: Call, cache: dict[int, str] | None = None) -> CallText:
     """Extract the marker-relevant texts (user messages holding only tool results are skipped).
 
     Scans only the first few and the last user messages: the history between them is long.
+    `cache` memoises texts per message object across the calls of one episode.
     """
+    memo: dict[int, str] = {} if cache is None else cache
+
+    def text_of(m: Message) -> str:
+        t = memo.get(id(m))
+        if t is None:
+            t = memo[id(m)] = _user_text(m)
+        return t
+
     first: list[str] = []
     for m in call.messages[:_SCAN]:
-        text = _user_text(m)
+        text = text_of(m)
         if text.strip():
             first.append(text)
             if len(first) == 3:
                 break
     last = raw = ""
     for m in reversed(call.messages[-_SCAN:]):
-        text = _user_text(m)
+        text = text_of(m)
         if not text.strip():
             continue
         raw = raw or text
-        if not any(_first_hit(row.wrapper_user, text) for row in HARNESS_MARKERS):
+        if not _is_wrapper(text):
             last = text
             break
-    headers = {k.lower(): str(v) for k, v in (call.headers or {}).items()}
+    headers = {k.lower(): str(v) for k, v in (call.headers or {}).items()} if call.headers else {}
     return CallText(
         system=call.system or "",
         first_user=first[0] if first else "",
@@ -252,6 +261,10 @@ def call_text(call: Call) -> CallText:
         user_texts=tuple(first),
         headers=headers,
     )
+
+
+def _is_wrapper(text: str) -> bool:
+    return any(_first_hit(row.wrapper_user, text) for row in HARNESS_MARKERS)
 
 
 def _first_hit(patterns: Iterable[re.Pattern[str]], text: str) -> str | None:

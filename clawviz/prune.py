@@ -79,7 +79,7 @@ def find_retry_groups(tree: CallTree, cls: Classification) -> list[list[str]]:
         earlier = tree.resend_of.get(cid)
         if earlier is not None and is_main.get(earlier):
             uf.union(earlier, cid)
-        elif is_harness_retry(call) and not cls.roles[cid].continuation:
+        elif is_harness_retry(call, cls.texts.get(cid)) and not cls.roles[cid].continuation:
             seg = cls.roles[cid].segment
             sibs = [s for s in siblings_so_far.get(parent, []) if cls.roles[s].segment == seg]
             failed = [s for s in sibs if is_failed(tree.by_id[s])]
@@ -215,7 +215,7 @@ def prune_episode(
             segment=cr.segment,
             thread=cr.thread,
             linked_call=cr.linked_call,
-            depth=tree.depth(cid),
+            depth=tree.depths[cid],
         )
     return PruneResult(decisions, paths, reasons, groups, n_leaves)
 

@@ -44,13 +44,14 @@ class CallTree:
     def roots(self) -> list[str]:
         return [c.call_id for c in self.calls if self.parent[c.call_id] is None]
 
-    def depth(self, call_id: str) -> int:
-        d = 0
-        p = self.parent[call_id]
-        while p is not None:
-            d += 1
-            p = self.parent[p]
-        return d
+    @cached_property
+    def depths(self) -> dict[str, int]:
+        """Number of ancestors of each call (parents always come earlier in `calls`)."""
+        out: dict[str, int] = {}
+        for c in self.calls:
+            p = self.parent[c.call_id]
+            out[c.call_id] = 0 if p is None else out[p] + 1
+        return out
 
 
 def is_failed(call: Call) -> bool:
