@@ -181,7 +181,14 @@ def prune_episode(
         cid = call.call_id
         if valid(cid) and not any(valid(k) for k in kids[cid]):
             leaves_by_seg.setdefault(cls.roles[cid].segment or 0, []).append(cid)
-    n_leaves = sum(len(v) for v in leaves_by_seg.values())
+    # A segment's tip that a compaction continued is no terminal branch of the episode: the
+    # summary call hangs below it and the next segment carries on from its summary.
+    continued = {
+        cls.roles[s].linked_call
+        for cr in cls.roles.values()
+        if cr.continuation and (s := cr.linked_call) is not None and s in cls.roles
+    }
+    n_leaves = sum(1 for v in leaves_by_seg.values() for leaf in v if leaf not in continued)
 
     paths, kept = _select_paths(tree, cls, leaves_by_seg, settings)
     reasons = _episode_reasons(tree, cls, n_leaves, reward, settings)

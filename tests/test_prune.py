@@ -392,3 +392,19 @@ def test_continuation_carrying_the_retry_prompt_never_supersedes_a_segment():
     assert [state(a, c) for c in cs] == [("kept", None)] * 2
     assert state(a, cont) == ("kept", None) and a.decisions[cont.call_id].segment == 1
     assert a.decisions[cont.call_id].retry_of is None
+
+
+def test_compactions_are_not_branches():
+    from test_classify import claude_code_compactions
+
+    e, _, _ = claude_code_compactions(10)
+    a = run(e)
+    assert a.n_segments == 11
+    assert "too_many_branches" not in codes(a)
+    # Branches still count, in any segment, next to the final tip.
+    e, _, conts = claude_code_compactions(2)
+    for i in range(8):
+        e.turn(conts[0], user(f"branch {i}"))
+    a = run(e)
+    reason = next(r for r in a.reasons if r.code == "too_many_branches")
+    assert reason.evidence == "9 leaves > max_leaves 8"
