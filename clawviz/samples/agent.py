@@ -87,8 +87,9 @@ def _run_command(ws: Path, command: str) -> ActionResult:
         out, code = f"{len(p.read_text().split())} {argv[2]}\n", 0
     elif argv[0] == "python3":
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONHASHSEED": "0"}
+        # -S: fast start-up; no_debug_ranges: tracebacks read the same on every Python 3.11+.
         proc = subprocess.run(
-            [sys.executable, "-B", "-E", "-s", "-S", *argv[1:]],
+            [sys.executable, "-B", "-E", "-s", "-S", "-X", "no_debug_ranges", *argv[1:]],
             cwd=ws,
             env=env,
             capture_output=True,
