@@ -37,10 +37,16 @@ def load_samples_if_empty() -> None:
     def progress(done: int, total: int, msg: str) -> None:
         bar.progress(min(done / total, 1.0) if total else 0.0, text=f"Loading samples: {msg}")
 
-    with state.get_session() as session:
-        report = ingest_paths(
-            [SAMPLE_LOGS], session=session, settings=state.current_settings(), progress=progress
-        )
+    try:
+        with state.get_session() as session:
+            report = ingest_paths(
+                [SAMPLE_LOGS], session=session, settings=state.current_settings(), progress=progress
+            )
+    except Exception as exc:  # noqa: BLE001 - the app must still open on a broken sample folder
+        bar.empty()
+        st.error("Could not load the bundled sample_logs/ folder.")
+        st.code(f"{type(exc).__name__}: {exc}", language=None, wrap_lines=True)
+        return
     bar.empty()
     state.clear_caches()
     st.toast(f"Loaded sample_logs/: {report.n_episodes} episodes, {report.n_calls} calls")

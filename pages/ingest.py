@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from clawviz.ui import data, state
+from clawviz.ui.inspector import escape_md
 
 UPLOAD_TYPES = ["jsonl", "gz", "json", "zip", "tgz", "tar", "md"]
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".tar")
@@ -122,7 +123,7 @@ def main() -> None:
             folder = UPLOAD_ROOT / (time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8])
             paths, problems = _save_uploads(files, folder)
             for p in problems:
-                st.error(p)
+                st.error(escape_md(p))
             if paths:
                 run_ingest(paths)
     with path_tab:
@@ -132,7 +133,7 @@ def main() -> None:
         if st.button("Ingest path", disabled=not raw, key=state.KEY_INGEST_RUN):
             path = Path(raw).expanduser()
             if not path.exists():
-                st.error(f"Not found: {path}")
+                st.error(f"Not found: {escape_md(str(path))}")
             else:
                 run_ingest([path])
     report = st.session_state.get(state.KEY_INGEST_REPORT)

@@ -134,5 +134,10 @@ def hostile_db_url(tmp_path_factory) -> str:
 
 
 @pytest.fixture
+def script_text() -> str:
+    return SCRIPT_TEXT
+
+
+@pytest.fixture
 def empty_db_url(tmp_path) -> str:
     return f"sqlite:///{tmp_path / 'empty.db'}"

@@ -49,7 +49,7 @@ def render_blocks(blocks: list[dict[str, Any]] | str | None) -> None:
             st.caption("[redacted thinking]")
         elif kind == "tool_use":
             st.markdown(
-                f":blue-badge[tool call] `{escape_md(str(b.get('name', '?')))}` "
+                f":blue-badge[tool call] **{escape_md(str(b.get('name', '?')))}** "
                 f":gray[{escape_md(str(b.get('id', '')))}]"
             )
             st.code(_clip(tool_input_json(b.get("input"))), language="json", wrap_lines=True)

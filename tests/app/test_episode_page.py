@@ -1,0 +1,146 @@
+"""AppTest of the Episode page: header, tree, call selection, URL state, compare, bad input."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+
+from apphelpers import no_exception, open_page
+
+from clawviz.ui import state
+
+EPISODE = "pages/episode.py"
+TOO_MANY = "e31cf886-54eb-430f-8bb4-89af4c2f1420"
+SUBAGENT_COMPACTION = "t0001-openclaw-a2"
+
+
+def _calls(url: str, episode: str) -> list[str]:
+    with sqlite3.connect(url.removeprefix("sqlite:///")) as con:
+        rows = con.execute(
+            'SELECT call_id FROM "call" WHERE episode_id = ? ORDER BY seq, t_request, line',
+            (episode,),
+        )
+        return [r[0] for r in rows]
+
+
+def _paths(url: str, episode: str) -> list[str]:
+    import json
+
+    with sqlite3.connect(url.removeprefix("sqlite:///")) as con:
+        (paths_json,) = con.execute(
+            "SELECT paths_json FROM episode_status WHERE episode_id = ?", (episode,)
+        ).fetchone()
+    return [p["path_id"] for p in json.loads(paths_json)]
+
+
+def test_header_reasons_tree_and_paths(sample_db_url, on_store):
+    on_store(sample_db_url)
+    at = open_page(EPISODE, episode=TOO_MANY)
+    no_exception(at)
+    assert "e31cf886" in at.title[0].value
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Status"] == "dropped"
+    badges = " ".join(m.value for m in at.markdown)
+    assert ":red-badge[too\\_many\\_branches\\: 9 leaves \\> max\\_leaves 8]" in badges
+    tree = at.get("plotly_chart")
+    assert any(getattr(t, "key", None) == state.KEY_TREE for t in tree)
+    paths = next(d.value for d in at.dataframe if "GRPO advantage" in d.value.columns)
+    assert len(paths) == 9
+    assert sorted(paths["state"].unique()) == ["kept", "pruned"]
+
+
+def test_select_call_with_the_keyed_selectbox_updates_url_and_inspector(sample_db_url, on_store):
+    on_store(sample_db_url)
+    calls = _calls(sample_db_url, SUBAGENT_COMPACTION)
+    at = open_page(EPISODE, episode=SUBAGENT_COMPACTION)
+    box = at.selectbox(key=state.KEY_CALL_SELECT)
+    assert box.options == calls or len(box.options) == len(calls)
+    target = calls[-1]
+    box.set_value(target).run()
+    no_exception(at)
+    assert at.query_params[state.QP_CALL] == target
+    assert at.selectbox(key=state.KEY_CALL_SELECT).value == target
+    line = next(c.value for c in at.caption if " line " in c.value)
+    assert "t0001\\-openclaw\\-a2" in line
+
+
+def test_url_restores_call_path_and_compare(sample_db_url, on_store):
+    on_store(sample_db_url)
+    calls = _calls(sample_db_url, TOO_MANY)
+    path = _paths(sample_db_url, TOO_MANY)[0]
+    other = "ea353e1d-3037-4734-8ac4-1f1b0ffafbe6"
+    at = open_page(EPISODE, episode=TOO_MANY, call=calls[3], path=path, compare=other)
+    no_exception(at)
+    assert at.selectbox(key=state.KEY_CALL_SELECT).value == calls[3]
+    assert at.selectbox(key=state.KEY_COMPARE_SELECT).value == other
+    assert any(path.replace(":", "\\:") in c.value for c in at.caption)
+    keys = {getattr(t, "key", None) for t in at.get("plotly_chart")}
+    assert {"episode_compare_left", "episode_compare_right"} <= keys
+
+
+def test_colour_modes_and_collapse_run_cleanly(sample_db_url, on_store):
+    on_store(sample_db_url)
+    at = open_page(EPISODE, episode=SUBAGENT_COMPACTION)
+    for mode in ("advantage", "reward", "state"):
+        at.segmented_control(key=state.KEY_COLOUR_BY).set_value(mode).run()
+        no_exception(at)
+    at.toggle(key=state.KEY_COLLAPSE_AUX).set_value(True).run()
+    no_exception(at)
+
+
+def test_raw_json_on_demand(sample_db_url, on_store):
+    on_store(sample_db_url)
+    at = open_page(EPISODE, episode=SUBAGENT_COMPACTION)
+    n_json = len(at.json)
+    at.toggle(key=state.KEY_RAW_JSON).set_value(True).run()
+    no_exception(at)
+    assert len(at.json) >= n_json + 2
+
+
+def test_unknown_episode_warns_and_offers_a_picker(sample_db_url, on_store):
+    on_store(sample_db_url)
+    at = open_page(EPISODE, episode="no-such-episode")
+    no_exception(at)
+    assert any("no episode" in w.value for w in at.warning)
+    at.selectbox(key=state.KEY_EPISODE_PICK).set_value(TOO_MANY).run()
+    no_exception(at)
+    assert at.query_params[state.QP_EPISODE] == TOO_MANY
+    assert "e31cf886" in at.title[0].value
+
+
+def test_no_episode_in_url_offers_a_picker(sample_db_url, on_store):
+    on_store(sample_db_url)
+    at = open_page(EPISODE)
+    no_exception(at)
+    assert any("Pick an episode" in i.value for i in at.info)
+
+
+def test_empty_store(empty_db_url, on_store):
+    on_store(empty_db_url)
+    at = open_page(EPISODE, episode="x")
+    no_exception(at)
+    assert any("store is empty" in i.value for i in at.info)
+
+
+def test_hostile_text_shows_literally(hostile_db_url, on_store, script_text):
+    on_store(hostile_db_url)
+    at = open_page(EPISODE, episode="xss-ep", call="xss:1")
+    no_exception(at)
+    texts = [t.value for t in at.text]
+    assert script_text in texts
+    codes = [c.value for c in at.code]
+    assert any(script_text in c for c in codes)
+    # Markdown elements may name log values only in escaped form.
+    for m in at.markdown:
+        assert not re.search(r"(?<!\\)<", m.value), m.value
+    assert any("\\<img src\\=x onerror\\=alert\\(1\\)\\>" in m.value for m in at.markdown)
+
+
+def test_one_call_episode_without_reward(hostile_db_url, on_store):
+    on_store(hostile_db_url)
+    at = open_page(EPISODE, episode="solo-ep")
+    no_exception(at)
+    infos = " ".join(i.value for i in at.info)
+    assert "single call" in infos
+    assert "no reward" in infos
+    assert {m.label: m.value for m in at.metric}["Reward"] == "—"
