@@ -3,12 +3,19 @@
 Each distinct message is stored once (keyed by `canonical.message_hash`); system prompts, tool
 definitions and the rest of each request body are content-addressed blobs. Writes are bulk
 `INSERT ... ON CONFLICT DO NOTHING`, so a batch that repeats a history adds nothing new.
+
+On SQLite, large texts are stored zlib-compressed: the column then holds bytes (a BLOB) instead
+of text, so stores written before compression still read. A message row packs both forms in one
+stream, `canonical_json` = zlib(canonical + "\n" + raw) with an empty `raw_json`, since the two
+forms are nearly the same text; an empty raw part means the raw form equals the canonical one.
+The read functions here (`load_calls`, `raw_request`, `message_texts`, `unpack_text`) undo it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import zlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -23,31 +30,97 @@ from clawviz.models import Blob, CallRow, Episode, MessageRow, RejectedLine, Res
 from clawviz.types import Call, Message, Rollout, Usage
 
 _CHUNK = 500
+PACK_MIN = 256
+"""Texts shorter than this stay plain: compression would barely shrink them."""
+PACK_LEVEL = 1
+"""zlib level: the fastest; higher levels save a few percent for twice the time."""
 
 
 def _dumps(obj: Any) -> str:
     return orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
+def _dumpb(obj: Any) -> bytes:
+    return orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS)
+
+
+def unpack_text(value: str | bytes | None) -> str | None:
+    """The text of a stored text column (a bytes value is zlib-compressed text)."""
+    if isinstance(value, bytes):
+        return zlib.decompress(value).decode()
+    return value
+
+
+def _unpack_json(value: str | bytes) -> Any:
+    return orjson.loads(zlib.decompress(value) if isinstance(value, bytes) else value)
+
+
+def _message_json(canonical: str | bytes, raw: str | bytes) -> tuple[str | bytes, str | bytes]:
+    """The canonical and raw JSON of a stored message row (either packing), for orjson.loads."""
+    if isinstance(canonical, bytes):
+        c, _, r = zlib.decompress(canonical).partition(b"\n")
+        return c, r or c
+    return canonical, raw
+
+
+def message_texts(row: MessageRow) -> tuple[str, str]:
+    """A message row's canonical and raw JSON text, however it is stored."""
+    c, r = _message_json(row.canonical_json, row.raw_json)
+    return (
+        c.decode() if isinstance(c, bytes) else c,
+        r.decode() if isinstance(r, bytes) else r,
+    )
+
+
+class _Packer:
+    """How texts are written: compressed on SQLite (columns there take bytes too), else plain."""
+
+    def __init__(self, session: Session) -> None:
+        self.on = session.get_bind().dialect.name == "sqlite"
+
+    def text(self, data: bytes) -> str | bytes:
+        if self.on and len(data) >= PACK_MIN:
+            return zlib.compress(data, PACK_LEVEL)
+        return data.decode()
+
+    def message(self, canonical: bytes, raw: bytes) -> tuple[str | bytes, str | bytes]:
+        """(canonical_json, raw_json) column values of a message."""
+        if not self.on:
+            return canonical.decode(), raw.decode()
+        # orjson never writes a raw newline, so "\n" separates the two forms unambiguously.
+        rest = b"" if raw == canonical else raw
+        return zlib.compress(canonical + b"\n" + rest, PACK_LEVEL), b""
+
+
 def _insert_ignore(session: Session, table: Table, rows: list[dict[str, Any]]) -> None:
     """Bulk insert, skipping rows whose primary key already exists."""
+    if rows:
+        cols = tuple(rows[0])
+        _insert_rows(session, table, cols, [tuple(r[c] for c in cols) for r in rows])
+
+
+def _insert_rows(
+    session: Session, table: Table, cols: Sequence[str], rows: list[tuple[Any, ...]]
+) -> None:
+    """Bulk insert of value tuples in `cols` order, skipping rows whose key already exists."""
     if not rows:
         return
     dialect = session.get_bind().dialect.name
     if dialect == "sqlite":
         # The driver's executemany skips SQLAlchemy's per-row parameter processing (hot path).
-        cols = list(rows[0])
         sql = (
             f"INSERT OR IGNORE INTO {table.name} ({', '.join(cols)}) "
             f"VALUES ({', '.join('?' * len(cols))})"
         )
-        session.connection().exec_driver_sql(sql, [tuple(r[c] for c in cols) for r in rows])
+        session.connection().exec_driver_sql(sql, rows)
         return
     if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert
     else:
         from sqlalchemy.dialects.sqlite import insert
-    session.execute(insert(table).on_conflict_do_nothing(), rows)
+    session.execute(
+        insert(table).on_conflict_do_nothing(), [dict(zip(cols, r, strict=True)) for r in rows]
+    )
 
 
 class SeenHashes:
@@ -71,13 +144,13 @@ class SeenHashes:
         self._seen.clear()
 
 
-def _blob(value: Any, blobs: dict[str, str]) -> str | None:
+def _blob(value: Any, blobs: dict[str, bytes]) -> str | None:
     """Queue `value` (JSON-encoded) as a blob; return its hash (None for None)."""
     if value is None:
         return None
-    text = _dumps(value)
-    h = hashlib.sha256(text.encode()).hexdigest()
-    blobs.setdefault(h, text)
+    data = _dumpb(value)
+    h = hashlib.sha256(data).hexdigest()
+    blobs.setdefault(h, data)
     return h
 
 
@@ -85,48 +158,98 @@ def _rollout_json(r: Rollout | None) -> str | None:
     return _dumps(dataclasses.asdict(r)) if r is not None else None
 
 
-def _call_row(p: ParsedExchange, source_id: int | None, blobs: dict[str, str]) -> dict[str, Any]:
+_CALL_COLS = (
+    "call_id",
+    "episode_id",
+    "source_id",
+    "source_file",
+    "line",
+    "seq",
+    "endpoint",
+    "method",
+    "url",
+    "http_status",
+    "t_request",
+    "t_response",
+    "model",
+    "model_role",
+    "turn_type",
+    "session_id",
+    "task_id",
+    "harness",
+    "attempt",
+    "stop_reason",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+    "failure",
+    "error",
+    "delivered",
+    "source_kind",
+    "system_hash",
+    "tools_json",
+    "tools_hash",
+    "envelope_hash",
+    "message_hashes",
+    "response_json",
+    "raw_response",
+    "headers_json",
+    "rollout_json",
+    "extra_json",
+)
+_MESSAGE_COLS = ("hash", "role", "canonical_json", "raw_json", "size_bytes")
+
+
+def _call_row(
+    p: ParsedExchange, source_id: int | None, blobs: dict[str, bytes], pack: _Packer
+) -> tuple[Any, ...]:
+    """The call's column values in `_CALL_COLS` order."""
     c = p.call
-    return {
-        "call_id": c.call_id,
-        "episode_id": c.episode_id,
-        "source_id": source_id,
-        "source_file": c.source_file,
-        "line": c.line,
-        "seq": c.seq,
-        "endpoint": c.endpoint,
-        "method": c.method,
-        "url": c.url,
-        "http_status": c.http_status,
-        "t_request": c.t_request,
-        "t_response": c.t_response,
-        "model": c.model,
-        "model_role": c.model_role,
-        "turn_type": c.turn_type,
-        "session_id": c.session_id,
-        "task_id": c.task_id,
-        "harness": c.harness,
-        "attempt": c.attempt,
-        "stop_reason": c.stop_reason,
-        "input_tokens": c.usage.input_tokens,
-        "output_tokens": c.usage.output_tokens,
-        "cache_read_input_tokens": c.usage.cache_read_input_tokens,
-        "cache_creation_input_tokens": c.usage.cache_creation_input_tokens,
-        "failure": c.failure,
-        "error": c.error,
-        "delivered": c.delivered,
-        "source_kind": c.source_kind,
-        "system_hash": _blob(p.system_raw if p.system_raw is not None else c.system or None, blobs),
-        "tools_json": _dumps(c.tools),
-        "tools_hash": _blob(p.tools_raw or None, blobs),
-        "envelope_hash": _blob(p.envelope or None, blobs),
-        "message_hashes": _dumps(p.message_hashes),
-        "response_json": _dumps(c.response) if c.response is not None else None,
-        "raw_response": p.raw_response,
-        "headers_json": _dumps(c.headers),
-        "rollout_json": _rollout_json(c.rollout),
-        "extra_json": _dumps(c.extra),
-    }
+    u = c.usage
+    system = p.system_raw if p.system_raw is not None else c.system or None
+    raw_response = p.raw_response
+    return (
+        c.call_id,
+        c.episode_id,
+        source_id,
+        c.source_file,
+        c.line,
+        c.seq,
+        c.endpoint,
+        c.method,
+        c.url,
+        c.http_status,
+        c.t_request,
+        c.t_response,
+        c.model,
+        c.model_role,
+        c.turn_type,
+        c.session_id,
+        c.task_id,
+        c.harness,
+        c.attempt,
+        c.stop_reason,
+        u.input_tokens,
+        u.output_tokens,
+        u.cache_read_input_tokens,
+        u.cache_creation_input_tokens,
+        c.failure,
+        c.error,
+        c.delivered,
+        c.source_kind,
+        _blob(system, blobs),
+        _dumps(c.tools),
+        _blob(p.tools_raw or None, blobs),
+        _blob(p.envelope or None, blobs),
+        pack.text(_dumpb(p.message_hashes)),
+        # Read as plain JSON by SQL queries elsewhere (dataset stats), so never compressed.
+        _dumps(c.response) if c.response is not None else None,
+        pack.text(raw_response.encode()) if raw_response is not None else None,
+        _dumps(c.headers),
+        _rollout_json(c.rollout),
+        _dumps(c.extra),
+    )
 
 
 def as_parsed(call: Call) -> ParsedExchange:
@@ -147,27 +270,23 @@ def write_parsed(
 ) -> None:
     """Insert calls, their distinct messages and blobs (no commit)."""
     seen = seen or SeenHashes()
+    pack = _Packer(session)
     source_id = source.id if source is not None else None
-    blobs: dict[str, str] = {}
-    messages: list[dict[str, Any]] = []
-    calls: list[dict[str, Any]] = []
+    blobs: dict[str, bytes] = {}
+    messages: list[tuple[Any, ...]] = []
+    calls: list[tuple[Any, ...]] = []
     for p in items:
         for h, msg, raw in zip(p.message_hashes, p.call.messages, p.raw_messages, strict=True):
             if seen.add_new(h):
-                raw_json = _dumps(raw)
-                messages.append(
-                    {
-                        "hash": h,
-                        "role": str(msg.get("role")),
-                        "canonical_json": _dumps(msg),
-                        "raw_json": raw_json,
-                        "size_bytes": len(raw_json),
-                    }
-                )
-        calls.append(_call_row(p, source_id, blobs))
-    _insert_ignore(session, MessageRow.__table__, messages)
-    _insert_ignore(session, Blob.__table__, [{"hash": h, "text": t} for h, t in blobs.items()])
-    _insert_ignore(session, CallRow.__table__, calls)
+                raw_json = _dumpb(raw)
+                canonical_json, raw_col = pack.message(_dumpb(msg), raw_json)
+                messages.append((h, str(msg.get("role")), canonical_json, raw_col, len(raw_json)))
+        calls.append(_call_row(p, source_id, blobs, pack))
+    _insert_rows(session, MessageRow.__table__, _MESSAGE_COLS, messages)
+    # Blob keys share the seen-set with message keys under a prefix (different hash inputs).
+    new_blobs = [(h, pack.text(t)) for h, t in blobs.items() if seen.add_new("blob:" + h)]
+    _insert_rows(session, Blob.__table__, ("hash", "text"), new_blobs)
+    _insert_rows(session, CallRow.__table__, _CALL_COLS, calls)
 
 
 def write_calls(session: Session, calls: Iterable[Call], source: Source | None) -> None:
@@ -296,18 +415,19 @@ def _load_blobs(session: Session, hashes: set[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for chunk in _chunks(sorted(hashes)):
         for h, text in session.execute(select(Blob.hash, Blob.text).where(Blob.hash.in_(chunk))):
-            out[h] = orjson.loads(text)
+            out[h] = _unpack_json(text)
     return out
 
 
 def _load_messages(session: Session, hashes: set[str], column: str) -> dict[str, Any]:
-    col = getattr(MessageRow, column)
+    """Messages by hash in their `canonical_json` or `raw_json` form."""
+    want_raw = column == "raw_json"
     out: dict[str, Any] = {}
     for chunk in _chunks(sorted(hashes)):
-        for h, text in session.execute(
-            select(MessageRow.hash, col).where(MessageRow.hash.in_(chunk))
-        ):
-            out[h] = orjson.loads(text)
+        query = select(MessageRow.hash, MessageRow.canonical_json, MessageRow.raw_json)
+        for h, canonical, raw in session.execute(query.where(MessageRow.hash.in_(chunk))):
+            c, r = _message_json(canonical, raw)
+            out[h] = orjson.loads(r if want_raw else c)
     return out
 
 
@@ -337,7 +457,7 @@ def row_to_call(row: CallRow, messages: dict[str, Message], systems: dict[str, A
         headers=orjson.loads(row.headers_json),
         system=system_text(system_raw),
         tools=orjson.loads(row.tools_json),
-        messages=[messages[h] for h in orjson.loads(row.message_hashes)],
+        messages=[messages[h] for h in _unpack_json(row.message_hashes)],
         response=orjson.loads(row.response_json) if row.response_json else None,
         stop_reason=row.stop_reason,
         usage=Usage(
@@ -373,7 +493,7 @@ def load_calls(session: Session, episode_id: str) -> list[Call]:
     )
     hashes: set[str] = set()
     for r in rows:
-        hashes.update(orjson.loads(r.message_hashes))
+        hashes.update(_unpack_json(r.message_hashes))
     messages = _load_messages(session, hashes, "canonical_json")
     systems = _load_blobs(session, {r.system_hash for r in rows if r.system_hash})
     return [row_to_call(r, messages, systems) for r in rows]
@@ -384,7 +504,7 @@ def raw_request(session: Session, call_id: str) -> dict[str, Any]:
     row = session.get(CallRow, call_id)
     if row is None:
         raise KeyError(call_id)
-    hashes = orjson.loads(row.message_hashes)
+    hashes = _unpack_json(row.message_hashes)
     raws = _load_messages(session, set(hashes), "raw_json")
     blobs = _load_blobs(
         session, {h for h in (row.system_hash, row.tools_hash, row.envelope_hash) if h}

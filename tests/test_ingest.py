@@ -143,9 +143,13 @@ def test_reingesting_the_same_file_adds_nothing(session, tmp_path):
 
 def _snapshot(session):
     return {
-        "calls": [r.model_dump() for r in session.exec(select(CallRow).order_by(CallRow.call_id))],
+        "calls": [
+            r.model_dump(warnings=False)
+            for r in session.exec(select(CallRow).order_by(CallRow.call_id))
+        ],
         "messages": [
-            r.model_dump() for r in session.exec(select(MessageRow).order_by(MessageRow.hash))
+            r.model_dump(warnings=False)
+            for r in session.exec(select(MessageRow).order_by(MessageRow.hash))
         ],
     }
 

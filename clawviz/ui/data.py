@@ -125,7 +125,7 @@ def raw_call(url: str, call_id: str) -> dict[str, Any] | None:
             request = {"error": f"request could not be rebuilt: {exc}"}
         return {
             "request": request,
-            "raw_response": row.raw_response,
+            "raw_response": store.unpack_text(row.raw_response),
             "headers_json": row.headers_json,
             "rollout_json": row.rollout_json,
         }
