@@ -761,54 +761,100 @@ def replicate_episodes(engine: Any, n_episodes: int) -> int:
     Ingesting 25,000 SFT-sized episodes would mean generating an ~18 GB log, so the Runs-page
     store is made from a few template episodes that went through the real ingest and analysis,
     copied row for row (episode, call, decision, episode_status, result) with suffixed episode,
-    call and task ids. Messages are content-addressed, so copies share them. Returns the count.
+    call and task ids; copies drop `raw_response` (verbatim SSE, read only by the raw view of one
+    call). Messages are content-addressed, so copies share them. Returns the episode count.
     """
-    from sqlalchemy import func, select
+    from sqlalchemy import func, select, text
 
     from clawviz import models
 
-    tables = [
-        models.Episode.__table__,
-        models.CallRow.__table__,
-        models.DecisionRow.__table__,
-        models.EpisodeStatus.__table__,
-        models.Result.__table__,
-    ]
+    status = models.EpisodeStatus.__table__
     with engine.connect() as conn:
-        rows = {t.name: [dict(r) for r in conn.execute(select(t)).mappings()] for t in tables}
-    episodes = [r["episode_id"] for r in rows["episode"]]
+        episodes = [r[0] for r in conn.execute(text("SELECT episode_id FROM episode"))]
+        call_ids = [r[0] for r in conn.execute(text('SELECT call_id FROM "call"'))]
+        statuses = [dict(r) for r in conn.execute(select(status)).mappings()]
     if not episodes:
         raise ValueError("no template episodes to replicate")
-    call_ids = {r["call_id"] for r in rows["call"]}
-    id_re = re.compile("|".join(re.escape(c) for c in sorted(call_ids, key=len, reverse=True)))
-    have = len(episodes)
-    copy = 0
+    n_t = len(episodes)
+    copies = -(-(n_episodes - n_t) // n_t)
+    if copies <= 0:
+        return n_t
     with engine.begin() as conn:
-        while have < n_episodes:
-            copy += 1
-            wanted = set(episodes[: n_episodes - have])
-            suffix = f"~{copy}"
-            for t in tables:
-                batch = [
-                    _suffixed(r, suffix, call_ids, id_re)
-                    for r in rows[t.name]
-                    if r.get("episode_id") in wanted
-                ]
-                if batch:
-                    conn.execute(t.insert(), batch)
-            have += len(wanted)
-        total = conn.execute(select(func.count()).select_from(tables[0])).scalar_one()
-    return int(total)
+        conn.execute(text("DROP TABLE IF EXISTS temp.bench_ep"))
+        conn.execute(text("CREATE TEMP TABLE bench_ep (episode_id TEXT PRIMARY KEY, idx INT)"))
+        conn.execute(
+            text("INSERT INTO temp.bench_ep VALUES (:e, :i)"),
+            [{"e": e, "i": i} for i, e in enumerate(episodes)],
+        )
+        conn.execute(text("DROP TABLE IF EXISTS temp.bench_calls"))
+        conn.execute(text('CREATE TEMP TABLE bench_calls AS SELECT call_id FROM "call"'))
+        conn.execute(text("DROP TABLE IF EXISTS temp.bench_k"))
+        conn.execute(text("CREATE TEMP TABLE bench_k (c INT PRIMARY KEY)"))
+        conn.execute(
+            text("INSERT INTO temp.bench_k VALUES (:c)"), [{"c": c} for c in range(1, copies + 1)]
+        )
+        # Copy c of template episode idx is episode number c * n_t + idx; stop at n_episodes.
+        for t in (
+            models.Episode.__table__,
+            models.CallRow.__table__,
+            models.DecisionRow.__table__,
+            models.Result.__table__,
+        ):
+            conn.execute(text(f"DROP TABLE IF EXISTS temp.bench_src_{t.name}"))
+            conn.execute(text(f'CREATE TEMP TABLE bench_src_{t.name} AS SELECT * FROM "{t.name}"'))
+            cols = [c.name for c in t.columns]
+            exprs = [_copy_expr(t.name, c) for c in cols]
+            col_list = ", ".join(f'"{c}"' for c in cols)
+            conn.execute(
+                text(
+                    f'INSERT INTO "{t.name}" ({col_list}) '
+                    f"SELECT {', '.join(exprs)} FROM temp.bench_src_{t.name} AS s "
+                    "JOIN temp.bench_ep AS e ON e.episode_id = s.episode_id "
+                    "CROSS JOIN temp.bench_k AS k "
+                    "WHERE k.c * :n_t + e.idx < :n"
+                ),
+                {"n_t": n_t, "n": n_episodes},
+            )
+            conn.execute(text(f"DROP TABLE temp.bench_src_{t.name}"))
+        # Status rows name call ids inside JSON (paths, reasons): few rows, rewritten in Python.
+        id_re = re.compile("|".join(re.escape(c) for c in sorted(call_ids, key=len, reverse=True)))
+        idx = {e: i for i, e in enumerate(episodes)}
+        batch = []
+        for c in range(1, copies + 1):
+            for row in statuses:
+                if c * n_t + idx.get(row["episode_id"], 0) < n_episodes:
+                    batch.append(_suffixed(row, f"~{c}", id_re))
+            if len(batch) >= 5000 or c == copies:
+                conn.execute(status.insert(), batch)
+                batch = []
+        total = conn.execute(select(func.count()).select_from(models.Episode.__table__))
+        return int(total.scalar_one())
 
 
-def _suffixed(row: dict[str, Any], suffix: str, call_ids: set[str], id_re: re.Pattern) -> dict:
+_SUFFIXED = ("episode_id", "call_id", "task_id", "parent_call", "retry_of", "linked_call")
+
+
+def _copy_expr(table: str, col: str) -> str:
+    """SQL for one column of a copied row (`s` the template row, `k.c` the copy number)."""
+    if col in _SUFFIXED:
+        return f"s.\"{col}\" || '~' || k.c"
+    if col == "thread":
+        return (
+            'CASE WHEN s.thread IN (SELECT call_id FROM "call") '
+            "THEN s.thread || '~' || k.c ELSE s.thread END"
+        )
+    if col == "raw_response" or (table == "result" and col == "id"):
+        # raw_response: verbatim SSE, read only by one call's raw view (keeps the store small);
+        # result.id: a new autoincrement key.
+        return "NULL"
+    return f's."{col}"'
+
+
+def _suffixed(row: dict[str, Any], suffix: str, id_re: re.Pattern) -> dict:
     out = dict(row)
-    out.pop("id", None)  # autoincrement keys (result) get new values
-    for key in ("episode_id", "call_id", "task_id", "parent_call", "retry_of", "linked_call"):
+    for key in _SUFFIXED:
         if out.get(key) is not None:
             out[key] = out[key] + suffix
-    if out.get("thread") in call_ids:
-        out["thread"] = out["thread"] + suffix
     for key in ("paths_json", "reasons_json"):
         if out.get(key):
             out[key] = id_re.sub(lambda m: m.group(0) + suffix, out[key])

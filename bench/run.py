@@ -11,17 +11,21 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import cProfile
 import gc
 import importlib
 import importlib.metadata
+import io
 import json
 import os
 import platform
+import pstats
 import resource
 import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -140,6 +144,27 @@ def profiled(b: Bench, label: str) -> Iterator[None]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(p.output_text(unicode=False, color=False, show_all=False))
         print(f"  profile: {path}")
+
+
+def profile_thread(b: Bench, label: str, fn: Callable[[], Any]) -> None:
+    """cProfile the threads `fn` starts (AppTest runs the page script in its own thread)."""
+    prof = cProfile.Profile()
+
+    def hook(*_: Any) -> None:
+        sys.setprofile(None)
+        prof.enable()
+
+    threading.setprofile(hook)
+    try:
+        fn()
+    finally:
+        threading.setprofile(None)
+    out = io.StringIO()
+    pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(60)
+    path = b.out / "profiles" / f"{label}.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(out.getvalue())
+    print(f"  profile: {path}")
 
 
 # ----- data ------------------------------------------------------------------------------------
@@ -442,8 +467,8 @@ def apptest_median(b: Bench, page: str, url: str, query: dict[str, str], label: 
             raise RuntimeError(f"{page}: {at.exception[0].message}")
 
     once()  # warm-up: module imports and the cached engine, not part of a page view
-    with profiled(b, label):
-        once()
+    if b.profile:
+        profile_thread(b, label, once)
     t, samples = median_time(once, b.scale.repeats)
     b.facts[f"{label} samples"] = ", ".join(fmt_s(s) for s in samples)
     return t
@@ -596,6 +621,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--profile", action="store_true", help="pyinstrument profiles to OUT/profiles")
     p.add_argument("--only", help="comma-separated figure functions, e.g. fig_analysis")
     p.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
+    p.add_argument("--keep", action="store_true", help="keep the stores in OUT/<run>/db/")
     p.add_argument("--child-ingest", nargs=2, metavar=("LOG", "URL"), help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.child_ingest:
@@ -626,7 +652,8 @@ def main(argv: list[str] | None = None) -> int:
             f"  {fmt_s(time.perf_counter() - t)}: "
             + "; ".join(f"{r.name} = {r.value}" for r in rows)
         )
-    shutil.rmtree(out / "db", ignore_errors=True)
+    if not a.keep:
+        shutil.rmtree(out / "db", ignore_errors=True)
     table = render(b, mach, time.perf_counter() - t0)
     print()
     print(table)
