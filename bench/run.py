@@ -360,15 +360,28 @@ def fig_peak_rss(b: Bench) -> list[Figure]:
     return [fig]
 
 
+def peak_rss_kb() -> int:
+    """This process's peak RSS in KB.
+
+    VmHWM first: Linux carries `ru_maxrss` across exec, so a child started by a big parent
+    would report the parent's size.
+    """
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
 def child_ingest(log: str, url: str) -> None:
     """--child-ingest: ingest one log and print this process's peak RSS (KB) as JSON."""
     # Imports count towards the baseline, not towards the ingest.
     importlib.import_module("clawviz.db")
     importlib.import_module("clawviz.ingest")
 
-    imports_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    imports_kb = peak_rss_kb()
     report = ingest_into(url, [Path(log)])
-    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak_kb = peak_rss_kb()
     print(
         json.dumps(
             {
