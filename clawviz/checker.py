@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from clawviz.archive import open_workspace
+from clawviz.archive import ArchiveError, open_workspace
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 
 CheckerStatus = Literal["ok", "timeout", "crash", "bad_output"]
@@ -185,6 +185,25 @@ def run_checker(
         return _interpret(proc.returncode, _clip(stdout), _clip(stderr), duration)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_checker_on_archive_bytes(
+    task_folder: str | Path,
+    filename: str,
+    data: bytes,
+    timeout_s: float | None = None,
+    *,
+    settings: Settings = DEFAULT_SETTINGS,
+) -> CheckerResult:
+    """Run the checker on an uploaded workspace archive (extracted safely, then copied)."""
+    name = Path(filename).name.lower()
+    suffix = next((s for s in (".tar.gz", ".tgz", ".tar", ".zip") if name.endswith(s)), None)
+    if suffix is None:
+        raise ArchiveError(f"{filename}: upload a .zip, .tar.gz, .tgz or .tar workspace")
+    with tempfile.TemporaryDirectory(prefix="clawviz-upload-") as tmp:
+        archive = Path(tmp) / f"reference{suffix}"
+        archive.write_bytes(data)
+        return run_checker(task_folder, archive, timeout_s, settings=settings)
 
 
 def _interpret(returncode: int, stdout: str, stderr: str, duration: float) -> CheckerResult:

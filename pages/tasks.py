@@ -5,14 +5,11 @@ Deep link: ?task=<task id>.
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import pandas as pd
 import streamlit as st
 
 from clawviz.archive import ArchiveError
-from clawviz.checker import CheckerError, run_checker
+from clawviz.checker import CheckerError, run_checker, run_checker_on_archive_bytes
 from clawviz.review import DECISIONS, ReviewError, add_review, export_reviews
 from clawviz.tasks import TaskDetail, read_task_file, task_detail, task_queue, verdict_label
 from clawviz.ui import state
@@ -229,18 +226,18 @@ def attempts_tab(d: TaskDetail) -> None:
         [
             {
                 "episode": a.episode_id,
-                "harness": a.harness,
-                "model": a.model,
-                "role": a.model_role,
-                "attempt": a.attempt,
-                "reward": a.reward,
-                "failed checks": len(a.failed_checks) if a.checks else None,
-                "episode tree": f"episode?episode={a.episode_id}" if a.has_calls else None,
-                "workspace diff": (
+                "tree": f"episode?episode={a.episode_id}" if a.has_calls else None,
+                "diff": (
                     f"workspace?episode={a.episode_id}"
                     if a.workspace_after or a.workspace_before
                     else None
                 ),
+                "role": a.model_role,
+                "reward": a.reward,
+                "failed checks": len(a.failed_checks) if a.checks else None,
+                "attempt": a.attempt,
+                "harness": a.harness,
+                "model": a.model,
             }
             for a in d.attempts
         ]
@@ -251,8 +248,8 @@ def attempts_tab(d: TaskDetail) -> None:
         width="stretch",
         column_config={
             "reward": st.column_config.NumberColumn(format="%.3f"),
-            "episode tree": st.column_config.LinkColumn(display_text="tree ↗"),
-            "workspace diff": st.column_config.LinkColumn(display_text="diff ↗"),
+            "tree": st.column_config.LinkColumn("episode tree", display_text="tree ↗"),
+            "diff": st.column_config.LinkColumn("workspace diff", display_text="diff ↗"),
         },
     )
     if d.matrix.checks:
@@ -308,11 +305,12 @@ def run_checker_tab(d: TaskDetail) -> None:
         with st.status("Running the checker…", expanded=False) as status:
             try:
                 if upload is not None:
-                    with tempfile.TemporaryDirectory(prefix="clawviz-upload-") as tmp:
-                        suffix = "".join(Path(upload.name).suffixes[-2:]) or ".zip"
-                        archive = Path(tmp) / f"reference{suffix}"
-                        archive.write_bytes(upload.getvalue())
-                        res = run_checker(d.checker_path.parent.parent, archive, settings=settings)
+                    res = run_checker_on_archive_bytes(
+                        d.checker_path.parent.parent,
+                        upload.name,
+                        upload.getvalue(),
+                        settings=settings,
+                    )
                 else:
                     res = run_checker(d.checker_path.parent.parent, workspace, settings=settings)
             except (CheckerError, ArchiveError, OSError) as exc:

@@ -180,7 +180,7 @@ def show_file(diff: WorkspaceDiff, path: str) -> None:
         return
     if fd.mode == "unified":
         if fd.unified:
-            st.code(fd.unified, language="diff", line_numbers=False)
+            st.code(fd.unified, language="diff", wrap_lines=True)
         else:
             st.caption("No differences.")
     else:

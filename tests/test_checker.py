@@ -8,12 +8,18 @@ import time
 
 import pytest
 
-from clawviz.checker import CheckerError, parse_scores, run_checker
+from clawviz.archive import ArchiveError
+from clawviz.checker import (
+    CheckerError,
+    parse_scores,
+    run_checker,
+    run_checker_on_archive_bytes,
+)
 
 
 def _task(tmp_path, body: str):
     folder = tmp_path / "task_0001"
-    (folder / "reward").mkdir(parents=True)
+    (folder / "reward").mkdir(parents=True, exist_ok=True)
     (folder / "reward" / "check.py").write_text(textwrap.dedent(body))
     return folder
 
@@ -127,3 +133,19 @@ def test_parse_scores_variants():
     assert parse_scores("[1, 2]") is None
     assert parse_scores("") is None
     assert parse_scores("{not json}") is None
+
+
+def test_uploaded_reference_archive(tmp_path, workspace):
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("build/out.txt", "42\n")
+        zf.writestr("README.md", "hi\n")
+    res = run_checker_on_archive_bytes(
+        _task(tmp_path, CLAWGYM_STYLE), "Reference.ZIP", buf.getvalue(), timeout_s=30
+    )
+    assert res.status == "ok" and res.reward == 1.0
+    with pytest.raises(ArchiveError, match="notes.txt: upload a .zip"):
+        run_checker_on_archive_bytes(_task(tmp_path, CLAWGYM_STYLE), "notes.txt", b"x")

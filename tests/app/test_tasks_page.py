@@ -88,7 +88,7 @@ def test_detail_shows_instruction_safely_files_checker_rubric_attempts(store):
     assert any("tidy" in set(f.get("name", [])) for f in frames)  # rubric
     attempts = next(f for f in frames if "episode" in f.columns)
     assert len(attempts) == 4
-    assert "workspace?episode=t1-strong-1" in set(attempts["workspace diff"])
+    assert "workspace?episode=t1-strong-1" in set(attempts["diff"])
     assert at.get("plotly_chart"), "checks x attempts heatmap missing"
     fig = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert fig["data"][0]["type"] == "heatmap" and len(fig["data"][0]["y"]) == 3
