@@ -192,6 +192,14 @@ def classify_calls(tree: CallTree) -> Classification:
             summaries.append(cid)
         if cr.continuation:
             cr.linked_call = _find_summary(tree, call, summaries)
+            tip = roles[cr.linked_call].linked_call if cr.linked_call else None
+            if gt is None and tip is not None and roles[tip].role not in ("main", *TIP_EXTENSIONS):
+                # A sub-agent (or cron run) that compacted goes on in its own thread.
+                cr = CallRole(
+                    roles[tip].role,
+                    f"{roles[tip].role} after compaction: {cr.reason}",
+                    linked_call=cr.linked_call,
+                )
         if cr.role == "main" and main_root is None and parent is None:
             main_root = cid
             main_identity = _identity(call.system)
@@ -287,7 +295,11 @@ def _assign_threads(tree: CallTree, roles: dict[str, CallRole]) -> None:
             cr.thread = "main"
             continue
         parent = tree.parent[cid]
+        link = roles[cr.linked_call] if cr.linked_call in roles else None
+        tip = link.linked_call if link is not None and link.role == "aux_summary" else None
         if parent is not None and roles[parent].role == cr.role:
             cr.thread = roles[parent].thread
+        elif parent is None and tip is not None and roles[tip].role == cr.role:
+            cr.thread = roles[tip].thread  # the same sub-agent after its compaction
         else:
             cr.thread = f"{cr.role}:{_label(call)}"

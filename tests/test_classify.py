@@ -428,3 +428,27 @@ def test_openclaw_style_n_compactions_give_n_plus_one_segments():
         assert a.n_segments == n + 1
         assert sorted(p.segment for p in a.paths if p.state == "kept") == list(range(n + 1))
         assert a.status == "kept"
+
+
+def test_subagent_that_compacts_stays_a_subagent():
+    e = Ep()
+    m1 = e.call([user("go")], asst("", tool_use("Task", {"prompt": "Audit the repo"}, "t1")))
+    s1 = e.call([user("Audit the repo")], asst("", tool_use("Read", {}, "r1")), system=CC_SUB)
+    s2 = e.turn(s1, tool_result("r1", "file"), system=CC_SUB)
+    summ = e.turn(
+        s2,
+        user(CC_SUMMARY_ASK),
+        system=CC_SUB,
+        response=asst("<summary>The audit found three unused modules so far.</summary>"),
+    )
+    cont = e.call(
+        [user(CC_CONTINUE + "The audit found three unused modules so far.")], system=CC_SUB
+    )
+    m2 = e.turn(m1, tool_result("t1", "report"))
+    cls = classify_calls(build_call_tree(e.calls))
+    r = cls.roles
+    assert r[summ.call_id].role == "aux_summary" and r[summ.call_id].linked_call == s2.call_id
+    assert r[cont.call_id].role == "aux_subagent"
+    assert r[cont.call_id].linked_call == summ.call_id
+    assert r[cont.call_id].thread == r[s1.call_id].thread
+    assert r[m2.call_id].role == "main" and cls.n_segments == 1
