@@ -151,8 +151,7 @@ def classify_calls(tree: CallTree) -> Classification:
     roles: dict[str, CallRole] = {}
     spawns = _SpawnIndex()
     main_root: str | None = None
-    main_identity: str | None = None
-    main_tools: bool = False
+    main_identity, main_tools = _main_fingerprint(tree)
     summaries: list[str] = []
     last_main_ok: str | None = None
     texts: dict[str, CallText] = {}
@@ -202,8 +201,8 @@ def classify_calls(tree: CallTree) -> Classification:
                 )
         if cr.role == "main" and main_root is None and parent is None:
             main_root = cid
-            main_identity = _identity(call.system)
-            main_tools = bool(call.tools)
+            if main_identity is None:
+                main_identity, main_tools = _identity(call.system), bool(call.tools)
         if cr.role == "main" and not is_failed(call):
             last_main_ok = cid
         if cr.role in ("main", "aux_subagent") and not is_failed(call):
@@ -213,6 +212,24 @@ def classify_calls(tree: CallTree) -> Classification:
     n_segments = _assign_segments(tree, roles)
     _assign_threads(tree, roles)
     return Classification(roles=roles, n_segments=n_segments, main_root=main_root, texts=texts)
+
+
+def _main_fingerprint(tree: CallTree) -> tuple[str | None, bool]:
+    """System identity of the main agent: the earliest unmarked root offering tools.
+
+    Chosen before classifying so that a tool-less side call logged first (a title request
+    with an unknown prompt) cannot become the main agent.
+    """
+    fallback: str | None = None
+    for call in tree.calls:
+        if tree.parent[call.call_id] is not None or call.endpoint == "non_model":
+            continue
+        if call.turn_type or is_failed(call) or detect_marker(call) is not None:
+            continue
+        if call.tools:
+            return _identity(call.system), True
+        fallback = fallback or _identity(call.system)
+    return fallback, False
 
 
 def _label(call: Call) -> str:
@@ -239,6 +256,8 @@ def _classify_root(
         return CallRole("main", f"re-send of root {_label(tree.by_id[earlier])}")
     if main_identity is None or _identity(call.system) == main_identity:
         return CallRole("main", "main conversation root")
+    if not main_tools:
+        return CallRole("main", "main conversation root (no tool-using root to compare with)")
     if not call.tools and main_tools:
         return CallRole("aux_utility", "tool-less call whose system prompt differs from main")
     return CallRole("aux_subagent", "system prompt differs from main (structural fallback)")

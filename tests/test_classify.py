@@ -452,3 +452,13 @@ def test_subagent_that_compacts_stays_a_subagent():
     assert r[cont.call_id].linked_call == summ.call_id
     assert r[cont.call_id].thread == r[s1.call_id].thread
     assert r[m2.call_id].role == "main" and cls.n_segments == 1
+
+
+def test_unknown_side_call_logged_before_main_does_not_become_main():
+    e = Ep()
+    side = e.call([user("fix the bug")], system="Name this chat in three words.", tools=[])
+    main = e.call([user("fix the bug")], asst("", tool_use("Bash", {"c": "ls"}, "t1")))
+    nxt = e.turn(main, tool_result("t1", "a.py"))
+    r = roles(e.calls)
+    assert r[side.call_id].role == "aux_utility"
+    assert r[main.call_id].role == r[nxt.call_id].role == "main"
