@@ -20,6 +20,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("CLAWVIZ_CHROMIUM", "/usr/bin/chromium")
+TIMEOUT_MS = 150_000
+"""Generous: the first load imports plotly and pandas and renders plotly.js on a busy machine."""
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -99,7 +101,7 @@ def stop_app(proc: subprocess.Popen) -> None:
         proc.wait(timeout=10)
 
 
-def wait_for_app_run(page, timeout: float = 30_000) -> None:
+def wait_for_app_run(page, timeout: float = TIMEOUT_MS) -> None:
     """Wait until the script run triggered by the last interaction has finished."""
     page.wait_for_selector(
         "[data-testid='stApp'][data-test-connection-state='CONNECTED']",
@@ -141,6 +143,7 @@ def app_server(sample_db_url: str, tmp_path_factory) -> Iterator[AppServer]:
 def page(chromium_browser) -> Iterator:
     context = chromium_browser.new_context(viewport={"width": 1500, "height": 1000})
     pg = context.new_page()
+    pg.set_default_timeout(TIMEOUT_MS)
     try:
         yield pg
     finally:

@@ -1,0 +1,63 @@
+"""Real browser: open an episode, click a node of the Plotly tree, see the inspector follow."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from conftest import wait_for_app_run
+
+pytestmark = pytest.mark.browser
+
+EPISODE = "t0001-openclaw-a2"
+
+NODE_POSITION_JS = """
+(index) => {
+  const gd = document.querySelector('[data-testid="stPlotlyChart"] .js-plotly-plot');
+  const trace = gd._fullData.find((t) => t.name === 'calls');
+  const i = index < 0 ? trace.customdata.length + index : index;
+  const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+  const box = gd.querySelector('.draglayer .nsewdrag').getBoundingClientRect();
+  return {
+    call: trace.customdata[i],
+    index: i,
+    x: box.left + xa.l2p(trace.x[i]),
+    y: box.top + ya.l2p(trace.y[i]),
+  };
+}
+"""
+
+
+def _call_param(page) -> str | None:
+    values = parse_qs(urlparse(page.url).query).get("call")
+    return values[0] if values else None
+
+
+def _selected_label(page) -> str:
+    return page.get_by_role("combobox", name="Call", exact=True).input_value()
+
+
+def test_click_on_a_tree_node_selects_that_call(app_server, page):
+    page.goto(f"{app_server.url}/episode?episode={EPISODE}")
+    page.wait_for_selector("[data-testid='stPlotlyChart'] .js-plotly-plot .scatterlayer .point")
+    wait_for_app_run(page)
+    before = _call_param(page)
+    target = page.evaluate(NODE_POSITION_JS, -1)
+    assert target["call"] != before
+    assert f"{target['index'] + 1} · " not in _selected_label(page)
+    page.mouse.move(target["x"], target["y"])
+    page.wait_for_timeout(300)
+    page.mouse.click(target["x"], target["y"])
+    page.wait_for_function(
+        "(c) => new URL(window.location.href).searchParams.get('call') === c",
+        arg=target["call"],
+        timeout=60_000,
+    )
+    wait_for_app_run(page)
+    assert _call_param(page) == target["call"]
+    # The inspector follows: its call picker now shows the clicked call.
+    page.wait_for_function(
+        "(n) => document.querySelector('input[aria-label=\"Call\"]').value.trim().startsWith(n)",
+        arg=f"{target['index'] + 1} · ",
+    )
+    assert _selected_label(page).strip().startswith(f"{target['index'] + 1} · ")
