@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 import orjson
@@ -31,18 +32,35 @@ class FrameSplit:
 
 
 _DATA_LINE = re.compile(r"^data: ?([^\r\n]*)", re.MULTILINE)
+# The same lines for a body without "\r": `.*` lets the regex engine scan a line in one step.
+_DATA_LINE_LF = re.compile(r"^data: ?(.*)", re.MULTILINE)
 _DONE_LINE = re.compile(r"^data: ?\[DONE\]", re.MULTILINE)
 
 
 def split_frames(text: str) -> FrameSplit:
     """Split an SSE body into frames; a bad JSON payload is fatal unless it is the last frame."""
     fast = _split_fast(text)
-    return fast if fast is not None else _split_slow(text)
+    if fast is None:
+        return _split_slow(text)
+    pairs, cut_off = fast
+    return FrameSplit([Frame(event, data) for event, data in pairs], cut_off)
 
 
-def _split_fast(text: str) -> FrameSplit | None:
+def _event_data(text: str) -> tuple[list[tuple[str, Any]], bool]:
+    """The frames as (event, data) pairs plus the cut-off flag (no Frame objects: hot path)."""
+    fast = _split_fast(text)
+    if fast is not None:
+        return fast
+    split = _split_slow(text)
+    return [(fr.event, fr.data) for fr in split.frames], split.cut_off
+
+
+def _split_fast(text: str) -> tuple[list[tuple[str, Any]], bool] | None:
     """All data payloads decoded in one JSON parse; None when any frame needs a closer look."""
-    payloads = [p for p in _DATA_LINE.findall(text) if p.strip() != "[DONE]"]
+    pattern = _DATA_LINE if "\r" in text else _DATA_LINE_LF
+    payloads = pattern.findall(text)
+    if "[DONE]" in text:
+        payloads = [p for p in payloads if p.strip() != "[DONE]"]
     if not payloads:
         return None
     try:
@@ -51,13 +69,13 @@ def _split_fast(text: str) -> FrameSplit | None:
         return None
     if len(decoded) != len(payloads):
         return None
-    frames = [Frame("", d) for d in decoded]
+    pairs = list(zip(repeat("", len(decoded)), decoded, strict=True))
     # `data: [DONE]` can only be the last frame; looking at the tail avoids a full scan.
     if _DONE_LINE.search(text[-64:]):
-        frames.append(Frame("", "[DONE]"))
+        pairs.append(("", "[DONE]"))
     # An `event:` line with no data after it is a frame the recorder cut off.
     tail = text.rstrip().rsplit("\n", 1)[-1]
-    return FrameSplit(frames, cut_off=tail.startswith("event:"))
+    return pairs, tail.startswith("event:")
 
 
 def _split_slow(text: str) -> FrameSplit:
@@ -111,29 +129,40 @@ class StreamResult:
 
 def rebuild_anthropic(text: str) -> StreamResult:
     """Rebuild an Anthropic Messages response from its SSE events (FORMATS §2)."""
-    split = split_frames(text)
+    frames, cut_off = _event_data(text)
     message: dict[str, Any] = {"role": "assistant", "content": []}
     blocks: dict[int, dict[str, Any]] = {}
     partial_json: dict[int, list[str]] = {}
     usage: dict[str, Any] = {}
     complete = False
     error: str | None = None
-    for fr in split.frames:
-        data = fr.data
+    for event, data in frames:
         if not isinstance(data, dict):
             continue
-        kind = data.get("type") or fr.event
-        if kind == "message_start":
+        kind = data.get("type") or event
+        if kind == "content_block_delta":
+            # Most frames are text deltas: handled here without the generic helper.
+            idx = data.get("index", 0)
+            if type(idx) is not int:
+                idx = int(idx)
+            block = blocks.get(idx)
+            if block is None:
+                block = blocks[idx] = {"type": "text", "text": ""}
+            delta = data.get("delta") or {}
+            if delta.get("type") == "text_delta":
+                block["text"] = block.get("text", "") + delta.get("text", "")
+            else:
+                parts = partial_json.get(idx)
+                if parts is None:
+                    parts = partial_json[idx] = []
+                _apply_anthropic_delta(block, delta, parts)
+        elif kind == "message_start":
             start = data.get("message") or {}
             message.update({k: v for k, v in start.items() if k not in ("content", "usage")})
             usage.update(start.get("usage") or {})
         elif kind == "content_block_start":
             idx = int(data.get("index", len(blocks)))
             blocks[idx] = dict(data.get("content_block") or {})
-        elif kind == "content_block_delta":
-            idx = int(data.get("index", 0))
-            block = blocks.setdefault(idx, {"type": "text", "text": ""})
-            _apply_anthropic_delta(block, data.get("delta") or {}, partial_json.setdefault(idx, []))
         elif kind == "content_block_stop":
             idx = int(data.get("index", 0))
             _finish_tool_input(blocks.get(idx), partial_json.pop(idx, None))
@@ -153,7 +182,7 @@ def rebuild_anthropic(text: str) -> StreamResult:
         _finish_tool_input(blocks.get(idx), parts)
     message["content"] = [blocks[i] for i in sorted(blocks)]
     message["usage"] = usage
-    return StreamResult(message, complete and error is None and not split.cut_off, error)
+    return StreamResult(message, complete and error is None and not cut_off, error)
 
 
 def _apply_anthropic_delta(block: dict[str, Any], delta: dict[str, Any], parts: list[str]) -> None:
@@ -184,15 +213,15 @@ def _finish_tool_input(block: dict[str, Any] | None, parts: list[str] | None) ->
 
 def rebuild_openai_chat(text: str) -> StreamResult:
     """Rebuild a Chat Completions response from `chat.completion.chunk` frames."""
-    split = split_frames(text)
+    frames, cut_off = _event_data(text)
     body: dict[str, Any] = {"object": "chat.completion", "choices": []}
     choices: dict[int, dict[str, Any]] = {}
     tool_calls: dict[int, dict[int, dict[str, Any]]] = {}
     done = False
     finished = False
     error: str | None = None
-    for fr in split.frames:
-        data = fr.data
+    header_keys = ["id", "model", "created", "system_fingerprint"]
+    for _event, data in frames:
         if data == "[DONE]":
             done = True
             continue
@@ -202,23 +231,31 @@ def rebuild_openai_chat(text: str) -> StreamResult:
             err = data["error"]
             error = err.get("message", str(err)) if isinstance(err, dict) else str(err)
             continue
-        for key in ("id", "model", "created", "system_fingerprint"):
-            if key in data and key not in body:
+        if header_keys:
+            # The first chunk that carries each of these names it for the whole response.
+            for key in [k for k in header_keys if k in data]:
                 body[key] = data[key]
+                header_keys.remove(key)
         if data.get("usage"):
             body["usage"] = data["usage"]
         if data.get("prompt_token_ids") is not None:
             body["prompt_token_ids"] = data["prompt_token_ids"]
         for ch in data.get("choices") or []:
-            idx = int(ch.get("index", 0))
-            choice = choices.setdefault(
-                idx, {"index": idx, "message": {"role": "assistant", "content": None}}
-            )
+            idx = ch.get("index", 0)
+            if type(idx) is not int:
+                idx = int(idx)
+            choice = choices.get(idx)
+            if choice is None:
+                choice = choices[idx] = {
+                    "index": idx,
+                    "message": {"role": "assistant", "content": None},
+                }
             msg = choice["message"]
             delta = ch.get("delta") or {}
             for key in ("content", "reasoning_content", "reasoning"):
-                if delta.get(key):
-                    msg[key] = (msg.get(key) or "") + delta[key]
+                piece = delta.get(key)
+                if piece:
+                    msg[key] = (msg.get(key) or "") + piece
             for frag in delta.get("tool_calls") or []:
                 tidx = int(frag.get("index", 0))
                 tc = tool_calls.setdefault(idx, {}).setdefault(
@@ -243,22 +280,21 @@ def rebuild_openai_chat(text: str) -> StreamResult:
     for idx, calls in tool_calls.items():
         choices[idx]["message"]["tool_calls"] = [calls[i] for i in sorted(calls)]
     body["choices"] = [choices[i] for i in sorted(choices)]
-    complete = (done or finished) and error is None and not split.cut_off
+    complete = (done or finished) and error is None and not cut_off
     return StreamResult(body, complete, error)
 
 
 def rebuild_openai_responses(text: str) -> StreamResult:
     """Rebuild a Responses API response from its `response.*` events."""
-    split = split_frames(text)
+    frames, cut_off = _event_data(text)
     body: dict[str, Any] = {"object": "response", "output": []}
     items: dict[int, dict[str, Any]] = {}
     complete = False
     error: str | None = None
-    for fr in split.frames:
-        data = fr.data
+    for event, data in frames:
         if not isinstance(data, dict):
             continue
-        kind = data.get("type") or fr.event
+        kind = data.get("type") or event
         if kind in ("response.created", "response.in_progress"):
             body.update({k: v for k, v in (data.get("response") or {}).items() if k != "output"})
         elif kind == "response.output_item.added":
@@ -286,4 +322,4 @@ def rebuild_openai_responses(text: str) -> StreamResult:
             error = err.get("message", str(err)) if isinstance(err, dict) else str(err)
     if not body.get("output"):
         body["output"] = [items[i] for i in sorted(items)]
-    return StreamResult(body, complete and error is None and not split.cut_off, error)
+    return StreamResult(body, complete and error is None and not cut_off, error)
