@@ -182,7 +182,9 @@ def classify_calls(tree: CallTree) -> Classification:
             role = roles[anc].role if anc is not None else "main"
             cr = CallRole(role, f"continues call {_label(tree.by_id[parent])}")
         else:
-            cr = _classify_root(tree, call, text.first_user, spawns, main_identity, main_tools)
+            cr = _classify_root(
+                tree, call, text.first_user, spawns, roles, main_identity, main_tools
+            )
 
         if cr.role == "aux_subagent" and parent is None and cr.linked_call is None:
             cr.linked_call = spawns.match(text.first_user)
@@ -241,9 +243,17 @@ def _classify_root(
     call: Call,
     first_user: str,
     spawns: _SpawnIndex,
+    roles: dict[str, CallRole],
     main_identity: str | None,
     main_tools: bool,
 ) -> CallRole:
+    earlier = tree.resend_of.get(call.call_id)
+    if earlier is not None:
+        return CallRole(
+            roles[earlier].role,
+            f"re-send of root {_label(tree.by_id[earlier])}",
+            linked_call=roles[earlier].linked_call if roles[earlier].role != "main" else None,
+        )
     link = spawns.match(first_user)
     if link is not None:
         return CallRole(
@@ -251,14 +261,11 @@ def _classify_root(
             f"first user message is the spawn prompt of call {_label(tree.by_id[link])}",
             linked_call=link,
         )
-    earlier = tree.resend_of.get(call.call_id)
-    if earlier is not None:
-        return CallRole("main", f"re-send of root {_label(tree.by_id[earlier])}")
     if main_identity is None or _identity(call.system) == main_identity:
         return CallRole("main", "main conversation root")
     if not main_tools:
         return CallRole("main", "main conversation root (no tool-using root to compare with)")
-    if not call.tools and main_tools:
+    if not call.tools:
         return CallRole("aux_utility", "tool-less call whose system prompt differs from main")
     return CallRole("aux_subagent", "system prompt differs from main (structural fallback)")
 

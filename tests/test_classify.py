@@ -462,3 +462,16 @@ def test_unknown_side_call_logged_before_main_does_not_become_main():
     r = roles(e.calls)
     assert r[side.call_id].role == "aux_utility"
     assert r[main.call_id].role == r[nxt.call_id].role == "main"
+
+
+def test_resent_first_call_stays_main_even_if_a_spawn_used_the_same_text():
+    e = Ep()
+    first = e.call([user("Summarise the inbox")], status=529)
+    m1 = e.call(
+        [user("Summarise the inbox")],
+        asst("", tool_use("Task", {"prompt": "Summarise the inbox"}, "t1")),
+    )
+    sub = e.call([user("Summarise the inbox")], system=CC_SUB)
+    r = roles(e.calls)
+    assert r[first.call_id].role == r[m1.call_id].role == "main"
+    assert r[sub.call_id].role == "aux_subagent" and r[sub.call_id].linked_call == m1.call_id
