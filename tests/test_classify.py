@@ -466,12 +466,10 @@ def test_unknown_side_call_logged_before_main_does_not_become_main():
 
 def test_resent_first_call_stays_main_even_if_a_spawn_used_the_same_text():
     e = Ep()
-    first = e.call([user("Summarise the inbox")], status=529)
-    m1 = e.call(
-        [user("Summarise the inbox")],
-        asst("", tool_use("Task", {"prompt": "Summarise the inbox"}, "t1")),
-    )
+    spawn = asst("", tool_use("Task", {"prompt": "Summarise the inbox"}, "t1"))
+    m1 = e.call([user("Summarise the inbox")], spawn)
+    again = e.call([user("Summarise the inbox")], spawn)
     sub = e.call([user("Summarise the inbox")], system=CC_SUB)
     r = roles(e.calls)
-    assert r[first.call_id].role == r[m1.call_id].role == "main"
+    assert r[m1.call_id].role == r[again.call_id].role == "main"
     assert r[sub.call_id].role == "aux_subagent" and r[sub.call_id].linked_call == m1.call_id
