@@ -131,3 +131,16 @@ def test_truncated_importance_ratio_and_clip_fraction():
     stats = importance_ratios(c.rollout, cap=2.0)
     assert stats.ratios == pytest.approx([1.0, 2.0, math.exp(-0.5), 2.0])
     assert stats.clipped_fraction == 0.5
+
+
+def test_reward_on_every_kept_path_of_every_segment():
+    from test_classify import claude_code_compactions
+
+    e, _, _ = claude_code_compactions(2)
+    a = analyse_episode(e.calls, reward=0.75, settings=DEFAULT_SETTINGS)
+    kept = [p for p in a.paths if p.state == "kept"]
+    assert [p.segment for p in kept] == [0, 1, 2]
+    assert all(p.ppo_return == 0.75 and p.reward == 0.75 for p in kept)
+    b = analyse_episode(attempt("z", 1), reward=0.25)
+    apply_grpo([a, b], {"ep1": ("t1", "cc"), "z": ("t1", "cc")})
+    assert {p.advantage for p in kept} == {a.advantage} and a.advantage > 0
