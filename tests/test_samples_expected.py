@@ -15,6 +15,7 @@ from sqlmodel import Session, create_engine, select
 
 from clawviz.analysis import ensure_analysis, episode_analysis
 from clawviz.db import init_db
+from clawviz.explain import explain_rows
 from clawviz.models import CallRow
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
@@ -37,7 +38,10 @@ def analysed():
             e["episode_id"]: episode_analysis(session, e["episode_id"])
             for e in expected["episodes"]
         }
-    return expected, rows, analyses
+        explained = {
+            e["episode_id"]: explain_rows(session, e["episode_id"]) for e in expected["episodes"]
+        }
+    return expected, rows, analyses, explained
 
 
 def _by_place(rows):
@@ -49,7 +53,7 @@ def _by_place(rows):
 
 
 def test_every_expected_call_was_loaded(analysed):
-    expected, rows, _ = analysed
+    expected, rows, _, _ = analysed
     places = _by_place(rows)
     missing = [
         (c["file"], c["line"]) for c in expected["calls"] if (c["file"], c["line"]) not in places
@@ -58,7 +62,7 @@ def test_every_expected_call_was_loaded(analysed):
 
 
 def test_call_decisions_match_expected(analysed):
-    expected, rows, analyses = analysed
+    expected, rows, analyses, _ = analysed
     places = _by_place(rows)
 
     def ref(r):
@@ -84,7 +88,7 @@ def test_call_decisions_match_expected(analysed):
 
 
 def test_episode_status_and_reasons_match_expected(analysed):
-    expected, _, analyses = analysed
+    expected, _, analyses, _ = analysed
     diffs = []
     for e in expected["episodes"]:
         a = analyses[e["episode_id"]]
@@ -96,9 +100,25 @@ def test_episode_status_and_reasons_match_expected(analysed):
 
 
 def test_every_sample_call_has_one_state(analysed):
-    _, rows, analyses = analysed
+    _, rows, analyses, _ = analysed
     for r in rows:
         if r.episode_id in analyses:
             d = analyses[r.episode_id].decisions[r.call_id]
             assert d.state in {"kept", "pruned", "auxiliary", "failed"}
             assert (d.reason is None) == (d.state == "kept")
+
+
+def test_explain_rows_show_what_the_generator_intended(analysed):
+    """What `python -m clawviz explain EPISODE --json` prints, per call, for every sample."""
+    expected, rows, _, explained = analysed
+    places = _by_place(rows)
+    want = {
+        places[(c["file"], c["line"])].call_id: (c["role"], c["state"], c["reason"], c["segment"])
+        for c in expected["calls"]
+    }
+    got = {
+        r["call_id"]: (r["role"], r["state"], r["reason"], r["segment"])
+        for rs in explained.values()
+        for r in rs
+    }
+    assert got == want
