@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from clawviz import sse
-from clawviz.canonical import message_hash, normalize_blocks, strip_cache_control
+from clawviz.canonical import dumps_canonical, normalize_blocks, strip_cache_control
 from clawviz.types import Call, Endpoint, Message, Rollout, Usage
 
 REDACTED_HEADERS = frozenset(
@@ -365,6 +365,16 @@ def group_responses_items(items: list[Any]) -> list[list[Any]]:
     return groups
 
 
+def _converted_hash(msg: Message) -> str:
+    """`message_hash` of a converter's output, whose content is already normalised.
+
+    normalize_blocks is idempotent, so hashing the content as it is gives the same key without
+    a second deep copy of every block.
+    """
+    canon = {"role": msg.get("role"), "content": msg["content"]}
+    return hashlib.sha256(dumps_canonical(canon)).hexdigest()
+
+
 def _convert(
     raws: list[Any], convert: Any, cache: MessageCache | None, tag: bytes
 ) -> tuple[list[Message], list[str]]:
@@ -382,7 +392,7 @@ def _convert(
         hit = cache.get(key) if cache is not None else None
         if hit is None:
             msg = convert(raw)
-            hit = (msg, message_hash(msg))
+            hit = (msg, _converted_hash(msg))
             if cache is not None:
                 cache.put(key, hit, len(wire))
         messages.append(hit[0])
