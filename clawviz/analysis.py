@@ -13,6 +13,7 @@ from dataclasses import asdict
 
 import orjson
 from sqlalchemy import delete, func, insert
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from clawviz import store
@@ -116,6 +117,15 @@ def ensure_analysis(
     progress: Progress | None = None,
 ) -> None:
     """Compute and persist decisions for every episode not yet analysed under these settings."""
+    try:
+        _ensure_analysis(session, settings, progress)
+    except IntegrityError:
+        # Another process (a second app session, the CLI) stored the same decisions first.
+        session.rollback()
+        _ensure_analysis(session, settings, progress)
+
+
+def _ensure_analysis(session: Session, settings: Settings, progress: Progress | None) -> None:
     h = settings.settings_hash
     rows = session.execute(
         select(

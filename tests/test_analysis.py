@@ -226,3 +226,28 @@ def test_explain_rows_carry_importance_ratios(session):
     assert rows[0]["importance"] == {"mean_ratio": 1.5, "clipped_fraction": 0.5}
     assert rows[0]["output_tokens"] == 10
     assert rows[1]["importance"] is None
+
+
+def test_concurrent_writer_is_tolerated(tmp_path):
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    engine = create_engine(url)
+    init_db(engine)
+    with Session(engine) as s1, Session(engine) as s2:
+        add_episode(s1, retry_episode("e1"), reward=1.0)
+        # s2 decides what is stale, then s1 stores the same decisions before s2 writes.
+        real = analysis._persist
+        raced = []
+
+        def persist_after_other(session, *a, **kw):
+            if session is s2 and not raced:
+                raced.append(1)
+                analysis.ensure_analysis(s1)
+            return real(session, *a, **kw)
+
+        analysis._persist = persist_after_other
+        try:
+            analysis.ensure_analysis(s2)
+        finally:
+            analysis._persist = real
+        assert raced
+        assert analysis.episode_analysis(s2, "e1").status == "kept"
