@@ -397,7 +397,9 @@ def signoff_panel(d: TaskDetail) -> None:
 def detail_view(task_id: str) -> None:
     with state.get_session() as session:
         d = task_detail(session, task_id)
-    st.page_link(w.TASKS_PAGE, label="All tasks", icon=":material/arrow_back:", query_params={})
+    if st.button("All tasks", icon=":material/arrow_back:"):
+        open_task(None)
+        st.rerun()
     if d is None:
         st.title("Tasks")
         st.warning(f"There is no task {escape_md(task_id)} in this store.")
