@@ -153,6 +153,7 @@ def classify_calls(tree: CallTree) -> Classification:
     main_root: str | None = None
     main_identity, main_tools = _main_fingerprint(tree)
     summaries: list[str] = []
+    summary_snippets: dict[str, list[str]] = {}
     last_main_ok: str | None = None
     texts: dict[str, CallText] = {}
     text_cache: dict[int, str] = {}
@@ -192,7 +193,7 @@ def classify_calls(tree: CallTree) -> Classification:
             cr.linked_call = parent if parent is not None else last_main_ok
             summaries.append(cid)
         if cr.continuation:
-            cr.linked_call = _find_summary(tree, call, summaries)
+            cr.linked_call = _find_summary(tree, call, summaries, summary_snippets)
             tip = roles[cr.linked_call].linked_call if cr.linked_call else None
             if gt is None and tip is not None and roles[tip].role not in ("main", *TIP_EXTENSIONS):
                 # A sub-agent (or cron run) that compacted goes on in its own thread.
@@ -270,12 +271,16 @@ def _classify_root(
     return CallRole("aux_subagent", "system prompt differs from main (structural fallback)")
 
 
-def _find_summary(tree: CallTree, call: Call, summaries: list[str]) -> str | None:
+def _find_summary(
+    tree: CallTree, call: Call, summaries: list[str], snippets: dict[str, list[str]]
+) -> str | None:
     if not summaries:
         return None
     haystack = normalize_ws(" ".join(block_text(m.get("content")) for m in call.messages[:3]))
     for sid in reversed(summaries):
-        for snippet in _snippets(_summary_body(tree.by_id[sid])):
+        if sid not in snippets:
+            snippets[sid] = _snippets(_summary_body(tree.by_id[sid]))
+        for snippet in snippets[sid]:
             if snippet and snippet in haystack:
                 return sid
     return summaries[-1]
