@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -29,6 +30,10 @@ CLAWGYM_MODEL = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*?)__(.+)$")
 KNOWN_NON_MODEL = ("/models", "/count_tokens", "/embeddings", "/health", "/v1/models")
 _BEDROCK = re.compile(r"/model/[^/]+/invoke")
 REQUEST_ONLY_KEYS = ("messages", "input", "system", "instructions", "tools")
+_KNOWN_CLAWVIZ = frozenset(
+    ("episode_id", "task_id", "harness", "attempt", "seq", "delivered", "model_role", "rollout")
+    + ("role",)
+)
 
 
 class FormatError(ValueError):
@@ -116,6 +121,7 @@ class MessageCache:
         self._bytes += size
 
 
+@lru_cache(maxsize=1024)
 def endpoint_of(method: str, url: str) -> tuple[Endpoint, bool]:
     """The endpoint of a request and whether its path is unknown (kept as non_model)."""
     path = urlsplit(url).path.rstrip("/")
@@ -752,9 +758,7 @@ def parse_exchange(
         extra["note"] = record["note"]
     if response is not None and isinstance(response.get("headers"), dict):
         extra["response_headers"] = redact_headers(response["headers"])
-    known_cv = {"episode_id", "task_id", "harness", "attempt", "seq", "delivered", "model_role"}
-    known_cv |= {"rollout", "role"}
-    rest = {k: v for k, v in clawviz.items() if k not in known_cv}
+    rest = {k: v for k, v in clawviz.items() if k not in _KNOWN_CLAWVIZ}
     if rest:
         extra["clawviz"] = rest
     call = Call(

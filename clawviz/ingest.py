@@ -162,6 +162,8 @@ class LineReader:
         )
         self.error: Rejection | None = None
         self.path = path
+        self.n_lines = 0
+        """Lines read so far (set when the iteration ends)."""
 
     def position(self) -> int:
         return self.raw.tell()
@@ -169,11 +171,12 @@ class LineReader:
     def lines(self, display: str) -> Iterator[tuple[int, bytes]]:
         n = 0
         try:
-            for data in self.stream:
-                n += 1
+            for n, data in enumerate(self.stream, 1):
                 yield n, data
         except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
             self.error = Rejection(display, n + 1, f"gzip stream ends early ({exc})")
+        finally:
+            self.n_lines = n
 
     def close(self) -> None:
         self.stream.close()
@@ -276,8 +279,8 @@ def _ingest_exchange(
     reader = LineReader(fi.target.path)
     try:
         for n, data in reader.lines(display):
-            fi.report.n_lines = n
-            if not data.strip():
+            # Only a line that starts with whitespace can be blank: no copy of every long line.
+            if data[:1].isspace() and not data.strip():
                 continue
             try:
                 record = orjson.loads(data)
@@ -323,6 +326,7 @@ def _ingest_exchange(
                 tick(reader.position())
         store.write_parsed(fi.session, batch, fi.source, seen)
         fi.report.n_calls += len(batch)
+        fi.report.n_lines = reader.n_lines
         if reader.error:
             fi.reject(reader.error.line, reader.error.reason, "")
         fi.flush_rejects(out)
