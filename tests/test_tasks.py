@@ -236,7 +236,8 @@ def test_queue_and_detail(tmp_path, session):
     a_row = d.matrix.values[d.matrix.checks.index("a")]
     assert sorted(a_row) == sorted([0.5, 0.6, 0.4, 0.7, 0.0, 0.2, 0.1, 0.1])
     small_col = d.matrix.attempts.index("t1-small-0")
-    assert d.matrix.values[d.matrix.checks.index("b")][small_col] is None  # check b absent in small attempts
+    # Check b is absent from the small attempts.
+    assert d.matrix.values[d.matrix.checks.index("b")][small_col] is None
     assert task_detail(session, "nope") is None
     assert task_detail(session, "task_9999").task.kind == "unknown"
 
