@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from clawviz import models
 from clawviz.review import latest_reviews, review_history
@@ -294,51 +294,56 @@ def _reward(result: models.Result) -> float | None:
     return sum(checks.values()) / len(checks) if checks else None
 
 
+def _attempt_row(
+    episode_id: str, result: models.Result | None, ep: models.Episode | None
+) -> AttemptRow:
+    """One attempt from its result line and/or its episode (the result wins where both say)."""
+
+    def pick(field: str) -> Any:
+        value = getattr(result, field, None) if result is not None else None
+        return value if value is not None else getattr(ep, field, None)
+
+    return AttemptRow(
+        episode_id=episode_id,
+        harness=pick("harness"),
+        model=pick("model"),
+        model_role=pick("model_role"),
+        attempt=pick("attempt"),
+        reward=_reward(result) if result is not None else None,
+        checks=_num_checks(result.checks_json) if result is not None else {},
+        workspace_before=result.workspace_before if result is not None else None,
+        workspace_after=result.workspace_after if result is not None else None,
+        has_calls=bool(ep is not None and ep.n_calls),
+        task_id=pick("task_id"),
+    )
+
+
+def _sort_key(a: AttemptRow) -> tuple:
+    return (a.model_role or "", a.harness or "", a.attempt or 0, a.episode_id)
+
+
 def task_attempts(session: Session, task_id: str) -> list[AttemptRow]:
-    """Every attempt of a task: result rows first, then episodes with no result yet."""
-    results = session.exec(select(models.Result).where(models.Result.task_id == task_id)).all()
+    """Every attempt of a task: its result lines and its episodes (with or without a result)."""
     episodes = {
         e.episode_id: e
         for e in session.exec(select(models.Episode).where(models.Episode.task_id == task_id))
     }
-    rows: list[AttemptRow] = []
-    seen: set[str] = set()
-    for r in results:
-        ep = episodes.get(r.episode_id)
-        rows.append(
-            AttemptRow(
-                r.episode_id,
-                r.harness or (ep.harness if ep else None),
-                r.model or (ep.model if ep else None),
-                r.model_role or (ep.model_role if ep else None),
-                r.attempt if r.attempt is not None else (ep.attempt if ep else None),
-                _reward(r),
-                _num_checks(r.checks_json),
-                r.workspace_before,
-                r.workspace_after,
-                ep is not None and ep.n_calls > 0,
-                task_id,
-            )
-        )
-        seen.add(r.episode_id)
-    for eid, ep in episodes.items():
-        if eid not in seen:
-            rows.append(
-                AttemptRow(
-                    eid,
-                    ep.harness,
-                    ep.model,
-                    ep.model_role,
-                    ep.attempt,
-                    None,
-                    {},
-                    None,
-                    None,
-                    ep.n_calls > 0,
-                )
-            )
-    rows.sort(key=lambda a: (a.model_role or "", a.harness or "", a.attempt or 0, a.episode_id))
-    return rows
+    results = {
+        r.episode_id: r
+        for r in session.exec(select(models.Result).where(models.Result.task_id == task_id))
+    }
+    # A result line without a task id still belongs to its episode's task.
+    missing = [eid for eid in episodes if eid not in results]
+    if missing:
+        stmt = select(models.Result).where(col(models.Result.episode_id).in_(missing))
+        results.update({r.episode_id: r for r in session.exec(stmt)})
+    rows = [
+        _attempt_row(eid, results.get(eid), episodes.get(eid))
+        for eid in set(results) | set(episodes)
+    ]
+    for row in rows:
+        row.task_id = task_id
+    return sorted(rows, key=_sort_key)
 
 
 def role_means(attempts: list[AttemptRow]) -> dict[str, tuple[float | None, int]]:
@@ -401,19 +406,14 @@ def task_queue(session: Session) -> list[TaskRow]:
     attempts_by_task: dict[str, list[AttemptRow]] = {}
     seen: set[str] = set()
     for r in results:
-        if not r.task_id:
-            continue
         ep = ep_by_id.get(r.episode_id)
-        role = r.model_role or (ep.model_role if ep else None)
-        attempts_by_task.setdefault(r.task_id, []).append(
-            AttemptRow(r.episode_id, None, None, role, None, _reward(r), {}, None, None, False)
-        )
-        seen.add(r.episode_id)
+        row = _attempt_row(r.episode_id, r, ep)
+        if row.task_id:
+            attempts_by_task.setdefault(row.task_id, []).append(row)
+            seen.add(r.episode_id)
     for e in episodes:
         if e.task_id and e.episode_id not in seen:
-            attempts_by_task.setdefault(e.task_id, []).append(
-                AttemptRow(e.episode_id, None, None, e.model_role, None, None, {}, None, None, True)
-            )
+            attempts_by_task.setdefault(e.task_id, []).append(_attempt_row(e.episode_id, None, e))
     rows = []
     for tid in sorted(task_ids):
         t = tasks.get(tid)
@@ -598,31 +598,14 @@ class AttemptWorkspaces:
 
 
 def attempt_for_episode(session: Session, episode_id: str) -> AttemptRow | None:
-    """The attempt (result and/or episode) with this episode id."""
+    """The attempt (result line and/or episode) with this episode id."""
     result = session.exec(
         select(models.Result).where(models.Result.episode_id == episode_id)
     ).first()
-    task_id = result.task_id if result else None
-    if task_id is None:
-        ep = session.get(models.Episode, episode_id)
-        if ep is None:
-            return None
-        task_id = ep.task_id
-    if task_id is None:
-        ep = session.get(models.Episode, episode_id)
-        return AttemptRow(
-            episode_id,
-            ep.harness if ep else None,
-            result.model if result else None,
-            result.model_role if result else None,
-            result.attempt if result else None,
-            _reward(result) if result else None,
-            _num_checks(result.checks_json) if result else {},
-            result.workspace_before if result else None,
-            result.workspace_after if result else None,
-            bool(ep and ep.n_calls),
-        )
-    return next((a for a in task_attempts(session, task_id) if a.episode_id == episode_id), None)
+    ep = session.get(models.Episode, episode_id)
+    if result is None and ep is None:
+        return None
+    return _attempt_row(episode_id, result, ep)
 
 
 def attempt_workspaces(session: Session, episode_id: str) -> AttemptWorkspaces | None:

@@ -247,3 +247,15 @@ def test_upsert_is_idempotent(tmp_path, session):
     ingest_task_folder(session, tmp_path)
     ingest_task_folder(session, tmp_path)
     assert len(task_queue(session)) == 1
+
+
+def test_result_without_task_id_counts_for_its_episodes_task(session):
+    session.add(models.Episode(episode_id="ep-a", task_id="task_x", model_role="strong"))
+    session.add(models.Episode(episode_id="ep-b", task_id="task_x", model_role="small"))
+    session.add(models.Result(episode_id="ep-a", reward=0.8))
+    session.add(models.Result(episode_id="ep-b", task_id="task_x", reward=0.1))
+    session.commit()
+    [row] = task_queue(session)
+    assert (row.task_id, row.n_attempts, row.s_strong, row.s_small) == ("task_x", 2, 0.8, 0.1)
+    d = task_detail(session, "task_x")
+    assert sorted(a.reward for a in d.attempts) == [0.1, 0.8]
