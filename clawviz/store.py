@@ -18,10 +18,11 @@ import hashlib
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from functools import cache
 from typing import Any
 
 import orjson
-from sqlalchemy import Table, func, update
+from sqlalchemy import Table, bindparam, func, update
 from sqlmodel import Session, select
 
 from clawviz.canonical import message_hash
@@ -323,9 +324,25 @@ def _chunks(seq: Sequence[Any], n: int = _CHUNK) -> Iterable[Sequence[Any]]:
         yield seq[i : i + n]
 
 
+_EPISODE_COLS = (
+    "episode_id",
+    "task_id",
+    "harness",
+    "model",
+    "model_role",
+    "attempt",
+    "n_calls",
+    "source_kind",
+    "first_ts",
+    "last_ts",
+)
+
+
 def refresh_episodes(session: Session, episode_ids: Iterable[str]) -> None:
     """Create or update Episode rows from their calls; fill missing facts from results."""
     ids = sorted({e for e in episode_ids if e})
+    session.flush()
+    table = Episode.__table__
     for chunk in _chunks(ids):
         stats = session.execute(
             select(
@@ -355,28 +372,68 @@ def refresh_episodes(session: Session, episode_ids: Iterable[str]) -> None:
             models.setdefault(eid, Counter())[model] = n
         results = {
             r.episode_id: r
-            for r in session.exec(select(Result).where(Result.episode_id.in_(chunk)))
+            for r in session.execute(
+                select(
+                    Result.episode_id,
+                    Result.task_id,
+                    Result.harness,
+                    Result.attempt,
+                    Result.model_role,
+                ).where(Result.episode_id.in_(chunk))
+            )
         }
+        # Plain rows rather than ORM objects: per-attribute instrumentation dominated this step.
         existing = {
-            e.episode_id: e
-            for e in session.exec(select(Episode).where(Episode.episode_id.in_(chunk)))
+            r.episode_id: r._asdict()
+            for r in session.execute(
+                select(*(table.c[c] for c in _EPISODE_COLS)).where(table.c.episode_id.in_(chunk))
+            )
         }
+        inserts: list[tuple[Any, ...]] = []
+        updates: list[dict[str, Any]] = []
         for eid, n, t0, t1, task, harness, attempt, role, kind in stats:
-            ep = existing.get(eid) or Episode(episode_id=eid)
+            old = existing.get(eid)
+            ep = dict(old) if old else _new_episode(eid)
             res = results.get(eid)
-            ep.n_calls = n
-            ep.first_ts, ep.last_ts = t0, t1
-            ep.source_kind = kind or ep.source_kind
+            ep["n_calls"] = n
+            ep["first_ts"], ep["last_ts"] = t0, t1
+            ep["source_kind"] = kind or ep["source_kind"]
             if models.get(eid):
-                ep.model = models[eid].most_common(1)[0][0]
-            ep.task_id = ep.task_id or task or (res.task_id if res else None)
-            ep.harness = ep.harness or harness or (res.harness if res else None)
-            ep.attempt = ep.attempt if ep.attempt is not None else attempt
-            if ep.attempt is None and res is not None:
-                ep.attempt = res.attempt
-            ep.model_role = ep.model_role or role or (res.model_role if res else None)
-            session.add(ep)
-    session.flush()
+                ep["model"] = models[eid].most_common(1)[0][0]
+            ep["task_id"] = ep["task_id"] or task or (res.task_id if res else None)
+            ep["harness"] = ep["harness"] or harness or (res.harness if res else None)
+            ep["attempt"] = ep["attempt"] if ep["attempt"] is not None else attempt
+            if ep["attempt"] is None and res is not None:
+                ep["attempt"] = res.attempt
+            ep["model_role"] = ep["model_role"] or role or (res.model_role if res else None)
+            if old is None:
+                inserts.append(tuple(ep[c] for c in _EPISODE_COLS))
+            elif ep != old:
+                updates.append({f"v_{c}": v for c, v in ep.items()})
+        _insert_rows(session, table, _EPISODE_COLS, inserts)
+        if updates:
+            session.execute(
+                update(table)
+                .where(table.c.episode_id == bindparam("v_episode_id"))
+                .values({c: bindparam(f"v_{c}") for c in _EPISODE_COLS[1:]}),
+                updates,
+            )
+    # Episode objects this session already holds must not show the values from before.
+    wanted = set(ids)
+    for obj in list(session.identity_map.values()):
+        if isinstance(obj, Episode) and obj.episode_id in wanted:
+            session.expire(obj)
+
+
+@cache
+def _episode_defaults() -> tuple[tuple[str, Any], ...]:
+    defaults = Episode(episode_id="")
+    return tuple((c, getattr(defaults, c)) for c in _EPISODE_COLS)
+
+
+def _new_episode(episode_id: str) -> dict[str, Any]:
+    """Column values of an Episode row that does not exist yet (the model's defaults)."""
+    return {**dict(_episode_defaults()), "episode_id": episode_id}
 
 
 def fill_episodes_from_results(session: Session) -> None:
