@@ -170,7 +170,7 @@ def instruction_tab(d: TaskDetail) -> None:
         st.caption("This task has no instruction text.")
     extra = {k: v for k, v in d.sections.items() if k not in ("Prompt", "Automated Checks")}
     for name, body in extra.items():
-        with st.expander(name):
+        with st.expander(escape_md(name)):
             st.markdown(w.escape_text(body))
     with st.expander("Task metadata (JSON)"):
         st.json(d.data, expanded=1)
@@ -368,7 +368,9 @@ def signoff_panel(d: TaskDetail) -> None:
             return
         if not login_name:
             st.session_state[w.KEY_REVIEWER_NAME] = row.reviewer
-        st.session_state[w.KEY_SIGNOFF_FLASH] = f"Saved: {row.decision} by {row.reviewer}."
+        st.session_state[w.KEY_SIGNOFF_FLASH] = (
+            f"Saved: {row.decision} by {escape_md(row.reviewer)}."
+        )
         # The note belongs to this decision only; the reviewer name stays.
         st.session_state.pop(w.KEY_SIGNOFF_NOTE, None)
         st.rerun()
@@ -404,7 +406,7 @@ def detail_view(task_id: str) -> None:
         st.title("Tasks")
         st.warning(f"There is no task {escape_md(task_id)} in this store.")
         return
-    st.title(d.task.task_id)
+    st.title(escape_md(d.task.task_id), anchor=False)
     facts = [d.task.name if d.task.name != d.task.task_id else None, d.task.category, d.task.kind]
     facts.append(d.task.grading_type)
     st.caption(" · ".join(escape_md(str(f)) for f in facts if f))

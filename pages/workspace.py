@@ -168,7 +168,7 @@ def show_file(diff: WorkspaceDiff, path: str) -> None:
     if entry is None:
         st.warning(f"No file {escape_md(path)} in either workspace.")
         return
-    st.subheader(f"{entry.marker} {path}", anchor=False)
+    st.subheader(f"{entry.marker} {escape_md(path)}", anchor=False)
     st.caption(f"status: {entry.status}")
     mode = st.segmented_control(
         "View", list(MODES), format_func=MODES.get, key=w.KEY_WS_MODE, default="unified"
@@ -228,7 +228,7 @@ def checks_panel(ws) -> None:
             st.markdown(w.escape_text(ws.task.instruction or "(no instruction)"))
         st.page_link(
             w.TASKS_PAGE,
-            label=f"Task {ws.task.task_id}",
+            label=f"Task {escape_md(ws.task.task_id)}",
             icon=":material/task:",
             query_params={state.QP_TASK: ws.task.task_id},
         )

@@ -10,6 +10,7 @@ from sqlmodel import Session
 from streamlit.testing.v1 import AppTest
 from test_tasks_page_store import build_task_store  # noqa: I001 - sibling module of tests/app
 
+from clawviz import models
 from clawviz.db import get_engine
 from clawviz.review import review_history
 from clawviz.ui import tasks_widgets as w
@@ -37,8 +38,9 @@ def tasks_page(task: str | None = None) -> AppTest:
     return at
 
 
-def _frame(at, key):
-    return next(df.value for df in at.dataframe if getattr(df, "key", None) == key)
+def _title(at) -> str:
+    """The page title as a reader sees it (Markdown escapes removed)."""
+    return at.title[0].value.replace("\\", "")
 
 
 def test_queue_lists_tasks_with_filter_terms(store):
@@ -71,12 +73,12 @@ def test_open_task_from_picker_sets_deep_link(store):
     at = tasks_page()
     at.selectbox(key=w.KEY_TASK_PICK).select("task_0001").run()
     assert at.query_params["task"] == ["task_0001"] or at.query_params["task"] == "task_0001"
-    assert at.title[0].value == "task_0001"
+    assert _title(at) == "task_0001"
 
 
 def test_detail_shows_instruction_safely_files_checker_rubric_attempts(store):
     at = tasks_page("task_0001")
-    assert at.title[0].value == "task_0001"
+    assert _title(at) == "task_0001"
     md = " ".join(m.value for m in at.markdown)
     # Markdown/HTML in the instruction is escaped, never interpreted.
     assert r"\<script\>" in md and r"\*not bold\*" in md
@@ -146,7 +148,20 @@ def test_signoff_without_name_is_refused(store):
 
 def test_pinchbench_task_and_unknown_task(store):
     at = tasks_page("task_pinch_digest")
-    assert at.title[0].value == "task_pinch_digest"
+    assert _title(at) == "task_pinch_digest"
     assert any("digest" in m.value for m in at.markdown)
     at = tasks_page("no_such_task")
     assert any("There is no task" in w_.value for w_ in at.warning)
+
+
+def test_hostile_task_id_and_reviewer_shown_literally(store):
+    evil = "task_[x](javascript:alert(1))**b**"
+    with Session(get_engine(store)) as s:
+        s.add(models.Task(task_id=evil, name="<img src=x onerror=alert(1)>", kind="clawgym"))
+        s.commit()
+    at = tasks_page(evil)
+    assert at.title[0].value == r"task\_\[x\]\(javascript\:alert\(1\)\)\*\*b\*\*"
+    assert r"\<img" in " ".join(c.value for c in at.caption)
+    at.text_input(key=w.KEY_SIGNOFF_REVIEWER).input("**Mallory**")
+    at.button[[b.label for b in at.button].index("Save decision")].click().run()
+    assert any(r"by \*\*Mallory\*\*" in x.value for x in at.success)

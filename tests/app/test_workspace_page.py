@@ -121,3 +121,22 @@ def test_hostile_archive_shows_clear_error(store, tmp_path):
     errors = [e.value.replace("\\", "") for e in at.error]
     assert any("evil.tar.gz" in e and "escapes" in e for e in errors)
     assert not (tmp_path.parent / "escape.txt").exists()
+
+
+def test_hostile_file_name_shown_literally(store, tmp_path):
+    after = tmp_path / "hostile_after"
+    after.mkdir()
+    name = "[x](javascript:alert(1)) **b**.txt"
+    (after / name).write_text("<script>alert(1)</script>\n")
+    with Session(get_engine(store)) as s:
+        r = s.exec(select(models.Result).where(models.Result.episode_id == "t1-small-1")).one()
+        r.workspace_after = str(after)
+        s.add(r)
+        s.commit()
+    at = workspace_page("t1-small-1", file=name)
+    assert at.selectbox(key=w.KEY_WS_FILE).value == name
+    heading = at.subheader[-1].value if at.subheader else ""
+    assert any(r"\[x\]\(javascript\:alert\(1\)\) \*\*b\*\*" in h.value for h in at.subheader), (
+        heading
+    )
+    assert any("+<script>alert(1)</script>" in c.value for c in at.code if c.language == "diff")
