@@ -564,14 +564,14 @@ def fig_runs_page(b: Bench) -> list[Figure]:
         "template.jsonl",
         lambda p: gen.write_log(p, 12 * MB, seed=5, results=results),
     )
-    url, _ = analysed_store(b, "runs-page.db", [log, results])
+    url, path = analysed_store(b, "runs-page.db", [log, results])
     from clawviz.db import get_engine
 
     t = time.perf_counter()
     total = gen.replicate_episodes(get_engine(url), n)
     b.facts["runs store"] = (
         f"{total:,} episodes (templates from {log.name}, replicated in "
-        f"{fmt_s(time.perf_counter() - t)})"
+        f"{fmt_s(time.perf_counter() - t)}; {store_bytes(url, path) / 1e9:.2f} GB on disk)"
     )
     t = apptest_median(b, "pages/runs.py", url, {}, "runs_page")
     fig.value = f"{fmt_s(t.cpu)} cpu ({fmt_s(t.wall)} wall)"
