@@ -259,3 +259,15 @@ def test_result_without_task_id_counts_for_its_episodes_task(session):
     assert (row.task_id, row.n_attempts, row.s_strong, row.s_small) == ("task_x", 2, 0.8, 0.1)
     d = task_detail(session, "task_x")
     assert sorted(a.reward for a in d.attempts) == [0.1, 0.8]
+
+
+def test_folder_of_200_tasks_loads_quickly(tmp_path, session):
+    import time
+
+    for i in range(200):
+        make_clawgym(tmp_path / "clawgym_eval", f"task_{i:04d}", rubric=False)
+    t0 = time.monotonic()
+    tasks = ingest_task_folder(session, tmp_path)
+    assert len(tasks) == 200
+    assert len(task_queue(session)) == 200
+    assert time.monotonic() - t0 < 10
