@@ -107,6 +107,7 @@ def file_tree(diff: WorkspaceDiff) -> list[str]:
         key=w.KEY_WS_TREE,
         column_config={
             "": st.column_config.TextColumn(width=28),
+            "file": st.column_config.TextColumn(width="medium"),
             "change": st.column_config.TextColumn(width="small"),
         },
         on_select=partial(on_tree_select, [None if r.is_dir else r.path for r in rows]),
@@ -133,9 +134,9 @@ def side_by_side(fd) -> None:
     df = pd.DataFrame(
         [
             {
-                "#": r.left_no,
+                "#": "" if r.left_no is None else str(r.left_no),
                 "before": r.left,
-                "# ": r.right_no,
+                "# ": "" if r.right_no is None else str(r.right_no),
                 "after": r.right,
                 "kind": r.kind,
             }
@@ -155,8 +156,8 @@ def side_by_side(fd) -> None:
         hide_index=True,
         width="stretch",
         column_config={
-            "#": st.column_config.NumberColumn(width="small"),
-            "# ": st.column_config.NumberColumn(width="small"),
+            "#": st.column_config.TextColumn(width=40),
+            "# ": st.column_config.TextColumn(width=40),
             "kind": st.column_config.TextColumn(width="small"),
         },
         height=min(700, 38 + 35 * len(df)),
@@ -280,7 +281,7 @@ def main() -> None:
         f"after: {escape_md(ws.after or 'none')}"
     )
     counts_bar(diff)
-    left, middle, right = st.columns([1.15, 2.6, 1.15], gap="medium")
+    left, middle, right = st.columns([1.4, 2.6, 1.3], gap="medium")
     with left:
         st.subheader("Files", anchor=False)
         paths = file_tree(diff)

@@ -117,8 +117,12 @@ def scores_table(scores: dict[str, float]) -> None:
     if not scores:
         st.caption("No per-check scores recorded.")
         return
-    df = pd.DataFrame({"check": list(scores), "score": list(scores.values())}).assign(
-        result=lambda d: d["score"].map(lambda v: "pass" if v >= 1.0 else "FAIL")
+    df = pd.DataFrame(
+        {
+            "result": ["pass" if v >= 1.0 else "FAIL" for v in scores.values()],
+            "check": list(scores),
+            "score": list(scores.values()),
+        }
     )
 
     def tint(row: pd.Series) -> list[str]:
