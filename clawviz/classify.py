@@ -69,6 +69,12 @@ class Classification:
     main_root: str | None
     texts: dict[str, CallText] = field(default_factory=dict)
     """Marker texts of every call (reused by pruning)."""
+    own_spawn: set[str] = field(default_factory=set)
+    """Sub-agent roots that took a spawn call of their own: never re-sends of an earlier root."""
+
+    def resend_of(self, tree: CallTree, call_id: str) -> str | None:
+        """The earlier identical request this call re-sends (parallel sub-agents excepted)."""
+        return None if call_id in self.own_spawn else tree.resend_of.get(call_id)
 
     def main_parent(self, tree: CallTree, call_id: str) -> str | None:
         """Nearest ancestor that is a main call (skipping tip extensions in the history)."""
@@ -127,6 +133,8 @@ class _SpawnIndex:
     def __init__(self) -> None:
         self.entries: list[tuple[str, str]] = []
         self.used: set[int] = set()
+        self.fresh = False
+        """Whether the last match took a spawn call no earlier root had taken."""
 
     def add(self, call: Call) -> None:
         for prompt in spawn_prompts(call.response):
@@ -142,6 +150,7 @@ class _SpawnIndex:
         # Parallel sub-agents with identical prompts: each takes its own spawn call in order.
         free = [i for i in hits if i not in self.used]
         pick = free[0] if free else hits[-1]
+        self.fresh = bool(free)
         self.used.add(pick)
         return self.entries[pick][0]
 
@@ -157,6 +166,7 @@ def classify_calls(tree: CallTree) -> Classification:
     last_main_ok: str | None = None
     texts: dict[str, CallText] = {}
     text_cache: dict[int, str] = {}
+    own_spawn: set[str] = set()
 
     for call in tree.calls:
         cid = call.call_id
@@ -165,7 +175,9 @@ def classify_calls(tree: CallTree) -> Classification:
         if call.endpoint == "non_model":
             roles[cid] = CallRole("aux_non_model", f"non-model endpoint {call.method} {call.url}")
             continue
-        marker = detect_marker(call, text)
+        # Past a segment's root the continuation text is history: look for the side-request
+        # markers (heartbeat, memory flush, summary) behind it.
+        marker = detect_marker(call, text, continuation=parent is None)
         gt = _ground_truth(call, marker)
         cr: CallRole
         if gt is not None:
@@ -189,6 +201,8 @@ def classify_calls(tree: CallTree) -> Classification:
 
         if cr.role == "aux_subagent" and parent is None and cr.linked_call is None:
             cr.linked_call = spawns.match(text.first_user)
+            if cr.linked_call is not None and spawns.fresh:
+                own_spawn.add(cid)
         if cr.role == "aux_summary":
             cr.linked_call = parent if parent is not None else last_main_ok
             summaries.append(cid)
@@ -214,7 +228,9 @@ def classify_calls(tree: CallTree) -> Classification:
 
     n_segments = _assign_segments(tree, roles)
     _assign_threads(tree, roles)
-    return Classification(roles=roles, n_segments=n_segments, main_root=main_root, texts=texts)
+    return Classification(
+        roles=roles, n_segments=n_segments, main_root=main_root, texts=texts, own_spawn=own_spawn
+    )
 
 
 def _main_fingerprint(tree: CallTree) -> tuple[str | None, bool]:

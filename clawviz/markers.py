@@ -79,6 +79,9 @@ HARNESS_MARKERS: tuple[HarnessMarkers, ...] = (
         ),
         utility_last_user=_rx(r"^\s*\[SUGGESTION MODE"),
         utility_system=_rx(
+            # Real 2.0.x path extraction sends its instruction as the system prompt.
+            r"Extract any file paths that this command reads",
+            r"<policy_spec>",
             r"Generate a concise, sentence-case title",
             r"kebab-case name",
             r"new conversation topic",
@@ -320,8 +323,14 @@ def _match_kind(kind: str, m: HarnessMarkers, t: CallText, single_user: bool) ->
     return None
 
 
-def detect_marker(call: Call, text: CallText | None = None) -> Marker | None:
-    """The first marker kind (PIPELINE §3 order) any harness row finds in this call."""
+def detect_marker(
+    call: Call, text: CallText | None = None, *, continuation: bool = True
+) -> Marker | None:
+    """The first marker kind (PIPELINE §3 order) any harness row finds in this call.
+
+    `continuation=False` skips the compaction-continuation kind: it only starts a segment at a
+    root, and every later call of that segment still carries it in its first messages.
+    """
     t = text or call_text(call)
     n_user = 0
     for msg in call.messages:
@@ -331,6 +340,8 @@ def detect_marker(call: Call, text: CallText | None = None) -> Marker | None:
                 break
     rows = rows_for(call.harness)
     for kind in MARKER_ORDER:
+        if kind == "continuation" and not continuation:
+            continue
         for m in rows:
             hit = _match_kind(kind, m, t, single_user=n_user <= 1)
             if hit:

@@ -218,7 +218,7 @@ def prune_episode(
             reason=reason,
             role_reason=cr.reason,
             parent_call=tree.parent[cid],
-            retry_of=retry_of.get(cid) or tree.resend_of.get(cid),
+            retry_of=retry_of.get(cid) or cls.resend_of(tree, cid),
             segment=cr.segment,
             thread=cr.thread,
             linked_call=cr.linked_call,
