@@ -75,6 +75,11 @@ CC_CONTINUATION = (
     "This session is being continued from a previous conversation that ran out of context. The "
     "summary below covers the earlier portion of the conversation.\n\n"
 )
+CC_SUGGEST = (
+    "[SUGGESTION MODE: Suggest what the user might naturally type next into Claude Code.]\n\n"
+    "FIRST: Look at the user's recent messages and original request.\n\nReply with ONLY the "
+    "suggestion, no quotes or explanation."
+)
 REMINDER_MD = (
     "<system-reminder>\nAs you answer the user's questions, you can use the following context:\n"
     "# claudeMd\nCodebase and user instructions are shown below.\n</system-reminder>\n"
@@ -453,6 +458,8 @@ class ClaudeCode:
         statuses: tuple[int, ...] = (),
         metadata: bool = True,
         max_tokens: int = 32000,
+        interrupted: bool = False,
+        orphaned: bool = False,
     ) -> float:
         """One logical request; `statuses` are failed attempts the SDK retried identically.
 
@@ -496,6 +503,21 @@ class ClaudeCode:
             return t
         req = self._req(t, body, len(statuses), model)
         stop = stop or ("tool_use" if any(b["type"] == "tool_use" for b in reply) else "end_turn")
+        if interrupted:
+            # Esc mid-stream: the recorder keeps the frames that arrived, no message_stop.
+            raw = anthropic_sse(f"msg_01{int(t * 100)}", model, reply, stop, out_tokens)
+            cut = raw.index("event: content_block_stop")
+            resp = {
+                "timestamp": t + dur,
+                "status_code": 200,
+                "headers": {"content-type": "text/event-stream; charset=utf-8"},
+                "body_raw": raw[:cut],
+            }
+            self.log.add(req, resp, attempt(x, n_attempts - 1, n_attempts))
+            return t + dur
+        if orphaned:
+            self.log.add(req, None, attempt(x, n_attempts - 1, n_attempts))
+            return t
         resp = {
             "timestamp": t + dur,
             "status_code": 200,
@@ -934,15 +956,94 @@ def cc21() -> Log:
         tool_result("toolu_02E", "The file README.md has been updated."),
     ]
     # The final turn is overloaded twice; the SDK's third attempt (retry-count 2) succeeds.
-    cc.call(
+    done = [text("Added --json to report and documented it in the README.")]
+    t = cc.call(
         t + 0.2,
         msys(),
         hist,
-        [text("Added --json to report and documented it in the README.")],
+        done,
         X("m6", "main", 1, parent="m5"),
         tools=CC21_TOOLS,
         statuses=(529, 529),
         out_tokens=30,
+    )
+    # 2.1 asks for a prompt suggestion after an end_turn: the main history plus one message.
+    cc.call(
+        t + 0.1,
+        msys(),
+        hist + [{"role": "assistant", "content": done}, user_msg(text(CC_SUGGEST))],
+        [text("run the tests")],
+        X("suggestion", "aux_utility", parent="m6"),
+        tools=CC21_TOOLS,
+        dur=1.0,
+        out_tokens=5,
+    )
+    return log
+
+
+def cc21_interrupted() -> Log:
+    """Claude Code 2.1.9: Esc mid-stream (truncated), the user redirects, then Ctrl-C on exit
+    leaves the final main request and a title request without a response (orphans)."""
+    log = Log()
+    cc = ClaudeCode(log, "2.1.9", "c0ffee00-1111-4222-8333-444455556666", billing=True)
+    t = 1764800000.0
+
+    def msys() -> list[dict[str, Any]]:
+        return cc.system(CC_IDENT, CC_MAIN_BODY)
+
+    ask = "Rename the helper parse_args to parse_cli everywhere."
+    hist = [user_msg(text(REMINDER_MD), text(ask))]
+    r1 = [tool_use("toolu_04A", "Grep", {"pattern": "parse_args", "output_mode": "files"})]
+    t = cc.call(t, msys(), hist, r1, X("m1", "main", 0), tools=CC21_TOOLS)
+    hist += [{"role": "assistant", "content": r1}, tool_result("toolu_04A", "cli.py\nmain.py")]
+    long_text = "I'll now go through each file and rename every occurrence carefully. " * 3
+    cc.call(
+        t + 0.2,
+        msys(),
+        hist,
+        [text(long_text), tool_use("toolu_04B", "Read", {"file_path": "/repo/cli.py"})],
+        X("m2-interrupted", "main", 0, parent="m1", state="failed", reason="truncated_stream"),
+        tools=CC21_TOOLS,
+        interrupted=True,
+    )
+    t += 3.0
+    hist += [
+        {"role": "assistant", "content": [text(long_text[:40])]},
+        user_msg(text("[Request interrupted by user]")),
+        user_msg(text("Only rename it in cli.py.")),
+    ]
+    r3 = [
+        tool_use(
+            "toolu_04C",
+            "Edit",
+            {"file_path": "/repo/cli.py", "old_string": "parse_args", "new_string": "parse_cli"},
+        )
+    ]
+    t = cc.call(t + 5.0, msys(), hist, r3, X("m3", "main", 0, parent="m1"), tools=CC21_TOOLS)
+    hist += [
+        {"role": "assistant", "content": r3},
+        tool_result("toolu_04C", "The file cli.py has been updated."),
+    ]
+    cc.call(
+        t + 0.1,
+        cc.system(
+            "Generate a concise, sentence-case title (3-7 words) that captures the main "
+            "topic or goal of this coding session."
+        ),
+        [user_msg(text(ask))],
+        [text('{"title": "Rename parse_args"}')],
+        X("title", "aux_utility", state="failed", reason="orphaned_request"),
+        model=HAIKU,
+        orphaned=True,
+    )
+    cc.call(
+        t + 0.2,
+        msys(),
+        hist,
+        [text("Renamed.")],
+        X("m4", "main", 0, parent="m3", state="failed", reason="orphaned_request"),
+        tools=CC21_TOOLS,
+        orphaned=True,
     )
     return log
 
@@ -1636,6 +1737,7 @@ FIXTURES = {
     "cc-2.0.31-startup.jsonl": cc20,
     "cc-2.0.31-overloaded-end.jsonl": cc20_overloaded_end,
     "cc-2.1.9-async.jsonl": cc21,
+    "cc-2.1.9-interrupted.jsonl": cc21_interrupted,
     "openclaw-2026.9-pi-0.73.jsonl": openclaw,
     "openclaw-2026.3-pi-0.73-retries.jsonl": openclaw_older,
 }
