@@ -287,7 +287,16 @@ def run_checker_tab(d: TaskDetail) -> None:
         if not options:
             st.caption("No attempt of this task records a final workspace.")
         else:
-            pick = st.selectbox("Attempt", list(options), key=w.KEY_CHECK_ATTEMPT)
+            by_id = {a.episode_id: a for a in d.attempts}
+            pick = st.selectbox(
+                "Attempt",
+                list(options),
+                key=w.KEY_CHECK_ATTEMPT,
+                format_func=lambda eid: (
+                    f"{eid} · {by_id[eid].model_role or '?'} · recorded reward "
+                    f"{w.fmt_score(by_id[eid].reward)}"
+                ),
+            )
             workspace = options.get(pick)
     else:
         upload = st.file_uploader(
