@@ -1158,6 +1158,7 @@ class OpenClaw:
         dur: float = 4.0,
         out_tokens: int = 150,
         error: str = "",
+        orphaned: bool = False,
     ) -> float:
         self.n += 1
         body: dict[str, Any] = {
@@ -1193,6 +1194,9 @@ class OpenClaw:
             },
             "body": body,
         }
+        if orphaned:
+            self.log.add(req, None, x)
+            return t
         if status != 200:
             self.log.add(
                 req,
@@ -1552,15 +1556,28 @@ def openclaw() -> Log:
 
 
 def openclaw_older() -> Log:
-    """OpenClaw 2026.3 (pi 0.73): first turn retried by OpenClaw, direct `sessions_spawn` of two
-    identical sub-agents, a heartbeat kept in the history, memory flush then one summary call
-    after a context overflow, and a final turn that fails even after OpenClaw's retry."""
+    """OpenClaw 2026.3 (pi 0.73): a heartbeat on the idle session, first turn retried by
+    OpenClaw, direct `sessions_spawn` of two identical sub-agents, a heartbeat kept in the
+    history, a dated cron run, tool ids re-rendered, memory flush, then staged summaries (two
+    chunks and a merge) after a context overflow, and a final turn that times out and whose
+    OpenClaw retry fails too."""
     log = Log()
     oc = OpenClaw(log)
     tools = ["read", "write", "exec", "sessions_spawn"]
     t = 1764700000.0
     sys0 = OC_SYSTEM + oc.runtime("Sunday, November 29th, 2026 — 08:00 (UTC)")
     ask = "[Sun 2026-11-29 08:00 UTC] Translate notes/a.txt and notes/b.txt to French."
+    # The heartbeat fires on the still empty session before the user's first message.
+    oc.call(
+        t - 60.0,
+        sys0,
+        [u(OC_HEARTBEAT_OLD)],
+        "HEARTBEAT_OK",
+        X("heartbeat-idle", "aux_heartbeat"),
+        tools=tools,
+        dur=1.0,
+        out_tokens=4,
+    )
     t = oc.call(
         t,
         sys0,
@@ -1656,6 +1673,28 @@ def openclaw_older() -> Log:
     c2 = [("call_b3", "read", {"path": "notes/c.txt"})]
     t = oc.call(t + 10, sys1, hist, None, X("m3", "main", 0, parent="heartbeat"), c2, tools=tools)
     hist += [a_msg(None, c2), tool_msg("call_b3", "good night " * 40)]
+    # A dated cron run in its own session.
+    oc.call(
+        t + 0.1,
+        OC_CRON_SYSTEM,
+        [
+            u(
+                "[Sun 2026-11-29 08:41 UTC] [cron:9d2e backup] Back up notes/ to backup/.\n"
+                "Current time: Sunday, November 29th, 2026 — 08:41 (UTC)\n\nThis is an unattended "
+                "scheduled run."
+            )
+        ],
+        "Backed up 3 files.",
+        X("cron", "aux_cron"),
+        tools=tools,
+        dur=1.0,
+    )
+    # Later requests re-render the tool-call id of the last turn (ids are not history).
+    rerendered = [
+        a_msg(None, [("call_b3_1", "read", {"path": "notes/c.txt"})]),
+        tool_msg("call_b3_1", "good night " * 40),
+    ]
+    hist = hist[:-2] + rerendered
     # Near the limit: memory flush first (private copy of the tip), then the overflow.
     fl = hist + [u(OC_FLUSH)]
     oc.call(
@@ -1678,24 +1717,44 @@ def openclaw_older() -> Log:
         status=400,
         error="400 This model's maximum context length is 32768 tokens.",
     )
+    # Summaries in stages: two chunks in parallel, then a merge.
+    chunks = []
+    for k, (who, part) in enumerate(
+        [
+            ("chunk-1", "Translate notes/a.txt and notes/b.txt to French."),
+            ("chunk-2", "Now also translate notes/c.txt yourself."),
+        ]
+    ):
+        chunks.append(
+            oc.call(
+                t + 0.1 + 0.01 * k,
+                OC_SUMMARY_SYSTEM,
+                [
+                    u(
+                        f"<conversation>\n[User]: {part}\n</conversation>\n\nThe messages "
+                        "above are a conversation to summarize. Produce a compact, factual "
+                        "summary with these exact section headings: ## Goal, ## Progress"
+                    )
+                ],
+                f"## Goal\n{part}\n## Progress\n- part {k + 1} summarised.",
+                X(f"summary-{who}", "aux_summary", link="m3"),
+                tools=[],
+                dur=4.0 - k,
+                out_tokens=60,
+            )
+        )
     summary = (
         "## Goal\nTranslate notes to French.\n## Progress\n- a and b done by "
         "sub-agents.\n- c.txt read, not yet written."
     )
     t = oc.call(
-        t + 0.1,
+        max(chunks) + 0.1,
         OC_SUMMARY_SYSTEM,
-        [
-            u(
-                "<conversation>\n[User]: Translate notes/a.txt and notes/b.txt to French.\n"
-                "</conversation>\n\nThe messages above are a conversation to summarize. Produce a "
-                "compact, factual summary with these exact section headings: ## Goal, ## Progress"
-            )
-        ],
+        [u("Merge these partial summaries into a single cohesive summary.\n\n## Goal\n...")],
         summary,
-        X("summary", "aux_summary", link="m3"),
+        X("summary-merge", "aux_summary", link="m3"),
         tools=[],
-        dur=5.0,
+        dur=3.0,
         out_tokens=90,
     )
     hist = [
@@ -1706,19 +1765,21 @@ def openclaw_older() -> Log:
         u("[Sun 2026-11-29 08:40 UTC] Now also translate notes/c.txt yourself."),
     ]
     c3 = [("call_b4", "write", {"path": "notes/c.fr.txt", "content": "bonne nuit"})]
-    t = oc.call(t + 0.2, sys1, hist, None, X("m5", "main", 1, link="summary"), c3, tools=tools)
-    hist += [a_msg(None, c3), tool_msg("call_b4", "ok")]
-    # The last turn fails, and so does OpenClaw's own retry of it.
     t = oc.call(
+        t + 0.2, sys1, hist, None, X("m5", "main", 1, link="summary-merge"), c3, tools=tools
+    )
+    hist += [a_msg(None, c3), tool_msg("call_b4", "ok")]
+    # The last turn times out (no response recorded), and OpenClaw's own retry fails.
+    oc.call(
         t + 0.2,
         sys1,
         hist,
         None,
         X("m6-failed", "main", 1, parent="m5"),
         tools=tools,
-        status=500,
-        error="Internal error",
+        orphaned=True,
     )
+    t += 120.0
     sys2 = OC_SYSTEM + oc.runtime("Sunday, November 29th, 2026 — 08:45 (UTC)")
     oc.call(
         t + 2.0,
