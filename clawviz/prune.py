@@ -79,9 +79,18 @@ def find_retry_groups(tree: CallTree, cls: Classification) -> list[list[str]]:
         earlier = tree.resend_of.get(cid)
         if earlier is not None and is_main.get(earlier):
             uf.union(earlier, cid)
-        elif is_harness_retry(call, cls.texts.get(cid)) and not cls.roles[cid].continuation:
-            seg = cls.roles[cid].segment
-            sibs = [s for s in siblings_so_far.get(parent, []) if cls.roles[s].segment == seg]
+        elif is_harness_retry(call, cls.texts.get(cid)):
+            cr = cls.roles[cid]
+            sibs = [
+                s for s in siblings_so_far.get(parent, []) if cls.roles[s].segment == cr.segment
+            ]
+            if cr.continuation:
+                # Only a failed first request on the same compacted history can be retried.
+                sibs = [
+                    s
+                    for s in sibs
+                    if cls.roles[s].continuation and cls.roles[s].linked_call == cr.linked_call
+                ]
             failed = [s for s in sibs if is_failed(tree.by_id[s])]
             # Between roots only a failed one can have been retried: other roots are segments.
             target = failed[-1] if failed else (sibs[-1] if sibs and parent is not None else None)

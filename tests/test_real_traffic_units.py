@@ -153,3 +153,27 @@ def test_claude_code_path_extraction_with_instruction_as_system_prompt():
     for c in (paths, prefix):
         assert d[c.call_id].role == "aux_utility"
         assert "claude_code marker" in d[c.call_id].role_reason
+
+
+def test_failed_continuation_retried_by_openclaw():
+    """The first request on a compacted history fails and OpenClaw retries it (continue prompt)."""
+    e, (m1, s, c, c2) = _compacted_openclaw()
+    e.calls[:] = [m1, s]
+    failed = e.call([user(CONTINUATION), user("go on")], status=500)
+    retry = e.call(
+        [
+            user(CONTINUATION),
+            user("go on"),
+            user(
+                "Continue the current task from the existing transcript, preserving completed work."
+            ),
+        ],
+        asst("Done."),
+    )
+    a = analyse_episode(e.calls, reward=1.0)
+    d = a.decisions
+    assert d[failed.call_id].state == "failed" and d[failed.call_id].segment == 1
+    assert d[retry.call_id].retry_of == failed.call_id
+    assert d[retry.call_id].linked_call == s.call_id and d[retry.call_id].segment == 1
+    assert d[retry.call_id].state == "kept" and d[m1.call_id].state == "kept"
+    assert a.n_segments == 2 and all(p.state == "kept" for p in a.paths)

@@ -1497,9 +1497,27 @@ def openclaw() -> Log:
             },
         )
     ]
-    # Both summaries are in the continuation; the later summary call is the link (DECISIONS).
+    # The first request on the compacted history fails; OpenClaw retries it with a refreshed
+    # runtime block and the continue prompt. Both summaries are in the continuation; the later
+    # summary call is the link (DECISIONS).
     t = oc.call(
-        max(ts1, ts2) + 0.2, sys3, hist, None, X("m9", "main", 1, link="summary-prefix"), c7
+        max(ts1, ts2) + 0.2,
+        sys3,
+        hist,
+        None,
+        X("m9-failed", "main", 1, link="summary-prefix"),
+        status=500,
+        error="Internal Server Error",
+    )
+    sys3 = OC_SYSTEM + oc.runtime("Saturday, November 28th, 2026 — 09:22 (UTC)")
+    hist += [u("[Sat 2026-11-28 09:22 UTC] " + OC_CONTINUE)]
+    t = oc.call(
+        t + 2.0,
+        sys3,
+        hist,
+        None,
+        X("m9", "main", 1, link="summary-prefix", retry_of="m9-failed"),
+        c7,
     )
     hist += [a_msg(None, c7), tool_msg("call_a7", "Wrote 70 bytes to report.md")]
     t = oc.call(
