@@ -40,7 +40,12 @@ EPISODES: dict[str, tuple[float, str, list[str], list[list[str]]]] = {
         ["ended_in_error", "below_reward_threshold"],
         [["m1"]],
     ),
-    "cc-2.1.9-async": (0.8, "kept", [], [["m1", "m2", "m3", "m4"], ["m5", "m6"]]),
+    "cc-2.1.9-async": (
+        0.8,
+        "kept",
+        [],
+        [["m1", "m2", "m3", "m4"], ["m5", "m6", "m7"], ["m8", "m9"]],
+    ),
     "cc-2.1.9-interrupted": (1.0, "dropped", ["orphaned_request"], [["m1", "m3"]]),
     "openclaw-2026.9-pi-0.73": (
         1.0,

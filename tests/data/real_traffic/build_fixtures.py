@@ -756,7 +756,8 @@ def cc20_overloaded_end() -> Log:
 
 
 def cc21() -> Log:
-    """Claude Code 2.1.9: async sub-agent, billing header, reminders, compaction, final 529s."""
+    """Claude Code 2.1.9: async sub-agent, billing header, reminders, two compactions, 529s
+    retried at the end of a segment, and a prompt-suggestion request after the last reply."""
     log = Log()
     cc = ClaudeCode(log, "2.1.9", "5d4c3b2a-1f0e-4d9c-8b7a-6f5e4d3c2b10", billing=True)
     t = 1764400000.0
@@ -967,13 +968,74 @@ def cc21() -> Log:
         statuses=(529, 529),
         out_tokens=30,
     )
+    # The user asks for more; the context fills up again and a second compaction follows.
+    hist += [
+        {"role": "assistant", "content": done},
+        user_msg(text(REMINDER_MD), text("Also add a test for --json.")),
+    ]
+    r7 = [
+        tool_use(
+            "toolu_02F",
+            "Write",
+            {"file_path": "/repo/tests/test_json.py", "content": "def test_json(): ..."},
+        )
+    ]
+    t = cc.call(t + 30.0, msys(), hist, r7, X("m7", "main", 1, parent="m6"), tools=CC21_TOOLS)
+    hist += [
+        {"role": "assistant", "content": r7},
+        tool_result("toolu_02F", "File created successfully at: /repo/tests/test_json.py"),
+    ]
+    summary2 = (
+        "Summary:\n1. Primary Request and Intent: --json flag added and documented; "
+        "the user then asked for a test.\n2. Files: tests/test_json.py created.\n3. "
+        "Pending Tasks: run the new test."
+    )
+    t = cc.call(
+        t + 0.2,
+        msys(),
+        hist[:-1]
+        + [
+            tool_result(
+                "toolu_02F",
+                "File created successfully at: /repo/tests/test_json.py",
+                text(CC_COMPACT),
+            )
+        ],
+        [text("<summary>\n" + summary2 + "\n</summary>")],
+        X("compact-2", "aux_summary", parent="m7", link="m7"),
+        tools=CC21_TOOLS,
+        out_tokens=700,
+        dur=15.0,
+    )
+    hist = [
+        user_msg(
+            text(REMINDER_MD),
+            text(
+                CC_CONTINUATION + summary2 + "\n\nPlease continue the conversation from where we "
+                "left it off without asking the user any further questions."
+            ),
+        )
+    ]
+    r8 = [tool_use("toolu_02G", "Bash", {"command": "pytest -q tests/test_json.py"})]
+    t = cc.call(t + 0.5, msys(), hist, r8, X("m8", "main", 2, link="compact-2"), tools=CC21_TOOLS)
+    hist += [{"role": "assistant", "content": r8}, tool_result("toolu_02G", "1 passed")]
+    done = [text("The new test passes.")]
+    t = cc.call(
+        t + 0.2,
+        msys(),
+        hist,
+        done,
+        X("m9", "main", 2, parent="m8"),
+        tools=CC21_TOOLS,
+        out_tokens=10,
+    )
     # 2.1 asks for a prompt suggestion after an end_turn: the main history plus one message.
     cc.call(
         t + 0.1,
         msys(),
         hist + [{"role": "assistant", "content": done}, user_msg(text(CC_SUGGEST))],
         [text("run the tests")],
-        X("suggestion", "aux_utility", parent="m6"),
+        X("suggestion", "aux_utility", parent="m9"),
         tools=CC21_TOOLS,
         dur=1.0,
         out_tokens=5,
