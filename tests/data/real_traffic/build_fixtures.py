@@ -43,6 +43,11 @@ CC_GENERAL = (
     "message, you should use the tools available to complete the task. Do what has been asked; "
     "nothing more, nothing less."
 )
+CC_REVIEWER = (
+    "You are a meticulous code reviewer. Read the changed files, look for bugs and missing edge "
+    "cases, and report concrete findings.\n\nNotes:\n- Agent threads always have their cwd "
+    "reset between bash calls.\n<env>\nWorking directory: /home/user/calc\n</env>"
+)
 CC_TOPIC = (
     "Analyze if this message indicates a new conversation topic. If it does, extract a 2-3 word "
     "title that captures the new topic. Format your response as a JSON object with two fields: "
@@ -578,6 +583,7 @@ def cc20() -> Log:
             ("explore", CC_IDENT + "\n\n" + CC_EXPLORE, HAIKU, CC_SUB_TOOLS),
             ("plan", CC_IDENT + "\n\n" + CC_PLAN, "claude-sonnet-4-5-20250929", CC_SUB_TOOLS),
             ("general", CC_GENERAL, "claude-sonnet-4-5-20250929", CC_TOOLS[1:]),
+            ("reviewer", CC_REVIEWER, "claude-sonnet-4-5-20250929", ["Read", "Grep"]),
         ]
     ):
         cc.call(
@@ -714,9 +720,31 @@ def cc20() -> Log:
         {"role": "assistant", "content": r4},
         tool_result("toolu_01D", "The file calc/ops.py has been updated."),
     ]
-    r5 = [text("Fixed: divide() now returns None when b is 0.")]
+    # A user-defined agent (.claude/agents/code-reviewer.md): its system prompt carries none of
+    # the built-in sub-agent markers; only its first message ties it to the Task call.
+    review = "Review the change to calc/ops.py for edge cases and reply with findings only."
+    r5 = [
+        tool_use(
+            "toolu_01E",
+            "Task",
+            {"description": "Review fix", "subagent_type": "code-reviewer", "prompt": review},
+        )
+    ]
+    t = cc.call(t + 0.2, main_sys, hist, r5, X("m5", "main", 0, parent="m4"), tools=CC_TOOLS)
+    findings = "No issues: b == 0 handled, other paths unchanged."
+    ts = cc.call(
+        t + 0.2,
+        cc.system(CC_REVIEWER),
+        [user_msg(text(review))],
+        [text(findings)],
+        X("review", "aux_subagent", link="m5"),
+        tools=["Read", "Grep"],
+        dur=2.0,
+    )
+    hist += [{"role": "assistant", "content": r5}, tool_result("toolu_01E", [text(findings)])]
+    r6 = [text("Fixed: divide() now returns None when b is 0.")]
     cc.call(
-        t + 0.2, main_sys, hist, r5, X("m5", "main", 0, parent="m4"), tools=CC_TOOLS, out_tokens=40
+        ts + 0.2, main_sys, hist, r6, X("m6", "main", 0, parent="m5"), tools=CC_TOOLS, out_tokens=40
     )
     return log
 
