@@ -1423,11 +1423,39 @@ def openclaw() -> Log:
             "data/sales.csv and list them."
         )
     ]
-    sc1 = [("call_s1", "read", {"path": "data/regions.csv"})]
-    oc.call(t + 0.2, OC_SUB_SYSTEM, sub, None, X("sub1", "aux_subagent", link="m3"), sc1, dur=3.0)
+    nested_task = "Count the rows of data/regions.csv."
+    sc1 = [
+        ("call_s1", "read", {"path": "data/regions.csv"}),
+        ("call_s2", "tool_call", {"id": "sessions_spawn", "args": {"task": nested_task}}),
+    ]
+    oc.call(t + 0.2, OC_SUB_SYSTEM, sub, None, X("sub1", "aux_subagent", link="m3"), sc1, dur=1.0)
+    # The sub-agent spawns its own sub-agent (depth 2/2).
+    oc.call(
+        t + 1.3,
+        OC_SUB_SYSTEM.replace("spawned by the main agent", "spawned by the parent orchestrator"),
+        [
+            u(
+                "[Sat 2026-11-28 09:02 UTC] [Subagent Context] You are running as a subagent "
+                "(depth 2/2). Results auto-announce to your requester; do not busy-poll for "
+                "status.\n\n"
+                f"[Subagent Task]: {nested_task}"
+            )
+        ],
+        "3 rows.",
+        X("sub-nested", "aux_subagent", link="sub1"),
+        dur=1.0,
+    )
     c4 = [("call_a4", "exec", {"command": "python3 -c \"print('north 15, south 20')\""})]
     t4 = oc.call(t + 0.4, sys1, hist, None, X("m4", "main", 0, parent="m3"), c4, dur=2.0)
-    sub += [a_msg(None, sc1), tool_msg("call_s1", "region\nnorth\nsouth\neast")]
+    sub += [
+        a_msg(None, sc1),
+        tool_msg("call_s1", "region\nnorth\nsouth\neast"),
+        tool_msg("call_s2", json.dumps({"status": "accepted", "runId": "run_9f2"})),
+        u(
+            "[Subagent Context] Every subagent spawned from this session has now settled. "
+            "Results:\n- 3 rows."
+        ),
+    ]
     oc.call(
         t + 3.3,
         OC_SUB_SYSTEM,
