@@ -483,15 +483,46 @@ class ClaudeCode:
             body["metadata"] = {"user_id": self.user_id()}
         body["stream"] = True
         n_attempts = len(statuses) + (reply is not None)
-        for retry, status in enumerate(statuses):
-            req = self._req(t, body, retry, model)
+        count = 0  # x-stainless-retry-count: the SDK counts its own retries only
+        for i, status in enumerate(statuses):
+            req = self._req(t, body, count, model)
+            if status == 200:
+                # Overloaded mid-stream: HTTP 200, an `error` event, no message_stop. The SDK
+                # does not retry a started stream; Claude Code re-sends the same body itself.
+                frames = anthropic_sse(f"msg_01{int(t * 100)}", model, [], "end_turn", 1)
+                raw = frames[: frames.index("event: message_delta")] + sse(
+                    [
+                        (
+                            "error",
+                            {
+                                "type": "error",
+                                "error": {"type": "overloaded_error", "message": "Overloaded"},
+                            },
+                        )
+                    ]
+                )
+                broken = attempt(x, i, n_attempts)
+                broken.state, broken.reason = "failed", "truncated_stream"
+                self.log.add(
+                    req,
+                    {
+                        "timestamp": t + 1.0,
+                        "status_code": 200,
+                        "headers": {"content-type": "text/event-stream; charset=utf-8"},
+                        "body_raw": raw,
+                    },
+                    broken,
+                )
+                t += 2.0
+                count = 0
+                continue
             err = {
                 "type": "error",
                 "error": {
                     "type": "overloaded_error" if status == 529 else "api_error",
                     "message": "Overloaded" if status == 529 else "Internal server error",
                 },
-                "request_id": f"req_011CV{retry}{int(t)}",
+                "request_id": f"req_011CV{i}{int(t)}",
             }
             self.log.add(
                 req,
@@ -501,12 +532,13 @@ class ClaudeCode:
                     "headers": {"content-type": "application/json", "x-should-retry": "true"},
                     "body": err,
                 },
-                attempt(x, retry, n_attempts),
+                attempt(x, i, n_attempts),
             )
-            t += 0.4 + 0.5 * 2**retry
+            t += 0.4 + 0.5 * 2**count
+            count += 1
         if reply is None:
             return t
-        req = self._req(t, body, len(statuses), model)
+        req = self._req(t, body, count, model)
         stop = stop or ("tool_use" if any(b["type"] == "tool_use" for b in reply) else "end_turn")
         if interrupted:
             # Esc mid-stream: the recorder keeps the frames that arrived, no message_stop.
@@ -866,7 +898,14 @@ def cc21() -> Log:
     )
     r2 = [tool_use("toolu_02B", "Read", {"file_path": "/repo/README.md"})]
     t2 = cc.call(
-        t + 0.3, msys(), hist, r2, X("m2", "main", 0, parent="m1"), tools=CC21_TOOLS, dur=2.0
+        t + 0.3,
+        msys(),
+        hist,
+        r2,
+        X("m2", "main", 0, parent="m1"),
+        tools=CC21_TOOLS,
+        dur=2.0,
+        statuses=(200,),
     )
     sh += [
         {"role": "assistant", "content": s1},
