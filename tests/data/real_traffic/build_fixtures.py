@@ -1288,6 +1288,7 @@ class OpenClaw:
         out_tokens: int = 150,
         error: str = "",
         orphaned: bool = False,
+        cut: bool = False,
     ) -> float:
         self.n += 1
         body: dict[str, Any] = {
@@ -1326,6 +1327,20 @@ class OpenClaw:
         if orphaned:
             self.log.add(req, None, x)
             return t
+        if cut:
+            raw = openai_sse(f"chatcmpl-{self.n:04d}", self.model, content, list(calls), 1)
+            raw = raw[: raw.index("data: ", len(raw) // 2)]
+            self.log.add(
+                req,
+                {
+                    "timestamp": t + dur,
+                    "status_code": 200,
+                    "headers": {"content-type": "text/event-stream"},
+                    "body_raw": raw,
+                },
+                x,
+            )
+            return t + dur
         if status != 200:
             self.log.add(
                 req,
@@ -1822,12 +1837,24 @@ def openclaw_older() -> Log:
             "notes/b.fr.txt\n<<<END_OPENCLAW_INTERNAL_CONTEXT>>>"
         )
     ]
+    # vLLM drops the stream half-way (no finish chunk, no [DONE]); OpenClaw retries the turn.
     t = oc.call(
         max(ends) + 0.2,
         sys1,
         hist,
+        "Both files are translated and written next to the originals.",
+        X("m2-cut", "main", 0, parent="m1", state="failed", reason="truncated_stream"),
+        tools=tools,
+        cut=True,
+    )
+    sys1 = OC_SYSTEM + oc.runtime("Sunday, November 29th, 2026 — 08:05 (UTC)")
+    hist += [u("[Sun 2026-11-29 08:05 UTC] " + OC_CONTINUE)]
+    t = oc.call(
+        t + 1.0,
+        sys1,
+        hist,
         "Both files are translated.",
-        X("m2", "main", 0, parent="m1"),
+        X("m2", "main", 0, parent="m1", retry_of="m2-cut"),
         tools=tools,
     )
     hist += [a_msg("Both files are translated.")]
