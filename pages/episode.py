@@ -439,4 +439,5 @@ def main() -> None:
     compare_section(view, settings)
 
 
+state.require_app_frame()
 main()

@@ -141,4 +141,5 @@ def main() -> None:
         show_report(report)
 
 
+state.require_app_frame()
 main()

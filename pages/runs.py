@@ -163,4 +163,5 @@ def main() -> None:
     sources_section(url)
 
 
+state.require_app_frame()
 main()

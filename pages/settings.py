@@ -21,13 +21,21 @@ def settings_table() -> None:
         {
             "name": s.name,
             "default": _show(s.default),
-            "current": _show(getattr(current, s.name)),
+            "current": _show(
+                state.database_url() if s.name == "database_url" else getattr(current, s.name)
+            ),
             "changes decisions": s.affects_decisions,
             "help": s.help,
         }
         for s in SETTINGS
     ]
-    st.dataframe(pd.DataFrame(rows), hide_index=True, key="settings_table")
+    st.dataframe(
+        pd.DataFrame(rows),
+        hide_index=True,
+        key="settings_table",
+        height=38 + 35 * len(rows),
+        column_config={"help": st.column_config.TextColumn(width="large")},
+    )
 
 
 def edit_form() -> None:
@@ -102,4 +110,5 @@ def main() -> None:
     settings_table()
 
 
+state.require_app_frame()
 main()

@@ -123,3 +123,11 @@ def test_call_label_and_path_rows():
     a = EpisodeAnalysis("e", "h", "kept", [], {"c1": d}, [path], 1.0)
     row = path_rows(a)[0]
     assert (row["calls"], row["GRPO advantage"], row["PPO return"]) == (1, 0.5, 1.0)
+
+
+def test_sqlite_stats_match_the_python_fallback(session):
+    fast = queries.dataset_stats(session, H).per_trajectory
+    slow = queries._stats_in_python(queries._read(session, queries._KEPT_CALLS_SQL, h=H))
+    slow = slow[fast.columns].astype({k: float for k in queries.PAPER_STATS})
+    slow = slow.sort_values("episode_id").reset_index(drop=True)
+    pd.testing.assert_frame_equal(fast, slow, check_dtype=False)

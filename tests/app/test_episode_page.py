@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from pathlib import Path
 
+import pytest
 from apphelpers import no_exception, open_page
 
 from clawviz.ui import state
@@ -144,3 +146,36 @@ def test_one_call_episode_without_reward(hostile_db_url, on_store):
     assert "single call" in infos
     assert "no reward" in infos
     assert {m.label: m.value for m in at.metric}["Reward"] == "—"
+
+
+@pytest.fixture(scope="module")
+def transcript_db_url(tmp_path_factory) -> str:
+    """The real pi transcript fixture (990 messages, 2 compactions) replayed into a store."""
+    from sqlmodel import Session
+
+    from clawviz.analysis import ensure_analysis
+    from clawviz.db import get_engine
+    from clawviz.ingest import ingest_paths
+
+    fixture = (
+        Path(__file__).resolve().parents[1] / "data" / "transcripts" / "pi-before-compaction.jsonl"
+    )
+    if not fixture.exists():
+        pytest.skip("transcript fixture missing")
+    url = f"sqlite:///{tmp_path_factory.mktemp('transcript') / 'clawviz.db'}"
+    with Session(get_engine(url)) as s:
+        ingest_paths([fixture], session=s)
+        ensure_analysis(s)
+    return url
+
+
+def test_transcript_episode_shows_its_limits(transcript_db_url, on_store):
+    from clawviz.transcripts import TRANSCRIPT_LIMITS
+
+    on_store(transcript_db_url)
+    with sqlite3.connect(transcript_db_url.removeprefix("sqlite:///")) as con:
+        (episode,) = con.execute("SELECT episode_id FROM episode").fetchone()
+    at = open_page(EPISODE, episode=episode)
+    no_exception(at)
+    assert any(str(TRANSCRIPT_LIMITS)[:40] in w.value for w in at.warning)
+    assert len(at.selectbox(key=state.KEY_CALL_SELECT).options) > 100

@@ -1,6 +1,7 @@
 """Shared browser-test helpers: a real `streamlit run app.py` on a free port, headless Chromium.
 
-Browser tests are marked `browser`; they are skipped when Playwright or Chromium is missing.
+Browser tests are marked `browser`; they are skipped when Playwright or Chromium is missing,
+unless CLAWVIZ_REQUIRE_BROWSER is set (CI), where that is a failure.
 """
 
 from __future__ import annotations
@@ -119,8 +120,16 @@ def wait_for_app_run(page, timeout: float = TIMEOUT_MS) -> None:
 @pytest.fixture(scope="session")
 def chromium_browser() -> Iterator:
     """Headless Debian Chromium driven by Playwright (skipped if either is missing)."""
-    sync_api = pytest.importorskip("playwright.sync_api")
+    required = bool(os.environ.get("CLAWVIZ_REQUIRE_BROWSER"))
+    try:
+        from playwright import sync_api
+    except ImportError:
+        if required:
+            raise
+        pytest.skip("playwright is not installed")
     if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
+        if required:
+            pytest.fail(f"CLAWVIZ_REQUIRE_BROWSER is set but there is no Chromium at {CHROMIUM}")
         pytest.skip(f"no Chromium at {CHROMIUM}")
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
