@@ -98,7 +98,7 @@ def result_reward(result: Result | None, settings: Settings = DEFAULT_SETTINGS) 
     )
 
 
-ANALYSIS_VERSION = 1
+ANALYSIS_VERSION = 2
 """Bump when reconstruction logic changes: stored decisions of older versions are recomputed."""
 
 
