@@ -59,6 +59,8 @@ NO_VALUE_COLOUR = "#d9d9d9"
 ADVANTAGE_SCALE = "RdBu"
 REWARD_SCALE = "RdYlGn"
 COLOUR_MODES = ("state", "advantage", "reward")
+MAX_BOX_POINTS = 1500
+"""Above this many episodes per harness the reward chart draws outliers only, not every point."""
 
 
 @dataclass
@@ -660,7 +662,7 @@ def reward_by_harness_figure(episodes: pd.DataFrame) -> go.Figure:
             go.Box(
                 y=part["reward"].astype(float),
                 name=str(harness),
-                boxpoints="all",
+                boxpoints="all" if len(part) <= MAX_BOX_POINTS else "outliers",
                 jitter=0.4,
                 pointpos=0,
                 customdata=part["episode_id"],

@@ -11,6 +11,8 @@ from clawviz import figures, queries
 from clawviz.ui import data, state
 
 EPISODE_PAGE = Path(__file__).parent / "episode.py"
+# Above this many episodes the statistics (a pass over every kept response) wait for a click.
+STATS_AUTO_LIMIT = 5000
 
 
 def filters(eps: pd.DataFrame) -> queries.EpisodeFilter:
@@ -94,8 +96,13 @@ def charts(eps: pd.DataFrame) -> None:
             st.plotly_chart(figures.advantage_by_group_figure(groups), key="runs_adv_chart")
 
 
-def stats_section(url: str, settings_hash: str) -> None:
+def stats_section(url: str, settings_hash: str, n_episodes: int) -> None:
     st.subheader("Dataset statistics of kept trajectories")
+    if n_episodes > STATS_AUTO_LIMIT and not st.toggle(
+        f"Compute them over all {n_episodes:,} episodes (reads every kept response once)",
+        key=state.KEY_RUNS_STATS,
+    ):
+        return
     stats = data.dataset_stats(url, settings_hash)
     if stats.n_trajectories == 0:
         st.info("No kept trajectories under the current settings.")
@@ -159,7 +166,7 @@ def main() -> None:
         st.info("No episode matches these filters.")
     else:
         charts(shown)
-    stats_section(url, settings.settings_hash)
+    stats_section(url, settings.settings_hash, len(eps))
     sources_section(url)
 
 

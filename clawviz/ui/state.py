@@ -42,6 +42,7 @@ KEY_FILTER_STATUS = "runs_filter_status"
 KEY_FILTER_REASON = "runs_filter_reason"
 KEY_FILTER_REWARD = "runs_filter_reward"
 KEY_FILTER_NO_REWARD = "runs_filter_no_reward"
+KEY_RUNS_STATS = "runs_compute_stats"
 
 # Widget keys: Episode page.
 KEY_EPISODE_PICK = "episode_pick"
