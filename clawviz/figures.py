@@ -574,7 +574,14 @@ def tree_figure(
         clickmode="event+select",
         dragmode="pan",
         hovermode="closest",
-        legend={"orientation": "v", "x": 1.01, "y": 1, "font": {"size": 11}},
+        legend={
+            "orientation": "v",
+            "x": 1.01,
+            # In value modes the colour bar takes the top right; the link legend goes below it.
+            "y": 1 if colour_by == "state" else 0,
+            "yanchor": "top" if colour_by == "state" else "bottom",
+            "font": {"size": 11},
+        },
         xaxis={
             "title": {"text": "depth (calls since the root)", "font": {"size": 11}},
             "showgrid": True,
@@ -606,7 +613,13 @@ def _add_colourbar(fig: go.Figure, scale: str, lo: float, hi: float, title: str)
                 "cmax": hi,
                 "color": [lo],
                 "showscale": True,
-                "colorbar": {"title": {"text": title}, "thickness": 12, "len": 0.8},
+                "colorbar": {
+                    "title": {"text": title},
+                    "thickness": 12,
+                    "len": 0.55,
+                    "y": 1,
+                    "yanchor": "top",
+                },
             },
             hoverinfo="skip",
             showlegend=False,
@@ -756,10 +769,27 @@ def token_grid(
 
 
 def token_figure(grid: TokenGrid) -> go.Figure:
-    """Heatmap of a TokenGrid: context cells blank, trained cells shaded by logprob."""
-    fig = go.Figure(
+    """Heatmap of a TokenGrid: context cells grey, trained cells shaded by their logprob."""
+    context = [[1.0 if t.startswith("ctx") else None for t in row] for row in grid.text]
+    trained = [
+        [z if t.startswith("out") else None for z, t in zip(zrow, trow, strict=True)]
+        for zrow, trow in zip(grid.z, grid.text, strict=True)
+    ]
+    fig = go.Figure()
+    fig.add_trace(
         go.Heatmap(
-            z=grid.z,
+            z=context,
+            text=grid.text,
+            hovertemplate="%{text}<extra></extra>",
+            colorscale=[[0, "#c8c8c8"], [1, "#c8c8c8"]],
+            showscale=False,
+            xgap=1,
+            ygap=1,
+        )
+    )
+    fig.add_trace(
+        go.Heatmap(
+            z=trained,
             text=grid.text,
             hovertemplate="%{text}<extra></extra>",
             colorscale="Viridis",
@@ -773,7 +803,7 @@ def token_figure(grid: TokenGrid) -> go.Figure:
     fig.update_layout(
         height=max(160, 40 + 18 * len(grid.z)),
         margin={"l": 10, "r": 10, "t": 10, "b": 10},
-        plot_bgcolor="#eeeeee",
+        plot_bgcolor="white",
         xaxis={"visible": False},
         yaxis={"visible": False, "autorange": "reversed"},
     )

@@ -52,7 +52,10 @@ def episodes_table(shown: pd.DataFrame) -> None:
     table = shown.assign(
         reasons=shown["reasons"].map(", ".join),
         open=("episode?episode=" + shown["episode_id"].astype(str)),
-    ).drop(columns=["source_kind"])
+    )[
+        ["episode_id", "task_id", "harness", "attempt", "status", "reasons", "reward", "advantage",
+         "model", "n_calls", "open"]
+    ]  # fmt: skip
     event = st.dataframe(
         table,
         key=state.KEY_RUNS_TABLE,

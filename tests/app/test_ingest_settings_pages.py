@@ -76,3 +76,32 @@ def test_first_start_loads_sample_logs(empty_db_url, on_store):
     no_exception(at)
     episodes = int({m.label: m.value for m in at.metric}["Episodes"].replace(",", ""))
     assert episodes >= 20
+
+
+def test_upload_of_an_archive_and_a_gz_log(empty_db_url, on_store, tmp_path, monkeypatch):
+    import io
+    import zipfile
+
+    logs = Path(__file__).resolve().parents[2] / "sample_logs" / "exchanges"
+    plain = logs / "openclaw" / "t0002-openclaw-a4.jsonl"
+    gz = logs / "claude-code" / "t0003-claude-code-a2.jsonl.gz"
+    if not (plain.exists() and gz.exists()):
+        pytest.skip("sample logs missing")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.write(plain, f"logs/{plain.name}")
+    evil = io.BytesIO()
+    with zipfile.ZipFile(evil, "w") as z:
+        z.writestr("../escape.jsonl", "{}")
+    monkeypatch.setenv("CLAWVIZ_HOME", str(tmp_path / "home"))
+    on_store(empty_db_url)
+    at = open_page("pages/ingest.py")
+    uploader = at.file_uploader(key=state.KEY_UPLOAD)
+    uploader.upload("logs.zip", buf.getvalue()).upload(gz.name, gz.read_bytes())
+    uploader.upload("evil.zip", evil.getvalue()).run()
+    next(b for b in at.button if b.key == "ingest_upload_run").click().run()
+    no_exception(at)
+    assert any("escape" in e.value for e in at.error)  # the unsafe archive is refused, named
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Episodes"] == "2"
+    assert not (tmp_path / "home" / "escape.jsonl").exists()
