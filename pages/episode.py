@@ -55,14 +55,15 @@ def episode_picker(eps: pd.DataFrame, label: str) -> None:
 
 def init_selection(episode_id: str, call_ids: list[str], default_call: str) -> None:
     """Seed the widgets from the URL when this episode is opened (a pasted link restores them)."""
-    if st.session_state.get(state.KEY_EPISODE_LOADED) == episode_id:
-        return
+    changed = st.session_state.get(state.KEY_EPISODE_LOADED) != episode_id
     st.session_state[state.KEY_EPISODE_LOADED] = episode_id
-    wanted = state.get_param(state.QP_CALL)
-    st.session_state[state.KEY_CALL_SELECT] = wanted if wanted in call_ids else default_call
-
-    compare = state.get_param(state.QP_COMPARE)
-    st.session_state[state.KEY_COMPARE_SELECT] = compare or state.NONE_OPTION
+    # Widget state is dropped when the user visits another page, so a missing key is re-seeded.
+    if changed or state.KEY_CALL_SELECT not in st.session_state:
+        wanted = state.get_param(state.QP_CALL)
+        st.session_state[state.KEY_CALL_SELECT] = wanted if wanted in call_ids else default_call
+    if changed or state.KEY_COMPARE_SELECT not in st.session_state:
+        compare = state.get_param(state.QP_COMPARE)
+        st.session_state[state.KEY_COMPARE_SELECT] = compare or state.NONE_OPTION
 
 
 def first_main_call(view: data.EpisodeView) -> str:
@@ -364,6 +365,7 @@ def compare_section(view: data.EpisodeView, settings) -> None:
     options = [state.NONE_OPTION] + list(labels)
     if st.session_state.get(state.KEY_COMPARE_SELECT) not in options:
         st.session_state[state.KEY_COMPARE_SELECT] = state.NONE_OPTION
+        state.set_params(compare=None)
     choice = st.selectbox(
         "Other attempt of the same task",
         options,
