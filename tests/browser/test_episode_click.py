@@ -41,6 +41,11 @@ def test_click_on_a_tree_node_selects_that_call(app_server, page):
     page.goto(f"{app_server.url}/episode?episode={EPISODE}")
     page.wait_for_selector("[data-testid='stPlotlyChart'] .js-plotly-plot .scatterlayer .point")
     wait_for_app_run(page)
+    # A deep link opened first on a fresh server still gets the app frame (menu and sidebar),
+    # not Streamlit's legacy pages/ listing.
+    nav = page.get_by_test_id("stSidebarNav")
+    assert nav.get_by_text("Workspace diff").count() == 1
+    assert page.get_by_test_id("stSidebar").get_by_text("Settings hash").count() == 1
     before = _call_param(page)
     target = page.evaluate(NODE_POSITION_JS, -1)
     assert target["call"] != before
