@@ -142,7 +142,12 @@ def sources_section(url: str) -> None:
 
 
 def main() -> None:
-    st.title("Runs")
+    head, button = st.columns([5, 1], vertical_alignment="bottom")
+    head.title("Runs")
+    # Another process (the CLI, a training job) may have written to the store since.
+    if button.button("Reload from the store", key=state.KEY_RELOAD, icon=":material/refresh:"):
+        state.clear_caches()
+        st.rerun()
     url = state.database_url()
     settings = state.current_settings()
     eps = data.episodes(url, settings.settings_hash)

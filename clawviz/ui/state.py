@@ -30,6 +30,7 @@ KEY_SETTINGS_OVERRIDES = "settings_overrides"
 KEY_EPISODE_LOADED = "episode_page_loaded"
 """Episode id the Episode page's widgets were last initialised for."""
 KEY_INGEST_REPORT = "ingest_last_report"
+KEY_RELOAD = "sidebar_reload"
 KEY_FRAME_REDIRECTED = "frame_redirected"
 """Set once a page run directly by Streamlit's legacy pages/ mode was re-run through app.py."""
 

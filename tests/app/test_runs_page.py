@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
+import pytest
 from apphelpers import no_exception, open_page
 
 from clawviz.ui import state
@@ -105,3 +107,39 @@ def test_hostile_rejected_line_is_data_not_markup(hostile_db_url, on_store):
     rejected = next(d.value for d in at.dataframe if "raw" in d.value.columns)
     assert rejected["raw"].iloc[0].startswith("<script>")
     assert not any("<script>" in m.value for m in at.markdown)
+
+
+def test_reload_button_sees_rows_written_by_another_process(tmp_path, on_store):
+    import shutil
+
+    from clawviz.db import get_engine
+
+    src = Path(__file__).resolve().parents[2] / "sample_logs" / "exchanges" / "openclaw"
+    logs = sorted(src.glob("*.jsonl"))[:2]
+    if len(logs) < 2:
+        pytest.skip("sample logs missing")
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    for p in logs:
+        shutil.copy(p, tmp_path / p.name)
+    _ingest(url, [tmp_path / logs[0].name], get_engine)
+    on_store(url)
+    at = open_page()
+    assert {m.label: m.value for m in at.metric}["Episodes"] == "1"
+    _ingest(url, [tmp_path / logs[1].name], get_engine)
+    at.run()
+    assert {m.label: m.value for m in at.metric}["Episodes"] == "1"  # cached
+    at.button(key=state.KEY_RELOAD).click().run()
+    no_exception(at)
+    assert {m.label: m.value for m in at.metric}["Episodes"] == "2"
+    assert set(_table(at)["status"]) <= {"kept", "dropped"}
+
+
+def _ingest(url, paths, get_engine) -> None:
+    from sqlmodel import Session
+
+    from clawviz.analysis import ensure_analysis
+    from clawviz.ingest import ingest_paths
+
+    with Session(get_engine(url)) as s:
+        ingest_paths(paths, session=s)
+        ensure_analysis(s)
