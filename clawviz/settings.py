@@ -126,9 +126,7 @@ class Settings:
 
     def decision_values(self) -> dict[str, Any]:
         """The values that change decisions, with defaults filled in."""
-        return {
-            s.name: _jsonable(getattr(self, s.name)) for s in SETTINGS if s.affects_decisions
-        }
+        return {s.name: _jsonable(getattr(self, s.name)) for s in SETTINGS if s.affects_decisions}
 
     @property
     def settings_hash(self) -> str:
