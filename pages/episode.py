@@ -30,6 +30,7 @@ from clawviz.ui.inspector import (
 from clawviz.ui.render import reason_badges, render_message
 
 WORKSPACE_PAGE = Path(__file__).parent / "workspace.py"
+KEY_PATH_SEEN = "episode_paths_seen"
 # The shared history is long; the expander shows its last messages only.
 MAX_SHARED_SHOWN = 30
 
@@ -57,6 +58,10 @@ def init_selection(episode_id: str, call_ids: list[str], default_call: str) -> N
     """Seed the widgets from the URL when this episode is opened (a pasted link restores them)."""
     changed = st.session_state.get(state.KEY_EPISODE_LOADED) != episode_id
     st.session_state[state.KEY_EPISODE_LOADED] = episode_id
+    if changed:
+        # A row picked in another episode's Paths table must not highlight a path here.
+        for key in (state.KEY_PATHS_TABLE, KEY_PATH_SEEN):
+            st.session_state.pop(key, None)
     # Widget state is dropped when the user visits another page, so a missing key is re-seeded.
     if changed or state.KEY_CALL_SELECT not in st.session_state:
         wanted = state.get_param(state.QP_CALL)
@@ -312,25 +317,18 @@ def raw_tab(call: Call) -> None:
     st.json(json.loads(raw.get("headers_json") or "{}"), expanded=False)
 
 
-def on_path_select() -> None:
-    sel = st.session_state.get(state.KEY_PATHS_TABLE)
-    rows = (sel or {}).get("selection", {}).get("rows", [])
-    paths = st.session_state.get("_episode_path_ids", [])
-    state.set_params(path=paths[rows[0]] if rows and rows[0] < len(paths) else None)
-
-
 def paths_section(view: data.EpisodeView) -> None:
     st.subheader("Paths")
     if view.analysis is None or not view.analysis.paths:
         st.info("No root-to-leaf paths: this episode has no analysed main calls.")
         return
     rows = path_rows(view.analysis)
-    st.session_state["_episode_path_ids"] = [r["path"] for r in rows]
+    ids = [r["path"] for r in rows]
     df = pd.DataFrame(rows)
-    st.dataframe(
+    event = st.dataframe(
         df,
         key=state.KEY_PATHS_TABLE,
-        on_select=on_path_select,
+        on_select="rerun",
         selection_mode="single-row",
         hide_index=True,
         column_config={
@@ -339,6 +337,15 @@ def paths_section(view: data.EpisodeView) -> None:
             "PPO return": st.column_config.NumberColumn(format="%.3f"),
         },
     )
+    picked = event.selection.rows if event is not None else []
+    chosen = ids[picked[0]] if picked and picked[0] < len(ids) else None
+    # Only a change of the table selection moves the highlight, so a path named in the URL
+    # survives a fresh table with nothing selected; the rerun redraws the tree above.
+    if chosen != st.session_state.get(KEY_PATH_SEEN):
+        st.session_state[KEY_PATH_SEEN] = chosen
+        if chosen != state.get_param(state.QP_PATH):
+            state.set_params(path=chosen)
+            st.rerun()
     if not any(p.has_values for p in view.analysis.paths):
         st.caption(
             "PPO: no value estimates were logged, so each kept path shows its return R "

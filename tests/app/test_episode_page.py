@@ -179,3 +179,17 @@ def test_transcript_episode_shows_its_limits(transcript_db_url, on_store):
     no_exception(at)
     assert any(str(TRANSCRIPT_LIMITS)[:40] in w.value for w in at.warning)
     assert len(at.selectbox(key=state.KEY_CALL_SELECT).options) > 100
+
+
+def test_selecting_a_path_row_highlights_it(sample_db_url, on_store):
+    on_store(sample_db_url)
+    paths = _paths(sample_db_url, TOO_MANY)
+    at = open_page(EPISODE, episode=TOO_MANY)
+    assert state.QP_PATH not in at.query_params
+    at.session_state[state.KEY_PATHS_TABLE] = {
+        "selection": {"rows": [2], "columns": [], "cells": []}
+    }
+    at.run()
+    no_exception(at)
+    assert at.query_params[state.QP_PATH] == paths[2]
+    assert any(paths[2].replace(":", "\\:") in c.value for c in at.caption)
