@@ -148,8 +148,9 @@ def tree_section(view: data.EpisodeView, call_ids: list[str]) -> None:
     if path_id and path_id not in layout.paths:
         path_id = None
     if path_id:
-        c3.caption(f"Highlighted path: {escape_md(path_id)}")
-        if c3.button("Clear highlight", key="episode_clear_path"):
+        row = c3.container(horizontal=True, vertical_alignment="center")
+        row.caption(f"Highlighted path: {escape_md(path_id)}")
+        if row.button("Clear highlight", key="episode_clear_path", icon=":material/close:"):
             state.set_params(path=None)
             st.rerun()
     fig = tree_figure(
