@@ -432,13 +432,34 @@ def tree_figure(
     visible_root = {n.call_id: n.thread_root for n in layout.nodes}
 
     fig = go.Figure()
+    # Shapes and annotations are collected and set once: add_vline / add_annotation re-validate
+    # the whole layout on every call, which costs seconds on a 1,000-call episode.
+    shapes: list[dict[str, Any]] = []
+    annotations: list[dict[str, Any]] = []
     for b in layout.boundaries:
-        fig.add_vline(
-            x=b,
-            line={"color": "#9aa5a8", "dash": "dashdot", "width": 1},
-            annotation_text="compaction",
-            annotation_position="top",
-            annotation_font={"size": 10, "color": "#5f6b6d"},
+        shapes.append(
+            {
+                "type": "line",
+                "xref": "x",
+                "yref": "paper",
+                "x0": b,
+                "x1": b,
+                "y0": 0,
+                "y1": 1,
+                "line": {"color": "#9aa5a8", "dash": "dashdot", "width": 1},
+            }
+        )
+        annotations.append(
+            {
+                "x": b,
+                "xref": "x",
+                "y": 1,
+                "yref": "paper",
+                "yanchor": "bottom",
+                "text": "compaction",
+                "showarrow": False,
+                "font": {"size": 10, "color": "#5f6b6d"},
+            }
         )
 
     if highlight_path:
@@ -554,20 +575,24 @@ def tree_figure(
             continue
         lx, ly = pos[leaf.call_id]
         label = f"R {_fmt(leaf.reward)} · A {_fmt(leaf.advantage, True)}"
-        fig.add_annotation(
-            x=lx,
-            y=ly,
-            text=html.escape(label),
-            showarrow=False,
-            yanchor="bottom",
-            yshift=9,
-            font={"size": 11, "color": "#333333"},
-            bgcolor="rgba(255,255,255,0.85)",
+        annotations.append(
+            {
+                "x": lx,
+                "y": ly,
+                "text": html.escape(label),
+                "showarrow": False,
+                "yanchor": "bottom",
+                "yshift": 9,
+                "font": {"size": 11, "color": "#333333"},
+                "bgcolor": "rgba(255,255,255,0.85)",
+            }
         )
 
     max_y = max([p[1] for p in pos.values()] + [0])
     max_x = max([p[0] for p in pos.values()] + [1])
     fig.update_layout(
+        shapes=shapes,
+        annotations=annotations,
         height=height or int(min(900, max(320, 110 + 40 * (max_y + 1)))),
         margin={"l": 10, "r": 10, "t": 30, "b": 30},
         plot_bgcolor="white",
