@@ -66,6 +66,8 @@ class FileReport:
     n_tasks: int = 0
     n_rejected: int = 0
     error: str | None = None
+    covered_by: str | None = None
+    """A sub-agent transcript whose calls are read with this other (parent session) file."""
 
 
 @dataclass
@@ -383,6 +385,7 @@ def _ingest_transcript(fi: _FileIngest, out: IngestReport, records: list[Any]) -
     transcripts = _optional("clawviz.transcripts")
     assert transcripts is not None
     read = transcripts.read_transcript(fi.target.path)
+    fi.report.covered_by = getattr(read, "covered_by", None)
     fallback = getattr(read, "episode_id", None) or _fallback_episode(fi.target.display)
     for call in read.calls:
         call.source_kind = "transcript"
@@ -464,12 +467,28 @@ def _ingest_targets(
         done += size
         if progress:
             progress(done, total, target.display)
+    _warn_uncovered(targets, out)
     store.fill_episodes_from_results(session)
     session.commit()
     out.n_calls = sum(f.n_calls for f in out.files)
     out.n_results = sum(f.n_results for f in out.files)
     out.n_episodes = len(episodes)
     return out
+
+
+def _warn_uncovered(targets: list[_Target], out: IngestReport) -> None:
+    """Warn about sub-agent transcripts whose parent session file was not given with them."""
+    given = {t.path.resolve() for t in targets}
+    for rep in out.files:
+        if rep.covered_by and Path(rep.covered_by).resolve() not in given:
+            out.warnings.append(
+                Rejection(
+                    rep.path,
+                    0,
+                    f"sub-agent session: its calls are loaded with its parent session file "
+                    f"{rep.covered_by}, which this ingest did not include",
+                )
+            )
 
 
 def _ingest_file(

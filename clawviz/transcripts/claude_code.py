@@ -5,8 +5,9 @@ the request is the `parentUuid` chain up to the response's first record (consecu
 joined into one message, as Claude Code sends them). Rewinds (siblings under one parent) become
 branches by themselves. A `compact_boundary` ends a chain; the `isCompactSummary` user record
 starts the next segment, and a summary call is rebuilt at the boundary. Sub-agents come from
-inline `isSidechain` records and from `<session>/subagents/agent-<id>.jsonl` (+ `.meta.json`),
-linked to the parent's `Task` / `Agent` tool_use.
+inline `isSidechain` records, from `<session>/subagents/agent-<id>.jsonl` (+ `.meta.json`) and,
+in the older layout, from `agent-<id>.jsonl` beside the session file whose records carry that
+session's `sessionId`; all are linked to the parent's `Task` / `Agent` tool_use.
 
 Transcripts hold no system prompt. Calls get a one-line system marker (`MAIN_SYSTEM_MARKER` or
 `SUBAGENT_SYSTEM_MARKER`, FORMATS §3) because classification tells main from sub-agent threads
@@ -33,11 +34,20 @@ from clawviz.types import Call, Message, Usage
 FORMAT = "transcript_claude_code"
 MAIN_SYSTEM_MARKER = "You are Claude Code, Anthropic's official CLI for Claude."
 SUBAGENT_SYSTEM_MARKER = "You are an agent for Claude Code, Anthropic's official CLI for Claude."
-COMPACT_PROMPT = (
+COMPACT_PROMPT_OPENING = (
     "Your task is to create a detailed summary of the conversation so far, paying close "
     "attention to the user's explicit requests and your previous actions."
 )
-"""First sentence of Claude Code's compaction prompt (the rest is not in the transcript)."""
+COMPACT_PROMPT_CLOSING = (
+    "IMPORTANT: Do NOT use any tools. You MUST respond with ONLY the <summary>...</summary> "
+    "block as your text output."
+)
+COMPACT_PROMPT = COMPACT_PROMPT_OPENING + "\n\n" + COMPACT_PROMPT_CLOSING
+"""Claude Code's compaction prompt as far as it is documented: its first and last sentences.
+
+The middle (the section-by-section instructions) is neither in the transcript nor in our
+reference notes, so the rebuilt request carries only the documented opening and closing.
+"""
 CONTINUATION_PREFIXES = (
     "This session is being continued from a previous conversation that ran out of context.",
     "The conversation is summarized below:",
@@ -168,30 +178,27 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
 def read_claude_code(path: str | Path, lines: list[Line], rejects: list[Reject]) -> TranscriptRead:
     """Replay one Claude Code session file, with its sub-agent files, into calls."""
     p = Path(path)
-    if p.parent.name == "subagents" and p.name.startswith("agent-"):
-        parent_file = p.parent.parent.with_suffix(".jsonl")
-        if parent_file.is_file():
-            return TranscriptRead(
-                calls=[],
-                rejects=[],
-                format=FORMAT,
-                harness="claude-code",
-                covered_by=str(parent_file),
-                notes=[f"read with its session file {parent_file}"],
-            )
+    parent_file = _session_file_of(p)
+    if parent_file is not None:
+        return TranscriptRead(
+            calls=[],
+            rejects=[],
+            format=FORMAT,
+            harness="claude-code",
+            covered_by=str(parent_file),
+            notes=[f"read with its session file {parent_file}"],
+        )
     graph = _Graph()
     graph.add_file(str(p), lines, rejects)
     read = TranscriptRead(calls=[], rejects=[], format=FORMAT, harness="claude-code")
     own_meta = _meta_for(p)
     if own_meta is not None:
         graph.sub_files[str(p)] = own_meta
-    sub_dir = p.with_suffix("") / "subagents"
-    if sub_dir.is_dir():
-        for sub in sorted(sub_dir.glob("agent-*.jsonl")):
-            sub_lines, sub_rejects = read_lines(sub)
-            graph.add_file(str(sub), sub_lines, sub_rejects)
-            graph.sub_files[str(sub)] = _meta_for(sub) or _SubFile(str(sub), sub.stem[6:])
-            read.extra_files.append(str(sub))
+    for sub in _agent_files_of(p):
+        sub_lines, sub_rejects = read_lines(sub)
+        graph.add_file(str(sub), sub_lines, sub_rejects)
+        graph.sub_files[str(sub)] = _meta_for(sub) or _SubFile(str(sub), sub.stem[6:])
+        read.extra_files.append(str(sub))
     episode_id = graph.session_id or p.stem
     calls = _Replay(graph, episode_id).run()
     read.calls = calls
@@ -200,6 +207,56 @@ def read_claude_code(path: str | Path, lines: list[Line], rejects: list[Reject])
     read.rejects_by_file = {f: sorted(r) for f, r in graph.rejects.items() if f != str(p) and r}
     read.notes = graph.notes
     return read
+
+
+def _session_file_of(p: Path) -> Path | None:
+    """The session file that reads this sub-agent file with it, when `p` is one and it exists.
+
+    Newer layout: `<session>/subagents/agent-<id>.jsonl`. Older layout: `agent-<id>.jsonl` next
+    to `<session>.jsonl`, its records carrying the parent's `sessionId`. `_agent_files_of` is
+    the inverse and must pick the same files, or calls would be lost or read twice.
+    """
+    if not p.name.startswith("agent-"):
+        return None
+    if p.parent.name == "subagents":
+        parent = p.parent.parent.with_suffix(".jsonl")
+        return parent if parent.is_file() else None
+    sid = _head_session_id(p)
+    parent = p.parent / f"{sid}.jsonl" if sid else None
+    return parent if parent is not None and parent.is_file() and parent != p else None
+
+
+def _agent_files_of(session_file: Path) -> list[Path]:
+    """Sub-agent files read with a session file, in both layouts (see `_session_file_of`)."""
+    if session_file.name.startswith("agent-"):
+        return []
+    out: list[Path] = []
+    sub_dir = session_file.with_suffix("") / "subagents"
+    if sub_dir.is_dir():
+        out.extend(sorted(sub_dir.glob("agent-*.jsonl")))
+    # Older layout: only siblings that name this file's session (a folder holds many sessions).
+    for sibling in sorted(session_file.parent.glob("agent-*.jsonl")):
+        sid = _head_session_id(sibling)
+        if sid is not None and sid == session_file.stem:
+            out.append(sibling)
+    return out
+
+
+def _head_session_id(path: Path, max_lines: int = 20) -> str | None:
+    """The first `sessionId` among a file's first lines, without reading the whole file."""
+    try:
+        with path.open("rb") as fh:
+            for _, raw in zip(range(max_lines), fh, strict=False):
+                try:
+                    record = json.loads(raw)
+                except ValueError:
+                    continue
+                sid = record.get("sessionId") if isinstance(record, dict) else None
+                if isinstance(sid, str) and sid:
+                    return sid
+    except OSError:
+        return None
+    return None
 
 
 def _meta_for(agent_file: Path) -> _SubFile | None:

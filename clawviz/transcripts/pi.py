@@ -14,7 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clawviz.transcripts.common import Line, Reject, TranscriptRead, parse_time, text_of
+from clawviz.transcripts.common import (
+    Line,
+    Reject,
+    TranscriptRead,
+    parse_time,
+    read_lines,
+    text_of,
+)
+from clawviz.transcripts.links import Link, folder_links, may_be_linked
 from clawviz.types import Call, Message, Usage
 
 FORMAT = "transcript_pi"
@@ -164,27 +172,116 @@ class _Session:
 
 
 def read_pi(path: str | Path, lines: list[Line], rejects: list[Reject]) -> TranscriptRead:
-    """Replay one pi / OpenClaw session into calls (one per assistant message, plus summaries)."""
+    """Replay one pi / OpenClaw session into calls (one per assistant message, plus summaries).
+
+    A parent session also reads the sub-agent session files it spawned (same folder, see
+    `links`): their calls join its episode. A sub-agent file that has a parent there loads
+    nothing itself (`covered_by` names the parent file).
+    """
+    p = Path(path)
+    links = folder_links(p.parent) if may_be_linked([ln.raw for ln in lines]) else {}
+    own = links.get(p.name)
+    if own is not None:
+        parent = p.parent / own.spawn.parent
+        return TranscriptRead(
+            calls=[],
+            rejects=[],
+            format=FORMAT,
+            harness="openclaw",
+            covered_by=str(parent),
+            notes=[f"sub-agent session read with its parent session {parent}"],
+        )
     session = _parse(str(path), lines, rejects)
-    episode_id = str(session.header.get("id") or Path(path).stem)
+    episode_id = _session_id(session)
     harness = _harness(session)
-    replay = _Replay(session, episode_id, harness)
-    for entry in session.entries:
-        if entry.type == "message" and entry.record["message"].get("role") == "assistant":
-            replay.assistant_call(entry)
-        elif entry.type == "compaction" and not entry.record.get("fromHook"):
-            replay.compaction_call(entry)
-        elif entry.type == "branch_summary" and not entry.record.get("fromHook"):
-            replay.branch_summary_call(entry)
+    calls = _replay(_Replay(session, episode_id, harness))
     session.rejects.sort(key=lambda r: r[0])
-    return TranscriptRead(
-        calls=replay.calls,
+    read = TranscriptRead(
+        calls=calls,
         rejects=session.rejects,
         format=FORMAT,
         harness=harness,
         episode_id=episode_id,
         notes=session.notes,
     )
+    if links:
+        _read_children(read, p.parent, p.name, episode_id, links, {p.name})
+    if read.extra_files:
+        # Sub-agent calls interleave with the parent's: one order for the whole episode.
+        read.calls.sort(key=lambda c: (c.t_request is None, c.t_request or 0.0))
+        for i, call in enumerate(read.calls):
+            call.seq = i
+    return read
+
+
+def _session_id(session: _Session) -> str:
+    return str(session.header.get("id") or Path(session.path).stem)
+
+
+def _replay(replay: _Replay) -> list[Call]:
+    for entry in replay.s.entries:
+        if entry.type == "message" and entry.record["message"].get("role") == "assistant":
+            replay.assistant_call(entry)
+        elif entry.type == "compaction" and not entry.record.get("fromHook"):
+            replay.compaction_call(entry)
+        elif entry.type == "branch_summary" and not entry.record.get("fromHook"):
+            replay.branch_summary_call(entry)
+    return replay.calls
+
+
+def _read_children(
+    read: TranscriptRead,
+    folder: Path,
+    parent_name: str,
+    parent_prefix: str,
+    links: dict[str, Link],
+    seen: set[str],
+) -> None:
+    """Replay the sub-agent sessions `parent_name` spawned (and theirs) into `read`."""
+    mine = sorted(
+        (link for link in links.values() if link.spawn.parent == parent_name),
+        key=lambda link: (link.spawn.line, link.child),
+    )
+    for link in mine:
+        if link.child in seen:
+            continue
+        seen.add(link.child)
+        child_path = folder / link.child
+        try:
+            lines, rejects = read_lines(child_path)
+        except OSError as exc:
+            read.notes.append(f"{child_path}: sub-agent session not readable ({exc})")
+            continue
+        session = _parse(str(child_path), lines, rejects)
+        prefix = _session_id(session)
+        spawned_by = f"{parent_prefix}:L{link.spawn.line}"
+        link_extra = {
+            "transcript_role": "subagent",
+            "spawned_by_call": spawned_by,
+            "parent_tool_call_id": link.spawn.tool_call_id,
+            "child_session_id": prefix,
+            "child_session_key": link.spawn.child_key,
+            "run_id": link.spawn.run_id,
+            "link_matched_by": link.matched_by,
+        }
+        calls = _replay(
+            _Replay(
+                session,
+                read.episode_id or prefix,
+                read.harness or "openclaw",
+                call_prefix=prefix,
+                link_extra=link_extra,
+            )
+        )
+        spawner = next((c for c in read.calls if c.call_id == spawned_by), None)
+        if spawner is not None:
+            spawner.extra.setdefault("spawned_sessions", []).append(prefix)
+        read.calls.extend(calls)
+        read.extra_files.append(str(child_path))
+        if session.rejects:
+            read.rejects_by_file[str(child_path)] = sorted(session.rejects, key=lambda r: r[0])
+        read.notes.extend(f"{child_path}: {note}" for note in session.notes)
+        _read_children(read, folder, link.child, prefix, links, seen)
 
 
 def _parse(path: str, lines: list[Line], rejects: list[Reject]) -> _Session:
@@ -433,10 +530,22 @@ def _is_tool_result(msg: Message) -> bool:
 class _Replay:
     """Builds calls entry by entry, reusing each entry's converted message."""
 
-    def __init__(self, session: _Session, episode_id: str, harness: str) -> None:
+    def __init__(
+        self,
+        session: _Session,
+        episode_id: str,
+        harness: str,
+        *,
+        call_prefix: str | None = None,
+        link_extra: dict[str, Any] | None = None,
+    ) -> None:
         self.s = session
         self.episode_id = episode_id
         self.harness = harness
+        self.call_prefix = call_prefix or episode_id
+        """Call ids are `<prefix>:L<line>`; a sub-agent session keeps its own id as prefix."""
+        self.link_extra = link_extra or {}
+        """For a sub-agent session's calls: role and the spawn that started it."""
         self.calls: list[Call] = []
 
     def _message(self, entry: _Entry) -> Message | None:
@@ -549,12 +658,13 @@ class _Replay:
             api=api,
             stop_reason_raw=stop,
         )
+        extra.update(self.link_extra)
         t_request, t_response = self._times(entry)
         if isinstance(m.get("timestamp"), (int, float)):
             t_request = parse_time(m["timestamp"])
         self.calls.append(
             Call(
-                call_id=f"{self.episode_id}:L{entry.line}",
+                call_id=f"{self.call_prefix}:L{entry.line}",
                 source_file=self.s.path,
                 line=entry.line,
                 endpoint=endpoint,  # type: ignore[arg-type]
@@ -600,11 +710,12 @@ class _Replay:
         messages = _wire(items, endpoint) + [_user(instruction)]
         summary = str(entry.record.get("summary", ""))
         base = self._base_extra(ctx, entry)
+        base.update({k: v for k, v in self.link_extra.items() if k != "transcript_role"})
         base.update(transcript_role=role, synthetic_request=True, api=api, **extra)
         t_request, t_response = self._times(entry)
         self.calls.append(
             Call(
-                call_id=f"{self.episode_id}:L{entry.line}:summary",
+                call_id=f"{self.call_prefix}:L{entry.line}:summary",
                 source_file=self.s.path,
                 line=entry.line,
                 endpoint=endpoint,  # type: ignore[arg-type]

@@ -1,0 +1,280 @@
+"""Link OpenClaw sub-agent session files to the parent session that spawned them.
+
+OpenClaw keeps a `sessions_spawn` sub-agent in its own session file next to the parent's
+(`~/.openclaw/agents/<agentId>/sessions/<sessionId>.jsonl`); nothing in the child file names its
+parent. A folder's links are computed once, as one assignment, so the parent file (which reads
+its children) and each child file (which then loads nothing by itself) always agree.
+
+A spawn finds its child, in order of trust:
+1. the spawn's tool result names `childSessionKey`, and `sessions.json` in the folder maps that
+   key to a `sessionId`, i.e. to `<sessionId>.jsonl`;
+2. the key's last part equals a child file's header `id`;
+3. the child's first user message carries `[Subagent Task]` with the spawn's `task` text; among
+   several such files the earliest one starting at or after the spawn wins (each child is taken
+   once, so parallel spawns of the same task get one child each, in time order).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from clawviz.transcripts.common import parse_time, text_of
+
+SPAWN_TOOL = "sessions_spawn"
+WRAPPER_TOOL = "tool_call"
+"""Tool Search's generic tool: `tool_call {"id": "sessions_spawn", "args": {...}}`."""
+SUBAGENT_TASK_MARKERS = ("[Subagent Task]", "[Subagent Context] You are running as a subagent")
+_HEAD_LINES = 40
+_SLACK_SECONDS = 5.0
+"""How far a child may appear to start before its spawn (clocks of separate writes)."""
+_KEY_RX = re.compile(r'"childSessionKey"\s*:\s*"([^"]+)"')
+_RUN_RX = re.compile(r'"runId"\s*:\s*"([^"]+)"')
+
+
+@dataclass
+class Spawn:
+    """One `sessions_spawn` tool call in a parent session."""
+
+    parent: str
+    """File name of the parent session (within the folder)."""
+    line: int
+    """Line of the assistant entry that made the call (its call id is `<session>:L<line>`)."""
+    tool_call_id: str
+    task: str
+    time: float | None
+    child_key: str | None = None
+    run_id: str | None = None
+
+
+@dataclass
+class Child:
+    """A session file that starts as a sub-agent (first user message names its task)."""
+
+    name: str
+    session_id: str | None
+    first_text: str
+    time: float | None
+
+
+@dataclass
+class Link:
+    """A child session file, the spawn that started it and how the two were matched."""
+
+    child: str
+    """File name of the child session (within the folder)."""
+    spawn: Spawn
+    matched_by: str
+    """'session_key' (sessions.json), 'session_id' (key suffix = header id) or 'task_text'."""
+
+
+_CACHE: dict[tuple[str, tuple[tuple[str, int, int], ...]], dict[str, Link]] = {}
+
+
+def may_be_linked(raw_lines: list[str]) -> bool:
+    """Whether a pi file could be a parent or a child (cheap test before a folder is scanned)."""
+    for raw in raw_lines:
+        if SPAWN_TOOL in raw or any(m in raw for m in SUBAGENT_TASK_MARKERS):
+            return True
+    return False
+
+
+def folder_links(folder: str | Path) -> dict[str, Link]:
+    """Child file name -> its link, for every linked sub-agent session file in `folder`."""
+    folder = Path(folder)
+    try:
+        entries = sorted(
+            (e.name, e.stat().st_size, e.stat().st_mtime_ns)
+            for e in os.scandir(folder)
+            if e.is_file() and (e.name.endswith(".jsonl") or e.name == "sessions.json")
+        )
+    except OSError:
+        return {}
+    key = (str(folder.resolve()), tuple(entries))
+    if key not in _CACHE:
+        if len(_CACHE) > 64:
+            _CACHE.clear()
+        _CACHE[key] = _compute(folder, [n for n, _, _ in entries if n.endswith(".jsonl")])
+    return _CACHE[key]
+
+
+def _compute(folder: Path, names: list[str]) -> dict[str, Link]:
+    spawns: list[Spawn] = []
+    children: dict[str, Child] = {}
+    for name in names:
+        path = folder / name
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        child = _child_of(name, data)
+        if child is not None:
+            children[child.name] = child
+        if SPAWN_TOOL.encode() in data:
+            spawns.extend(_spawns_in(name, data))
+    by_session = {c.session_id: c for c in children.values() if c.session_id}
+    key_to_session = _session_index(folder / "sessions.json")
+    links: dict[str, Link] = {}
+    rest: list[Spawn] = []
+    for spawn in spawns:
+        child, how = None, ""
+        session_id = key_to_session.get(spawn.child_key or "")
+        if session_id and session_id in by_session:
+            child, how = by_session[session_id], "session_key"
+        elif spawn.child_key and spawn.child_key.rsplit(":", 1)[-1] in by_session:
+            child, how = by_session[spawn.child_key.rsplit(":", 1)[-1]], "session_id"
+        if child is None or child.name in links or child.name == spawn.parent:
+            rest.append(spawn)
+            continue
+        links[child.name] = Link(child.name, spawn, how)
+    rest.sort(key=lambda s: (s.time is None, s.time or 0.0, s.parent, s.line))
+    for spawn in rest:
+        task = _norm(spawn.task)
+        if not task:
+            continue
+        candidates = [
+            c
+            for c in children.values()
+            if c.name not in links
+            and c.name != spawn.parent
+            and task in _norm(c.first_text)
+            and (c.time is None or spawn.time is None or c.time >= spawn.time - _SLACK_SECONDS)
+        ]
+        if not candidates:
+            continue
+        best = min(candidates, key=lambda c: (c.time is None, c.time or 0.0, c.name))
+        links[best.name] = Link(best.name, spawn, "task_text")
+    _drop_cycles(links)
+    return links
+
+
+def _drop_cycles(links: dict[str, Link]) -> None:
+    """Remove links that would make a file its own ancestor (each file then reads alone)."""
+    for start in list(links):
+        seen = {start}
+        current = links.get(start)
+        while current is not None:
+            parent = current.spawn.parent
+            if parent in seen:
+                links.pop(start, None)
+                break
+            seen.add(parent)
+            current = links.get(parent)
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _records(data: bytes, limit: int | None = None) -> list[tuple[int, dict[str, Any]]]:
+    out: list[tuple[int, dict[str, Any]]] = []
+    for i, raw in enumerate(data.split(b"\n"), start=1):
+        if limit is not None and i > limit:
+            break
+        if not raw.strip():
+            continue
+        try:
+            record = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(record, dict):
+            out.append((i, record))
+    return out
+
+
+def _child_of(name: str, data: bytes) -> Child | None:
+    """The file as a sub-agent session, when its first user message names a sub-agent task."""
+    head = _records(data, _HEAD_LINES)
+    header = next((r for _, r in head if r.get("type") == "session"), {})
+    for _, r in head:
+        m = r.get("message")
+        if r.get("type") != "message" or not isinstance(m, dict) or m.get("role") != "user":
+            continue
+        text = text_of(m.get("content"))
+        if not any(marker in text for marker in SUBAGENT_TASK_MARKERS):
+            return None
+        session_id = header.get("id")
+        return Child(
+            name=name,
+            session_id=session_id if isinstance(session_id, str) else None,
+            first_text=text,
+            time=parse_time(header.get("timestamp")) or parse_time(r.get("timestamp")),
+        )
+    return None
+
+
+def spawn_args(name: Any, args: Any) -> dict[str, Any] | None:
+    """The arguments of a `sessions_spawn` call, direct or through Tool Search's `tool_call`."""
+    if not isinstance(args, dict):
+        return None
+    if name == SPAWN_TOOL:
+        return args
+    if name == WRAPPER_TOOL and args.get("id") == SPAWN_TOOL:
+        inner = args.get("args") or args.get("arguments")
+        if isinstance(inner, str):
+            try:
+                inner = json.loads(inner)
+            except ValueError:
+                return None
+        return inner if isinstance(inner, dict) else None
+    return None
+
+
+def _spawns_in(name: str, data: bytes) -> list[Spawn]:
+    """Every `sessions_spawn` call of a session, with the child key its tool result returned."""
+    spawns: dict[str, Spawn] = {}
+    for line, r in _records(data):
+        m = r.get("message")
+        if r.get("type") != "message" or not isinstance(m, dict):
+            continue
+        if m.get("role") == "assistant" and isinstance(m.get("content"), list):
+            for b in m["content"]:
+                if not isinstance(b, dict) or b.get("type") != "toolCall":
+                    continue
+                args = spawn_args(b.get("name"), b.get("arguments"))
+                task = args.get("task") if args else None
+                if isinstance(task, str) and isinstance(b.get("id"), str):
+                    spawns[b["id"]] = Spawn(
+                        name,
+                        line,
+                        b["id"],
+                        task,
+                        parse_time(m.get("timestamp")) or parse_time(r.get("timestamp")),
+                    )
+        elif m.get("role") == "toolResult" and m.get("toolCallId") in spawns:
+            spawn = spawns[m["toolCallId"]]
+            spawn.child_key, spawn.run_id = _result_ids(m)
+    return list(spawns.values())
+
+
+def _result_ids(m: dict[str, Any]) -> tuple[str | None, str | None]:
+    """`childSessionKey` and `runId` from a spawn's tool result (details or JSON text)."""
+    details = m.get("details")
+    if isinstance(details, dict) and isinstance(details.get("childSessionKey"), str):
+        run = details.get("runId")
+        return details["childSessionKey"], run if isinstance(run, str) else None
+    text = text_of(m.get("content")) if isinstance(m.get("content"), list) else m.get("content")
+    text = text if isinstance(text, str) else ""
+    key, run = _KEY_RX.search(text), _RUN_RX.search(text)
+    return (key.group(1) if key else None), (run.group(1) if run else None)
+
+
+def _session_index(path: Path) -> dict[str, str]:
+    """`sessions.json`: session key -> sessionId (empty when absent or unreadable)."""
+    try:
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(loaded, dict):
+        return {}
+    return {
+        k: v["sessionId"]
+        for k, v in loaded.items()
+        if isinstance(v, dict) and isinstance(v.get("sessionId"), str)
+    }
