@@ -333,3 +333,18 @@ def test_cc_compaction_prompt_has_the_documented_opening_and_closing():
     assert COMPACT_PROMPT.startswith(COMPACT_PROMPT_OPENING)
     assert COMPACT_PROMPT.endswith(COMPACT_PROMPT_CLOSING)
     assert COMPACT_PROMPT_CLOSING.startswith("IMPORTANT: Do NOT use any tools.")
+
+
+def test_oc_links_ignore_exchange_logs_in_the_folder(tmp_path):
+    _session(tmp_path, "root", 10, _spawn("Count files"))
+    _session(tmp_path, "kid", 11, _child("Count files"))
+    # A proxy log beside the sessions mentions the spawn tool and the task: never a session.
+    exchange = {
+        "request": {"body": {"messages": [{"role": "user", "content": SUB + "Count files"}]}},
+        "response": {"status_code": 200, "body": {"tool": "sessions_spawn"}},
+    }
+    (tmp_path / "proxy.jsonl").write_text(json.dumps(exchange) + "\n")
+    assert detect_transcript([exchange]) is None
+    assert {k: v.spawn.parent for k, v in folder_links(tmp_path).items()} == {
+        "kid.jsonl": "root.jsonl"
+    }

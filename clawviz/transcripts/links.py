@@ -109,6 +109,8 @@ def _compute(folder: Path, names: list[str]) -> dict[str, Link]:
     children: dict[str, Child] = {}
     for name in names:
         path = folder / name
+        if not _is_session_file(path):
+            continue
         try:
             data = path.read_bytes()
         except OSError:
@@ -152,6 +154,21 @@ def _compute(folder: Path, names: list[str]) -> dict[str, Link]:
         links[best.name] = Link(best.name, spawn, "task_text")
     _drop_cycles(links)
     return links
+
+
+def _is_session_file(path: Path) -> bool:
+    """Whether a file opens like a pi session (so a proxy log beside it is never read whole)."""
+    try:
+        with path.open("rb") as fh:
+            head = b"".join(line for _, line in zip(range(_HEAD_LINES), fh, strict=False))
+    except OSError:
+        return False
+    for _, r in _records(head):
+        if "request" in r or "response" in r:
+            return False
+        if r.get("type") in ("session", "message"):
+            return True
+    return False
 
 
 def _drop_cycles(links: dict[str, Link]) -> None:
