@@ -348,3 +348,21 @@ def test_oc_links_ignore_exchange_logs_in_the_folder(tmp_path):
     assert {k: v.spawn.parent for k, v in folder_links(tmp_path).items()} == {
         "kid.jsonl": "root.jsonl"
     }
+
+
+def test_oc_child_in_another_agents_folder(tmp_path, session):
+    # sessions_spawn with agentId "coder": the child lives in agents/coder/sessions/.
+    main = tmp_path / "agents" / "main" / "sessions"
+    coder = tmp_path / "agents" / "coder" / "sessions"
+    main.mkdir(parents=True)
+    coder.mkdir(parents=True)
+    _session(main, "root", 10, _spawn("Fix the build"))
+    _session(coder, "kid", 11, _child("Fix the build"))
+    _session(main, "other", 30, _child("Unrelated task"))
+    read = read_transcript(main / "root.jsonl")
+    assert _ids(read) == ["root:L3", "kid:L3"] and read.extra_files == [str(coder / "kid.jsonl")]
+    assert read_transcript(coder / "kid.jsonl").covered_by == str(main / "root.jsonl")
+    report = ingest_paths([tmp_path / "agents"], session=session)
+    episodes = {e.episode_id: e.n_calls for e in session.exec(select(Episode)).all()}
+    assert episodes == {"root": 2, "other": 1}
+    assert report.warnings == [] and report.rejected == []

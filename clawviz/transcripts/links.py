@@ -1,9 +1,10 @@
 """Link OpenClaw sub-agent session files to the parent session that spawned them.
 
 OpenClaw keeps a `sessions_spawn` sub-agent in its own session file next to the parent's
-(`~/.openclaw/agents/<agentId>/sessions/<sessionId>.jsonl`); nothing in the child file names its
-parent. A folder's links are computed once, as one assignment, so the parent file (which reads
-its children) and each child file (which then loads nothing by itself) always agree.
+(`~/.openclaw/agents/<agentId>/sessions/<sessionId>.jsonl`, or another agent's folder when the
+spawn names an `agentId`); nothing in the child file names its parent. A scope's links are
+computed once, as one assignment, so the parent file (which reads its children) and each child
+file (which then loads nothing by itself) always agree.
 
 A spawn finds its child, in order of trust:
 1. the spawn's tool result names `childSessionKey`, and `sessions.json` in the folder maps that
@@ -85,30 +86,59 @@ def may_be_linked(raw_lines: list[str]) -> bool:
     return False
 
 
-def folder_links(folder: str | Path) -> dict[str, Link]:
-    """Child file name -> its link, for every linked sub-agent session file in `folder`."""
+def scope_of(folder: str | Path) -> tuple[Path, list[Path]]:
+    """The scope root and the folders whose sessions may spawn each other.
+
+    In an OpenClaw state folder (`agents/<agentId>/sessions/`) a spawn with `agentId` puts the
+    child in another agent's `sessions` folder, so the scope is every agent's; else the folder.
+    """
     folder = Path(folder)
-    try:
-        entries = sorted(
-            (e.name, e.stat().st_size, e.stat().st_mtime_ns)
-            for e in os.scandir(folder)
-            if e.is_file() and (e.name.endswith(".jsonl") or e.name == "sessions.json")
-        )
-    except OSError:
-        return {}
-    key = (str(folder.resolve()), tuple(entries))
+    if folder.name == "sessions" and folder.parent.parent.name == "agents":
+        root = folder.parent.parent
+        return root, sorted(d for d in root.glob("*/sessions") if d.is_dir())
+    return folder, [folder]
+
+
+def link_name(path: str | Path) -> tuple[Path, str]:
+    """A session file's scope root and its name in `folder_links` (path relative to the root)."""
+    path = Path(path)
+    root, _ = scope_of(path.parent)
+    return root, path.relative_to(root).as_posix()
+
+
+def folder_links(folder: str | Path) -> dict[str, Link]:
+    """Child file name -> its link, for every linked sub-agent session file in the scope of
+    `folder` (names are paths relative to the scope root, see `scope_of`)."""
+    root, folders = scope_of(folder)
+    listing: list[tuple[str, int, int]] = []
+    for d in folders:
+        try:
+            for e in os.scandir(d):
+                if e.is_file() and (e.name.endswith(".jsonl") or e.name == "sessions.json"):
+                    st = e.stat()
+                    listing.append(
+                        ((d / e.name).relative_to(root).as_posix(), st.st_size, st.st_mtime_ns)
+                    )
+        except OSError:
+            continue
+    listing.sort()
+    key = (str(root.resolve()), tuple(listing))
     if key not in _CACHE:
         if len(_CACHE) > 64:
             _CACHE.clear()
-        _CACHE[key] = _compute(folder, [n for n, _, _ in entries if n.endswith(".jsonl")])
+        names = [n for n, _, _ in listing if n.endswith(".jsonl")]
+        index: dict[str, str] = {}
+        for d in folders:
+            index.update(_session_index(d / "sessions.json"))
+        _CACHE[key] = _compute(root, names, index)
     return _CACHE[key]
 
 
-def _compute(folder: Path, names: list[str]) -> dict[str, Link]:
+def _compute(root: Path, names: list[str], key_to_session: dict[str, str]) -> dict[str, Link]:
     spawns: list[Spawn] = []
     children: dict[str, Child] = {}
     for name in names:
-        path = folder / name
+        path = root / name
         if not _is_session_file(path):
             continue
         try:
@@ -121,7 +151,6 @@ def _compute(folder: Path, names: list[str]) -> dict[str, Link]:
         if SPAWN_TOOL.encode() in data:
             spawns.extend(_spawns_in(name, data))
     by_session = {c.session_id: c for c in children.values() if c.session_id}
-    key_to_session = _session_index(folder / "sessions.json")
     links: dict[str, Link] = {}
     rest: list[Spawn] = []
     for spawn in spawns:

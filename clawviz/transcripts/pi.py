@@ -22,7 +22,7 @@ from clawviz.transcripts.common import (
     read_lines,
     text_of,
 )
-from clawviz.transcripts.links import Link, folder_links, may_be_linked
+from clawviz.transcripts.links import Link, folder_links, link_name, may_be_linked
 from clawviz.types import Call, Message, Usage
 
 FORMAT = "transcript_pi"
@@ -174,15 +174,17 @@ class _Session:
 def read_pi(path: str | Path, lines: list[Line], rejects: list[Reject]) -> TranscriptRead:
     """Replay one pi / OpenClaw session into calls (one per assistant message, plus summaries).
 
-    A parent session also reads the sub-agent session files it spawned (same folder, see
-    `links`): their calls join its episode. A sub-agent file that has a parent there loads
-    nothing itself (`covered_by` names the parent file).
+    A parent session also reads the sub-agent session files it spawned (same folder, or any
+    agent's `sessions` folder of one OpenClaw state folder; see `links`): their calls join its
+    episode. A sub-agent file that has a parent there loads nothing itself (`covered_by` names
+    the parent file).
     """
     p = Path(path)
+    root, name = link_name(p)
     links = folder_links(p.parent) if may_be_linked([ln.raw for ln in lines]) else {}
-    own = links.get(p.name)
+    own = links.get(name)
     if own is not None:
-        parent = p.parent / own.spawn.parent
+        parent = root / own.spawn.parent
         return TranscriptRead(
             calls=[],
             rejects=[],
@@ -205,7 +207,7 @@ def read_pi(path: str | Path, lines: list[Line], rejects: list[Reject]) -> Trans
         notes=session.notes,
     )
     if links:
-        _read_children(read, p.parent, p.name, episode_id, links, {p.name})
+        _read_children(read, root, name, episode_id, links, {name})
     if read.extra_files:
         # Sub-agent calls interleave with the parent's: one order for the whole episode.
         read.calls.sort(key=lambda c: (c.t_request is None, c.t_request or 0.0))
@@ -231,7 +233,7 @@ def _replay(replay: _Replay) -> list[Call]:
 
 def _read_children(
     read: TranscriptRead,
-    folder: Path,
+    root: Path,
     parent_name: str,
     parent_prefix: str,
     links: dict[str, Link],
@@ -246,7 +248,7 @@ def _read_children(
         if link.child in seen:
             continue
         seen.add(link.child)
-        child_path = folder / link.child
+        child_path = root / link.child
         try:
             lines, rejects = read_lines(child_path)
         except OSError as exc:
@@ -281,7 +283,7 @@ def _read_children(
         if session.rejects:
             read.rejects_by_file[str(child_path)] = sorted(session.rejects, key=lambda r: r[0])
         read.notes.extend(f"{child_path}: {note}" for note in session.notes)
-        _read_children(read, folder, link.child, prefix, links, seen)
+        _read_children(read, root, link.child, prefix, links, seen)
 
 
 def _parse(path: str, lines: list[Line], rejects: list[Reject]) -> _Session:
