@@ -453,4 +453,5 @@ def main() -> None:
         queue_view()
 
 
+state.require_app_frame()
 main()

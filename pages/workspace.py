@@ -308,4 +308,5 @@ def main() -> None:
         show_file(diff, st.session_state[w.KEY_WS_FILE])
 
 
+state.require_app_frame()
 main()
