@@ -276,11 +276,12 @@ def flat_read():
 
 def test_cc_flat_agent_file_joins_its_session(flat_read):
     assert _ids(flat_read) == [
+        f"{FLAT_SID}:msg_w",
         f"{FLAT_SID}:msg_f1",
         f"{FLAT_SID}:msg_fa1",
         f"{FLAT_SID}:msg_f2",
     ]
-    agent = flat_read.calls[1]
+    agent = flat_read.calls[2]
     assert Path(agent.source_file).name == "agent-flat1.jsonl"
     assert agent.system == SUBAGENT_SYSTEM_MARKER
     assert agent.extra["spawned_by_call"] == f"{FLAT_SID}:msg_f1"
@@ -288,7 +289,10 @@ def test_cc_flat_agent_file_joins_its_session(flat_read):
     assert agent.extra["agent_id"] == "flat1"
     assert agent.episode_id == FLAT_SID
     # The other session's agent file sits in the same folder but is not this session's.
-    assert flat_read.extra_files == [str(FLAT / "agent-flat1.jsonl")]
+    assert flat_read.extra_files == [
+        str(FLAT / "agent-flat1.jsonl"),
+        str(FLAT / "agent-warm.jsonl"),
+    ]
 
 
 def test_cc_flat_agent_rejects_name_the_agent_file(flat_read):
@@ -312,13 +316,15 @@ def test_cc_flat_reconstruction_links_the_agent(flat_read):
     d = _analyse(flat_read.calls)
     assert d[f"{FLAT_SID}:msg_fa1"].role == "aux_subagent"
     assert d[f"{FLAT_SID}:msg_fa1"].linked_call == f"{FLAT_SID}:msg_f1"
-    assert d[f"{FLAT_SID}:msg_f2"].role == "main"
+    assert d[f"{FLAT_SID}:msg_f2"].role == d[f"{FLAT_SID}:msg_f1"].role == "main"
+    # Old Claude Code wrote its warm-up call to an agent file too: a utility call.
+    assert d[f"{FLAT_SID}:msg_w"].role == "aux_utility"
 
 
 def test_cc_flat_ingest_folder(session):
     report = ingest_paths([FLAT], session=session)
     episodes = {e.episode_id: e.n_calls for e in session.exec(select(Episode)).all()}
-    assert episodes == {FLAT_SID: 3, LONE_SID: 1}
+    assert episodes == {FLAT_SID: 4, LONE_SID: 1}
     assert sorted((Path(r.file).name, r.line) for r in report.rejected) == [
         ("agent-flat1.jsonl", 3),
         ("agent-flat1.jsonl", 4),
