@@ -25,13 +25,14 @@ class TranscriptRead:
     harness: str | None = None
     episode_id: str | None = None
     extra_files: list[str] = field(default_factory=list)
-    """Other files read with this one (Claude Code `<session>/subagents/agent-*.jsonl`)."""
+    """Other files read with this one: sub-agent files (Claude Code `agent-*.jsonl`, OpenClaw
+    sub-agent sessions) whose calls join this file's episode."""
     rejects_by_file: dict[str, list[Reject]] = field(default_factory=dict)
     """Rejected lines of the `extra_files`, keyed by path (`rejects` is this file's only)."""
     notes: list[str] = field(default_factory=list)
     """Facts worth showing that are not rejects (dangling parent ids, missing kept entries)."""
     covered_by: str | None = None
-    """Set when this file is a sub-agent file already read with its parent session file."""
+    """Set when this file is a sub-agent file read with its parent session file (no calls)."""
 
 
 @dataclass
