@@ -1,8 +1,8 @@
-"""Project-level promises: the pure core imports no Streamlit; README agrees with the settings."""
+"""Project-level promises: the core pulls in no Streamlit at runtime (tests/app/test_layering.py
+checks the source); README agrees with the settings and CI."""
 
 from __future__ import annotations
 
-import ast
 import re
 import subprocess
 import sys
@@ -11,26 +11,6 @@ from pathlib import Path
 from clawviz.settings import SETTINGS
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(a.name.split(".")[0] for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
-    return names
-
-
-def test_core_imports_no_streamlit_source():
-    offenders = [
-        str(p.relative_to(ROOT))
-        for p in (ROOT / "clawviz").rglob("*.py")
-        if "ui" not in p.relative_to(ROOT / "clawviz").parts[:1] and "streamlit" in _imports(p)
-    ]
-    assert offenders == []
 
 
 def test_core_imports_no_streamlit_at_runtime():
