@@ -372,3 +372,10 @@ def test_oc_child_in_another_agents_folder(tmp_path, session):
     episodes = {e.episode_id: e.n_calls for e in session.exec(select(Episode)).all()}
     assert episodes == {"root": 2, "other": 1}
     assert report.warnings == [] and report.rejected == []
+
+
+def test_oc_links_follow_a_child_added_later(tmp_path):
+    _session(tmp_path, "root", 10, _spawn("Count files"))
+    assert _ids(read_transcript(tmp_path / "root.jsonl")) == ["root:L3"]
+    _session(tmp_path, "kid", 11, _child("Count files"))
+    assert _ids(read_transcript(tmp_path / "root.jsonl")) == ["root:L3", "kid:L3"]

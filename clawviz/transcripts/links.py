@@ -62,6 +62,8 @@ class Child:
     session_id: str | None
     first_text: str
     time: float | None
+    task: str = ""
+    """The normalised text after `[Subagent Task]` (empty when the marker is absent)."""
 
 
 @dataclass
@@ -75,7 +77,34 @@ class Link:
     """'session_key' (sessions.json), 'session_id' (key suffix = header id) or 'task_text'."""
 
 
-_CACHE: dict[tuple[str, tuple[tuple[str, int, int], ...]], dict[str, Link]] = {}
+class Links(dict[str, Link]):
+    """Child file name -> its link, with the links also grouped by parent file."""
+
+    def __init__(self, links: dict[str, Link] | None = None) -> None:
+        super().__init__(links or {})
+        self._by_parent: dict[str, list[Link]] | None = None
+
+    def spawned_by(self, parent: str) -> list[Link]:
+        """The links whose spawn is in `parent`, in spawn order."""
+        if self._by_parent is None:
+            self._by_parent = {}
+            for link in self.values():
+                self._by_parent.setdefault(link.spawn.parent, []).append(link)
+            for group in self._by_parent.values():
+                group.sort(key=lambda link: (link.spawn.line, link.child))
+        return self._by_parent.get(parent, [])
+
+
+@dataclass
+class _Cached:
+    """One scope's links and the state of the folders and files they were computed from."""
+
+    dirs: tuple[tuple[str, int], ...]
+    files: dict[str, tuple[int, int]]
+    links: Links
+
+
+_CACHE: dict[str, _Cached] = {}
 
 
 def may_be_linked(raw_lines: list[str]) -> bool:
@@ -106,35 +135,59 @@ def link_name(path: str | Path) -> tuple[Path, str]:
     return root, path.relative_to(root).as_posix()
 
 
-def folder_links(folder: str | Path) -> dict[str, Link]:
+def folder_links(folder: str | Path, file: str | Path | None = None) -> Links:
     """Child file name -> its link, for every linked sub-agent session file in the scope of
-    `folder` (names are paths relative to the scope root, see `scope_of`)."""
+    `folder` (names are paths relative to the scope root, see `scope_of`).
+
+    Kept per scope while its folders (files added or removed) and `file` (the one being read)
+    are unchanged: ingesting a folder of many sessions then lists it once, not once per file.
+    """
     root, folders = scope_of(folder)
-    listing: list[tuple[str, int, int]] = []
+    dirs = tuple((str(d), _mtime(d)) for d in folders)
+    cache_key = str(root.resolve())
+    cached = _CACHE.get(cache_key)
+    if cached is not None and cached.dirs == dirs:
+        name = Path(file).relative_to(root).as_posix() if file is not None else None
+        if name is None or cached.files.get(name) == _size_mtime(Path(file or "")):
+            return cached.links
+    files: dict[str, tuple[int, int]] = {}
     for d in folders:
         try:
             for e in os.scandir(d):
                 if e.is_file() and (e.name.endswith(".jsonl") or e.name == "sessions.json"):
                     st = e.stat()
-                    listing.append(
-                        ((d / e.name).relative_to(root).as_posix(), st.st_size, st.st_mtime_ns)
+                    files[(d / e.name).relative_to(root).as_posix()] = (
+                        st.st_size,
+                        st.st_mtime_ns,
                     )
         except OSError:
             continue
-    listing.sort()
-    key = (str(root.resolve()), tuple(listing))
-    if key not in _CACHE:
-        if len(_CACHE) > 64:
-            _CACHE.clear()
-        names = [n for n, _, _ in listing if n.endswith(".jsonl")]
-        index: dict[str, str] = {}
-        for d in folders:
-            index.update(_session_index(d / "sessions.json"))
-        _CACHE[key] = _compute(root, names, index)
-    return _CACHE[key]
+    names = sorted(n for n in files if n.endswith(".jsonl"))
+    index: dict[str, str] = {}
+    for d in folders:
+        index.update(_session_index(d / "sessions.json"))
+    if len(_CACHE) > 64:
+        _CACHE.clear()
+    _CACHE[cache_key] = _Cached(dirs, files, _compute(root, names, index))
+    return _CACHE[cache_key].links
 
 
-def _compute(root: Path, names: list[str], key_to_session: dict[str, str]) -> dict[str, Link]:
+def _mtime(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return -1
+
+
+def _size_mtime(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def _compute(root: Path, names: list[str], key_to_session: dict[str, str]) -> Links:
     spawns: list[Spawn] = []
     children: dict[str, Child] = {}
     for name in names:
@@ -165,24 +218,32 @@ def _compute(root: Path, names: list[str], key_to_session: dict[str, str]) -> di
             continue
         links[child.name] = Link(child.name, spawn, how)
     rest.sort(key=lambda s: (s.time is None, s.time or 0.0, s.parent, s.line))
+    by_task: dict[str, list[Child]] = {}
+    for c in children.values():
+        by_task.setdefault(c.task, []).append(c)
+
+    def fits(c: Child, spawn: Spawn, task: str, exact: bool) -> bool:
+        return (
+            c.name not in links
+            and c.name != spawn.parent
+            and (exact or task in _norm(c.first_text))
+            and (c.time is None or spawn.time is None or c.time >= spawn.time - _SLACK_SECONDS)
+        )
+
     for spawn in rest:
         task = _norm(spawn.task)
         if not task:
             continue
-        candidates = [
-            c
-            for c in children.values()
-            if c.name not in links
-            and c.name != spawn.parent
-            and task in _norm(c.first_text)
-            and (c.time is None or spawn.time is None or c.time >= spawn.time - _SLACK_SECONDS)
-        ]
+        # The child whose task is exactly the spawn's first; a scan only when there is none.
+        candidates = [c for c in by_task.get(task, []) if fits(c, spawn, task, True)]
+        if not candidates:
+            candidates = [c for c in children.values() if fits(c, spawn, task, False)]
         if not candidates:
             continue
         best = min(candidates, key=lambda c: (c.time is None, c.time or 0.0, c.name))
         links[best.name] = Link(best.name, spawn, "task_text")
     _drop_cycles(links)
-    return links
+    return Links(links)
 
 
 def _is_session_file(path: Path) -> bool:
@@ -246,11 +307,13 @@ def _child_of(name: str, data: bytes) -> Child | None:
         if not any(marker in text for marker in SUBAGENT_TASK_MARKERS):
             return None
         session_id = header.get("id")
+        _, marker, task = text.rpartition("[Subagent Task]")
         return Child(
             name=name,
             session_id=session_id if isinstance(session_id, str) else None,
             first_text=text,
             time=parse_time(header.get("timestamp")) or parse_time(r.get("timestamp")),
+            task=_norm(task.lstrip(":")) if marker else "",
         )
     return None
 

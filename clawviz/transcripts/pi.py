@@ -22,7 +22,7 @@ from clawviz.transcripts.common import (
     read_lines,
     text_of,
 )
-from clawviz.transcripts.links import Link, folder_links, link_name, may_be_linked
+from clawviz.transcripts.links import Links, folder_links, link_name, may_be_linked
 from clawviz.types import Call, Message, Usage
 
 FORMAT = "transcript_pi"
@@ -181,7 +181,7 @@ def read_pi(path: str | Path, lines: list[Line], rejects: list[Reject]) -> Trans
     """
     p = Path(path)
     root, name = link_name(p)
-    links = folder_links(p.parent) if may_be_linked([ln.raw for ln in lines]) else {}
+    links = folder_links(p.parent, p) if may_be_linked([ln.raw for ln in lines]) else Links()
     own = links.get(name)
     if own is not None:
         parent = root / own.spawn.parent
@@ -236,15 +236,11 @@ def _read_children(
     root: Path,
     parent_name: str,
     parent_prefix: str,
-    links: dict[str, Link],
+    links: Links,
     seen: set[str],
 ) -> None:
     """Replay the sub-agent sessions `parent_name` spawned (and theirs) into `read`."""
-    mine = sorted(
-        (link for link in links.values() if link.spawn.parent == parent_name),
-        key=lambda link: (link.spawn.line, link.child),
-    )
-    for link in mine:
+    for link in links.spawned_by(parent_name):
         if link.child in seen:
             continue
         seen.add(link.child)
