@@ -379,3 +379,19 @@ def test_oc_links_follow_a_child_added_later(tmp_path):
     assert _ids(read_transcript(tmp_path / "root.jsonl")) == ["root:L3"]
     _session(tmp_path, "kid", 11, _child("Count files"))
     assert _ids(read_transcript(tmp_path / "root.jsonl")) == ["root:L3", "kid:L3"]
+
+
+def test_oc_child_started_well_before_the_spawn_is_not_its_child(tmp_path):
+    _session(tmp_path, "root", 10, _spawn("Count files"))
+    _session(tmp_path, "old-kid", 5, _child("Count files"))
+    assert _ids(read_transcript(tmp_path / "root.jsonl")) == ["root:L3"]
+    assert _ids(read_transcript(tmp_path / "old-kid.jsonl")) == ["old-kid:L3"]
+
+
+def test_cc_flat_agent_added_later_is_picked_up(tmp_path):
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    shutil.copy(FLAT / f"{FLAT_SID}.jsonl", folder)
+    assert len(read_transcript(folder / f"{FLAT_SID}.jsonl").calls) == 2
+    shutil.copy(FLAT / "agent-flat1.jsonl", folder)
+    assert len(read_transcript(folder / f"{FLAT_SID}.jsonl").calls) == 3

@@ -235,11 +235,32 @@ def _agent_files_of(session_file: Path) -> list[Path]:
     if sub_dir.is_dir():
         out.extend(sorted(sub_dir.glob("agent-*.jsonl")))
     # Older layout: only siblings that name this file's session (a folder holds many sessions).
-    for sibling in sorted(session_file.parent.glob("agent-*.jsonl")):
-        sid = _head_session_id(sibling)
-        if sid is not None and sid == session_file.stem:
-            out.append(sibling)
+    out.extend(_flat_agent_index(session_file.parent).get(session_file.stem, []))
     return out
+
+
+_FLAT_INDEX: dict[str, tuple[int, dict[str, list[Path]]]] = {}
+
+
+def _flat_agent_index(folder: Path) -> dict[str, list[Path]]:
+    """sessionId -> the `agent-*.jsonl` files in `folder` that name it (kept per folder state)."""
+    try:
+        mtime = folder.stat().st_mtime_ns
+    except OSError:
+        return {}
+    key = str(folder)  # as given: the paths returned are built on it
+    cached = _FLAT_INDEX.get(key)
+    if cached is not None and cached[0] == mtime:
+        return cached[1]
+    index: dict[str, list[Path]] = {}
+    for agent_file in sorted(folder.glob("agent-*.jsonl")):
+        sid = _head_session_id(agent_file)
+        if sid is not None:
+            index.setdefault(sid, []).append(agent_file)
+    if len(_FLAT_INDEX) > 64:
+        _FLAT_INDEX.clear()
+    _FLAT_INDEX[key] = (mtime, index)
+    return index
 
 
 def _head_session_id(path: Path, max_lines: int = 20) -> str | None:
