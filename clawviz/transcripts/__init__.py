@@ -2,7 +2,10 @@
 
 Each assistant message becomes one call whose request is the context the harness had at that
 point; compactions become a summary call plus a new segment. Ingest detects the format by
-content with `detect_transcript` and reads a file with `read_transcript`.
+content with `detect_transcript` and reads a file with `read_transcript`. A parent session file
+also reads its sub-agent files (Claude Code `agent-*.jsonl`, OpenClaw sub-agent sessions, see
+`links`), whose calls join its episode; such a sub-agent file read by itself loads nothing and
+names its parent in `covered_by`.
 """
 
 from __future__ import annotations
