@@ -17,6 +17,7 @@ from clawviz.markers import (
     ALL_IGNORE_PATTERNS,
     CallText,
     Marker,
+    TextCache,
     call_text,
     detect_marker,
     spawn_prompts,
@@ -165,7 +166,7 @@ def classify_calls(tree: CallTree) -> Classification:
     summary_snippets: dict[str, list[str]] = {}
     last_main_ok: str | None = None
     texts: dict[str, CallText] = {}
-    text_cache: dict[int, str] = {}
+    text_cache = TextCache()
     own_spawn: set[str] = set()
 
     for call in tree.calls:
@@ -177,7 +178,7 @@ def classify_calls(tree: CallTree) -> Classification:
             continue
         # Past a segment's root the continuation text is history: look for the side-request
         # markers (heartbeat, memory flush, summary) behind it.
-        marker = detect_marker(call, text, continuation=parent is None)
+        marker = detect_marker(call, text, continuation=parent is None, cache=text_cache)
         gt = _ground_truth(call, marker)
         cr: CallRole
         if gt is not None:

@@ -178,6 +178,14 @@ ALL_IGNORE_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
 )
 """Ignore patterns of every harness: they never match real content of another harness."""
 
+_SUMMARY_HEADERS: tuple[str, ...] = tuple(
+    dict.fromkeys(name for m in HARNESS_MARKERS for name, _ in m.summary_header)
+)
+_RETRY_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
+    p for m in HARNESS_MARKERS for p in m.retry_last_user
+)
+_SPAWN_NAMES = frozenset(t.name for m in HARNESS_MARKERS for t in m.spawn_tools)
+
 # Role codes of marker kinds, in the order PIPELINE §3 checks them.
 MARKER_ORDER: tuple[str, ...] = (
     "aux_utility",
@@ -225,34 +233,51 @@ def _user_text(message: Message) -> str:
     return strip_patterns(block_text(message.get("content")), ALL_IGNORE_PATTERNS)
 
 
-def call_text(call: Call, cache: dict[int, str] | None = None) -> CallText:
+@dataclass
+class TextCache:
+    """Per-episode memo of marker texts (calls re-send the same message objects)."""
+
+    user: dict[int, str] = field(default_factory=dict)
+    """Non-blank user text of a message object, by id ('' when blank or not a user message)."""
+    heads: dict[tuple[int, ...], tuple[str, ...]] = field(default_factory=dict)
+    """Non-blank user texts of the first messages, by the ids of those messages."""
+    wrapper: dict[str, bool] = field(default_factory=dict)
+    markers: dict[tuple, Marker | None] = field(default_factory=dict)
+    """`detect_marker` results by everything they depend on."""
+
+
+def _texts(window: list[Message], memo: dict[int, str]) -> list[str]:
+    out = []
+    for m in window:
+        t = memo.get(id(m))
+        if t is None:
+            t = _user_text(m)
+            t = memo[id(m)] = t if t.strip() else ""
+        out.append(t)
+    return out
+
+
+def call_text(call: Call, cache: TextCache | None = None) -> CallText:
     """Extract the marker-relevant texts (user messages holding only tool results are skipped).
 
     Scans only the first few and the last user messages: the history between them is long.
     `cache` memoises texts per message object across the calls of one episode.
     """
-    memo: dict[int, str] = {} if cache is None else cache
-
-    def text_of(m: Message) -> str:
-        t = memo.get(id(m))
-        if t is None:
-            t = memo[id(m)] = _user_text(m)
-        return t
-
-    first: list[str] = []
-    for m in call.messages[:_SCAN]:
-        text = text_of(m)
-        if text.strip():
-            first.append(text)
-            if len(first) == 3:
-                break
+    c = TextCache() if cache is None else cache
+    head = call.messages[:_SCAN]
+    head_key = tuple(map(id, head))
+    first = c.heads.get(head_key)
+    if first is None:
+        first = c.heads[head_key] = tuple([t for t in _texts(head, c.user) if t][:3])
     last = raw = ""
-    for m in reversed(call.messages[-_SCAN:]):
-        text = text_of(m)
-        if not text.strip():
+    for text in reversed(_texts(call.messages[-_SCAN:], c.user)):
+        if not text:
             continue
         raw = raw or text
-        if not _is_wrapper(text):
+        wrapper = c.wrapper.get(text)
+        if wrapper is None:
+            wrapper = c.wrapper[text] = _is_wrapper(text)
+        if not wrapper:
             last = text
             break
     headers = {k.lower(): str(v) for k, v in (call.headers or {}).items()} if call.headers else {}
@@ -261,7 +286,7 @@ def call_text(call: Call, cache: dict[int, str] | None = None) -> CallText:
         first_user=first[0] if first else "",
         last_user=last or raw,
         last_user_raw=raw,
-        user_texts=tuple(first),
+        user_texts=first,
         headers=headers,
     )
 
@@ -324,7 +349,11 @@ def _match_kind(kind: str, m: HarnessMarkers, t: CallText, single_user: bool) ->
 
 
 def detect_marker(
-    call: Call, text: CallText | None = None, *, continuation: bool = True
+    call: Call,
+    text: CallText | None = None,
+    *,
+    continuation: bool = True,
+    cache: TextCache | None = None,
 ) -> Marker | None:
     """The first marker kind (PIPELINE §3 order) any harness row finds in this call.
 
@@ -338,12 +367,33 @@ def detect_marker(
             n_user += 1
             if n_user > 1:
                 break
-    rows = rows_for(call.harness)
+    if cache is None:
+        return _detect(call.harness, t, n_user <= 1, continuation)
+    # The calls of a thread mostly share their texts: look each combination up once.
+    key = (
+        call.harness,
+        n_user <= 1,
+        continuation,
+        t.system,
+        t.first_user,
+        t.last_user,
+        t.user_texts,
+        tuple(t.headers.get(name) for name in _SUMMARY_HEADERS),
+    )
+    if key not in cache.markers:
+        cache.markers[key] = _detect(call.harness, t, n_user <= 1, continuation)
+    return cache.markers[key]
+
+
+def _detect(
+    harness: str | None, t: CallText, single_user: bool, continuation: bool
+) -> Marker | None:
+    rows = rows_for(harness)
     for kind in MARKER_ORDER:
         if kind == "continuation" and not continuation:
             continue
         for m in rows:
-            hit = _match_kind(kind, m, t, single_user=n_user <= 1)
+            hit = _match_kind(kind, m, t, single_user=single_user)
             if hit:
                 return Marker(kind=kind, harness=m.harness, evidence=hit)
     return None
@@ -352,7 +402,8 @@ def detect_marker(
 def is_harness_retry(call: Call, text: CallText | None = None) -> bool:
     """True when the last user text is a harness's own retry prompt (OpenClaw `Continue ...`)."""
     t = text or call_text(call)
-    return any(_first_hit(m.retry_last_user, t.last_user_raw) for m in rows_for(call.harness))
+    # Row order does not matter for `any`.
+    return t.last_user_raw != "" and _first_hit(_RETRY_PATTERNS, t.last_user_raw) is not None
 
 
 def spawn_prompts(message: Message | None) -> list[str]:
@@ -362,6 +413,8 @@ def spawn_prompts(message: Message | None) -> list[str]:
     out: list[str] = []
     for b in message.get("content") or []:
         if not isinstance(b, dict) or b.get("type") != "tool_use":
+            continue
+        if b.get("name") not in _SPAWN_NAMES:
             continue
         prompt = _spawn_prompt(b.get("name"), b.get("input"))
         if prompt:
