@@ -118,29 +118,53 @@ def reason_codes(reasons_json: str | None) -> list[str]:
     return codes
 
 
+REASON_SEP = ", "
+"""Joins an episode's reason codes in the `reasons` column (a plain string, cheap to render)."""
+
+
+def _joined_reasons(reasons_json: pd.Series) -> pd.Series:
+    """`reasons_json` values as joined reason codes, parsing each distinct value once."""
+    distinct = reasons_json.dropna().unique()
+    joined = {v: REASON_SEP.join(reason_codes(v)) for v in distinct}
+    return reasons_json.map(joined).fillna("").astype(str)
+
+
+def split_reasons(joined: str | None) -> list[str]:
+    """The reason codes of one `reasons` cell."""
+    return joined.split(REASON_SEP) if joined else []
+
+
 def episodes_frame(session: Session, settings_hash: str) -> pd.DataFrame:
-    """Every episode with its verdict under `settings_hash` and its verifier result."""
+    """Every episode with its verdict under `settings_hash` and its verifier result.
+
+    `reasons` holds the episode's reason codes joined by `REASON_SEP` (one string per row: a
+    list column makes the 25,000-row table's pickling and Arrow conversion slow).
+    """
     sql = """
         SELECT e.episode_id, e.task_id, e.harness, e.model, e.attempt, e.n_calls,
-               e.source_kind,
-               s.status AS status, s.reasons_json AS reasons_json,
-               s.reward AS status_reward, s.advantage AS advantage,
-               r.reward AS result_reward
+               COALESCE(s.reward, r.reward) AS reward, s.advantage AS advantage,
+               COALESCE(s.status, 'not analysed') AS status,
+               s.reasons_json AS reasons, e.source_kind
         FROM episode e
         LEFT JOIN episode_status s
           ON s.episode_id = e.episode_id AND s.settings_hash = :h
         LEFT JOIN result r ON r.episode_id = e.episode_id
+        ORDER BY e.task_id IS NULL, e.task_id, e.harness IS NULL, e.harness,
+                 e.attempt IS NULL, e.attempt, e.episode_id
     """
-    df = _read(session, sql, h=settings_hash)
+    return _episode_rows(_read(session, sql, h=settings_hash))
+
+
+def _episode_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """Typed EPISODE_COLUMNS of a query that selected them (reasons still as JSON)."""
     if df.empty:
         return pd.DataFrame(columns=EPISODE_COLUMNS)
-    df["reward"] = df["status_reward"].where(df["status_reward"].notna(), df["result_reward"])
-    df["reasons"] = [reason_codes(v) for v in df["reasons_json"]]
-    df["status"] = df["status"].fillna("not analysed")
+    df["reasons"] = _joined_reasons(df["reasons"])
     df["attempt"] = df["attempt"].astype("Int64")
     df["n_calls"] = df["n_calls"].astype("Int64")
-    df = df[EPISODE_COLUMNS].sort_values(["task_id", "harness", "attempt", "episode_id"])
-    return df.reset_index(drop=True)
+    df["reward"] = df["reward"].astype(float)
+    df["advantage"] = df["advantage"].astype(float)
+    return df[EPISODE_COLUMNS].reset_index(drop=True)
 
 
 def filter_episodes(df: pd.DataFrame, f: EpisodeFilter) -> pd.DataFrame:
@@ -156,7 +180,9 @@ def filter_episodes(df: pd.DataFrame, f: EpisodeFilter) -> pd.DataFrame:
         mask &= df["status"].isin(f.statuses)
     if f.reasons:
         wanted = set(f.reasons)
-        mask &= df["reasons"].map(lambda rs: bool(wanted.intersection(rs)))
+        # Few distinct reason strings even at 25,000 episodes: test each one once.
+        hit = {v: bool(wanted.intersection(split_reasons(v))) for v in df["reasons"].unique()}
+        mask &= df["reasons"].map(hit).astype(bool)
     reward = pd.to_numeric(df["reward"], errors="coerce")
     in_range = pd.Series(True, index=df.index)
     if f.reward_min is not None:
@@ -171,13 +197,18 @@ def filter_episodes(df: pd.DataFrame, f: EpisodeFilter) -> pd.DataFrame:
 def reason_counts(df: pd.DataFrame) -> pd.DataFrame:
     """Number of episodes carrying each reason code (an episode counts once per code)."""
     counts: dict[str, int] = defaultdict(int)
-    for reasons in df["reasons"]:
-        for code in reasons:
-            counts[code] += 1
+    for joined, n in df["reasons"].value_counts().items():
+        for code in split_reasons(joined):
+            counts[code] += int(n)
     out = pd.DataFrame(
         sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])), columns=["reason", "episodes"]
     )
     return out
+
+
+def all_reasons(df: pd.DataFrame) -> list[str]:
+    """Every reason code present in an `episodes_frame`, sorted."""
+    return sorted({c for v in df["reasons"].unique() for c in split_reasons(v)})
 
 
 def group_frame(df: pd.DataFrame) -> pd.DataFrame:
@@ -210,8 +241,9 @@ def attempts_of_task(session: Session, task_id: str, settings_hash: str) -> pd.D
     """Every attempt of one task (any harness), for the Compare picker; one query."""
     sql = """
         SELECT e.episode_id, e.task_id, e.harness, e.model, e.attempt, e.n_calls,
-               e.source_kind, s.status AS status, s.reasons_json AS reasons_json,
-               COALESCE(s.reward, r.reward) AS reward, s.advantage AS advantage
+               COALESCE(s.reward, r.reward) AS reward, s.advantage AS advantage,
+               COALESCE(s.status, 'not analysed') AS status,
+               s.reasons_json AS reasons, e.source_kind
         FROM episode e
         LEFT JOIN episode_status s
           ON s.episode_id = e.episode_id AND s.settings_hash = :h
@@ -219,10 +251,7 @@ def attempts_of_task(session: Session, task_id: str, settings_hash: str) -> pd.D
         WHERE e.task_id = :t
         ORDER BY e.harness, e.attempt, e.episode_id
     """
-    df = _read(session, sql, h=settings_hash, t=task_id)
-    df["reasons"] = [reason_codes(v) for v in df["reasons_json"]]
-    df["status"] = df["status"].fillna("not analysed")
-    return df[EPISODE_COLUMNS].reset_index(drop=True)
+    return _episode_rows(_read(session, sql, h=settings_hash, t=task_id))
 
 
 def _tool_uses(response_json: str | None) -> list[str]:

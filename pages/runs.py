@@ -19,9 +19,9 @@ def filters(eps: pd.DataFrame) -> queries.EpisodeFilter:
     """The filter widgets (all keyed) and the filter they describe."""
 
     def opts(col: str) -> list[str]:
-        return sorted({str(v) for v in eps[col].dropna()})
+        return sorted(str(v) for v in eps[col].dropna().unique())
 
-    reasons = sorted({r for rs in eps["reasons"] for r in rs})
+    reasons = queries.all_reasons(eps)
     c = st.columns([3, 2, 2, 2, 3])
     tasks = c[0].multiselect("Task", opts("task_id"), key=state.KEY_FILTER_TASK)
     harnesses = c[1].multiselect("Harness", opts("harness"), key=state.KEY_FILTER_HARNESS)
@@ -49,10 +49,7 @@ def filters(eps: pd.DataFrame) -> queries.EpisodeFilter:
 
 
 def episodes_table(shown: pd.DataFrame) -> None:
-    table = shown.assign(
-        reasons=shown["reasons"].map(", ".join),
-        open=("episode?episode=" + shown["episode_id"].astype(str)),
-    )[
+    table = shown.assign(open=("episode?episode=" + shown["episode_id"].astype(str)))[
         ["episode_id", "task_id", "harness", "attempt", "status", "reasons", "reward", "advantage",
          "model", "n_calls", "open"]
     ]  # fmt: skip

@@ -27,7 +27,8 @@ def test_episodes_frame_joins_status_and_results(session):
     assert len(df) == counts["episodes"] > 0
     assert list(df.columns) == queries.EPISODE_COLUMNS
     assert set(df["status"]) <= {"kept", "dropped"}
-    missing = df[df["reasons"].map(lambda r: "missing_reward" in r)]
+    assert df["reasons"].map(type).eq(str).all()
+    missing = df[df["reasons"].map(lambda r: "missing_reward" in queries.split_reasons(r))]
     assert missing["reward"].isna().all()
     assert df["reward"].notna().sum() == counts["results"]
     # Under an unknown settings hash nothing is analysed, but the episodes are still listed.
@@ -41,8 +42,10 @@ def test_reason_counts_and_groups(session):
     by_code = dict(zip(counts["reason"], counts["episodes"], strict=True))
     assert by_code["too_many_branches"] == 1
     assert by_code == {
-        code: int(df["reasons"].map(lambda r, c=code: c in r).sum()) for code in by_code
+        code: int(df["reasons"].map(lambda r, c=code: c in queries.split_reasons(r)).sum())
+        for code in by_code
     }
+    assert queries.all_reasons(df) == sorted(by_code)
     groups = queries.group_frame(df)
     assert groups["advantage"].notna().all() and groups["group"].str.contains(" / ").all()
 
@@ -69,25 +72,40 @@ def test_sources_rejected_and_attempts(session):
 def test_filter_episodes_on_a_small_frame():
     df = pd.DataFrame(
         {
-            "episode_id": ["a", "b", "c"],
-            "task_id": ["t1", "t1", "t2"],
-            "harness": ["x", "y", "x"],
-            "model": ["m", "m", "n"],
-            "status": ["kept", "dropped", "dropped"],
-            "reasons": [[], ["too_many_branches"], ["missing_reward"]],
-            "reward": [0.9, 0.2, None],
+            "episode_id": ["a", "b", "c", "d"],
+            "task_id": ["t1", "t1", "t2", "t2"],
+            "harness": ["x", "y", "x", "y"],
+            "model": ["m", "m", "n", "n"],
+            "status": ["kept", "dropped", "dropped", "dropped"],
+            "reasons": [
+                "",
+                "too_many_branches",
+                "missing_reward",
+                "ended_in_error, missing_reward",
+            ],
+            "reward": [0.9, 0.2, None, None],
         }
     )
 
     def ids(**kw):
         return list(queries.filter_episodes(df, queries.EpisodeFilter(**kw))["episode_id"])
 
-    assert ids() == ["a", "b", "c"]
+    assert ids() == ["a", "b", "c", "d"]
     assert ids(tasks=("t1",)) == ["a", "b"]
     assert ids(reasons=("too_many_branches",)) == ["b"]
-    assert ids(reward_min=0.5) == ["a", "c"]
+    assert ids(reasons=("missing_reward",)) == ["c", "d"]
+    # A code is matched whole, never as a piece of a longer code.
+    assert ids(reasons=("error",)) == []
+    assert ids(reasons=("ended_in_error", "too_many_branches")) == ["b", "d"]
+    assert ids(reward_min=0.5) == ["a", "c", "d"]
     assert ids(reward_min=0.5, include_missing_reward=False) == ["a"]
     assert ids(statuses=("dropped",), harnesses=("x",)) == ["c"]
+    counts = queries.reason_counts(df)
+    assert list(zip(counts["reason"], counts["episodes"], strict=True)) == [
+        ("missing_reward", 2),
+        ("ended_in_error", 1),
+        ("too_many_branches", 1),
+    ]
 
 
 def test_reason_codes_tolerates_bad_json():
