@@ -92,24 +92,72 @@ def system_fingerprint(system: str) -> str:
     return hashlib.blake2b(normalize_ws(text).encode(), digest_size=8).hexdigest()
 
 
+class _Trie:
+    """Trie of messages keyed by `match_key`, computing keys only where paths branch.
+
+    The store shares one dict per distinct message, so the same object always takes the same
+    edge. A node's children are told apart by match key only once a second, different object
+    arrives below it: in a linear history (most of an episode) no key is ever computed. Each
+    child still stands for exactly one match key, as if every edge were keyed by it.
+    The calls keep every message alive, so ids are stable while the tree is built.
+    """
+
+    def __init__(self) -> None:
+        self.by_obj: dict[tuple[int, int], int] = {}
+        """(node, id(message)) -> child."""
+        self.first: dict[int, tuple[Message, int]] = {}
+        """The first child of a node and a message it stands for."""
+        self.by_key: dict[int, dict[str, int]] = {}
+        """Children by match key, for nodes where a second object arrived."""
+        self.keys: dict[int, str] = {}
+        self.n_nodes = 0
+
+    def key(self, message: Message) -> str:
+        k = self.keys.get(id(message))
+        if k is None:
+            k = self.keys[id(message)] = match_key(message, ignore_patterns=ALL_IGNORE_PATTERNS)
+        return k
+
+    def step(self, node: int, message: Message) -> int:
+        """The child of `node` for `message`, created if no child has its match key."""
+        edge = (node, id(message))
+        child = self.by_obj.get(edge)
+        if child is not None:
+            return child
+        first = self.first.get(node)
+        if first is None:
+            child = self._new()
+            self.first[node] = (message, child)
+        elif message == first[0]:
+            # Equal content has an equal key (a response and its copy in the next request).
+            child = first[1]
+        else:
+            keyed = self.by_key.get(node)
+            if keyed is None:
+                keyed = self.by_key[node] = {self.key(first[0]): first[1]}
+            k = self.key(message)
+            child = keyed.get(k)
+            if child is None:
+                child = keyed[k] = self._new()
+        self.by_obj[edge] = child
+        return child
+
+    def _new(self) -> int:
+        self.n_nodes += 1
+        return self.n_nodes
+
+
 def build_call_tree(calls: list[Call]) -> CallTree:
     """Rebuild parent links for the calls of one episode (independent of input order)."""
     ordered = sorted(calls, key=order_key)
-    # Match keys memoised per message object: the store shares one dict per distinct message,
-    # and the calls keep every message alive, so ids are stable for this build.
-    key_of: dict[int, str] = {}
-    trie: dict[tuple[int, str], int] = {}
+    trie = _Trie()
     owner: dict[int, str] = {}
     requests: dict[tuple[int, str], str] = {}
     parent: dict[str, str | None] = {}
     resend_of: dict[str, str | None] = {}
     children: dict[str, list[str]] = {c.call_id: [] for c in ordered}
-
-    def key(message: Message) -> str:
-        k = key_of.get(id(message))
-        if k is None:
-            k = key_of[id(message)] = match_key(message, ignore_patterns=ALL_IGNORE_PATTERNS)
-        return k
+    by_obj = trie.by_obj
+    step = trie.step
 
     for call in ordered:
         cid = call.call_id
@@ -118,14 +166,8 @@ def build_call_tree(calls: list[Call]) -> CallTree:
         # One walk finds the deepest owned prefix and lays down this request's own path, so
         # an identical later request finds it.
         for m in call.messages:
-            k = key_of.get(id(m))
-            if k is None:
-                k = key(m)
-            edge = (node, k)
-            nxt = trie.get(edge)
-            if nxt is None:
-                nxt = trie[edge] = len(trie) + 1
-            node = nxt
+            nxt = by_obj.get((node, id(m)))
+            node = step(node, m) if nxt is None else nxt
             hit = owner.get(node)
             if hit is not None:
                 best = hit
@@ -142,11 +184,7 @@ def build_call_tree(calls: list[Call]) -> CallTree:
         if best is not None:
             children[best].append(cid)
         if not is_failed(call) and call.response is not None and call.endpoint != "non_model":
-            edge = (node, key(call.response))
-            nxt = trie.get(edge)
-            if nxt is None:
-                nxt = trie[edge] = len(trie) + 1
-            owner[nxt] = cid
+            owner[step(node, call.response)] = cid
 
     return CallTree(
         calls=ordered,

@@ -176,3 +176,21 @@ def test_odd_content_shapes_do_not_break_matching():
     keys = [key(m) for m in odd]
     assert len(set(keys)) == len(keys)
     assert key(odd[2]) == key(user("one block"))
+
+
+def test_copies_of_a_message_take_one_edge_whatever_object_arrives_first():
+    # The trie tells siblings apart by match key only once a second object arrives below a
+    # node: copies (equal, or equal up to whitespace/reminders) must still share one edge.
+    e = Ep()
+    a = e.call([user("go")])
+    same = copy.deepcopy(a.messages + [a.response])
+    loose = copy.deepcopy(same)
+    loose[0] = user("<system-reminder>x</system-reminder>\n go ")
+    b = e.call(same + [user("one")])
+    c = e.call(loose + [user("two")])
+    d = e.call([user("go!"), copy.deepcopy(a.response), user("three")])
+    p = parents(e.calls)
+    assert p[b.call_id] == a.call_id
+    assert p[c.call_id] == a.call_id
+    assert p[d.call_id] is None
+    assert len({key(m) for m in (a.messages[0], loose[0])}) == 1
