@@ -696,15 +696,25 @@ def reward_by_harness_figure(episodes: pd.DataFrame) -> go.Figure:
     fig = go.Figure()
     df = episodes[episodes["reward"].notna()]
     for harness, part in df.groupby(df["harness"].fillna("?")):
+        crowded = len(part) > MAX_BOX_POINTS
+        # A crowded box draws only its outliers; per-point episode ids (a string array plotly
+        # deep-copies) would cost more than the whole chart, so its hover shows the reward only.
+        extra = (
+            {"hovertemplate": "reward %{y:.2f}<extra></extra>"}
+            if crowded
+            else {
+                "customdata": part["episode_id"].tolist(),
+                "hovertemplate": "%{customdata}<br>reward %{y:.2f}<extra></extra>",
+            }
+        )
         fig.add_trace(
             go.Box(
-                y=part["reward"].astype(float),
+                y=part["reward"].to_numpy(dtype=float),
                 name=str(harness),
-                boxpoints="all" if len(part) <= MAX_BOX_POINTS else "outliers",
+                boxpoints="outliers" if crowded else "all",
                 jitter=0.4,
                 pointpos=0,
-                customdata=part["episode_id"],
-                hovertemplate="%{customdata}<br>reward %{y:.2f}<extra></extra>",
+                **extra,
             )
         )
     fig.update_layout(
@@ -719,29 +729,30 @@ def reward_by_harness_figure(episodes: pd.DataFrame) -> go.Figure:
 
 def advantage_by_group_figure(groups: pd.DataFrame, max_groups: int = 40) -> go.Figure:
     """GRPO advantage of each attempt, one column per group (task / harness)."""
-    df = groups.sort_values(["group", "attempt"])
-    keep = list(dict.fromkeys(df["group"]))[:max_groups]
-    df = df[df["group"].isin(keep)]
+    names = sorted(groups["group"].unique())
+    keep = names[:max_groups]
+    df = groups[groups["group"].isin(keep)].sort_values(["group", "attempt"])
+    adv = df["advantage"].to_numpy(dtype=float)
     fig = go.Figure(
         go.Scatter(
-            x=df["group"],
-            y=df["advantage"].astype(float),
+            x=df["group"].tolist(),
+            y=adv,
             mode="markers",
             marker={
                 "size": 10,
-                "color": df["advantage"].astype(float),
+                "color": adv,
                 "colorscale": ADVANTAGE_SCALE,
                 "cmid": 0,
                 "line": {"width": 0.5, "color": "#333"},
             },
-            customdata=df["episode_id"],
+            customdata=df["episode_id"].tolist(),
             hovertemplate="%{customdata}<br>A = %{y:+.2f}<extra></extra>",
         )
     )
     fig.add_hline(y=0, line={"color": "#999", "width": 1})
     title = "GRPO advantage per group"
-    if len(keep) < df["group"].nunique() or len(keep) == max_groups:
-        title += f" (first {len(keep)} groups)"
+    if len(keep) < len(names):
+        title += f" (first {len(keep)} of {len(names):,} groups)"
     fig.update_layout(
         title={"text": title, "font": {"size": 14}},
         height=300,
@@ -827,6 +838,68 @@ def token_figure(grid: TokenGrid) -> go.Figure:
     )
     fig.update_layout(
         height=max(160, 40 + 18 * len(grid.z)),
+        margin={"l": 10, "r": 10, "t": 10, "b": 10},
+        plot_bgcolor="white",
+        xaxis={"visible": False},
+        yaxis={"visible": False, "autorange": "reversed"},
+    )
+    return fig
+
+
+@dataclass
+class AdvantageGrid:
+    """Per generated token PPO advantages laid out in rows like a TokenGrid's."""
+
+    z: list[list[float | None]]
+    text: list[list[str]]
+    n_tokens: int
+    limit: float
+    """Half-width of the symmetric colour range (the largest |A_t|, at least 1e-6)."""
+
+
+def advantage_grid(
+    output_ids: list[int] | None,
+    advantages: list[float],
+    values: list[float] | None,
+    *,
+    width: int = 32,
+) -> AdvantageGrid:
+    """One cell per generated token carrying `A_t = R - V(s_t)`, in rows of `width`."""
+    output_ids = output_ids or []
+    values = values or []
+    cells: list[tuple[float | None, str]] = []
+    for i, a in enumerate(advantages):
+        tok = f"out {output_ids[i]}" if i < len(output_ids) else f"token {i}"
+        v = f" · V {values[i]:.3f}" if i < len(values) else ""
+        cells.append((a, f"{tok}{v} · A_t {a:+.3f}"))
+    z: list[list[float | None]] = []
+    text: list[list[str]] = []
+    for start in range(0, len(cells), width):
+        row = cells[start : start + width]
+        row += [(None, "")] * (width - len(row))
+        z.append([c[0] for c in row])
+        text.append([c[1] for c in row])
+    limit = max([abs(a) for a in advantages] + [1e-6])
+    return AdvantageGrid(z, text, len(advantages), limit)
+
+
+def advantage_figure(grid: AdvantageGrid) -> go.Figure:
+    """Heatmap of per-token PPO advantages on a diverging scale centred on 0."""
+    fig = go.Figure(
+        go.Heatmap(
+            z=grid.z,
+            text=grid.text,
+            hovertemplate="%{text}<extra></extra>",
+            colorscale=ADVANTAGE_SCALE,
+            zmin=-grid.limit,
+            zmax=grid.limit,
+            colorbar={"title": {"text": "A_t"}, "thickness": 12},
+            xgap=1,
+            ygap=1,
+        )
+    )
+    fig.update_layout(
+        height=max(120, 40 + 18 * len(grid.z)),
         margin={"l": 10, "r": 10, "t": 10, "b": 10},
         plot_bgcolor="white",
         xaxis={"visible": False},

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import time
 
+import pandas as pd
 import pytest
 
 from clawviz.figures import (
+    MAX_BOX_POINTS,
     NODE_TRACE_NAME,
+    advantage_by_group_figure,
+    advantage_figure,
+    advantage_grid,
     call_from_selection,
+    reward_by_harness_figure,
     token_grid,
     tree_figure,
     tree_layout,
@@ -176,3 +182,42 @@ def test_token_grid_marks_context_and_trained_tokens():
     assert g.z[0] == [None, None, None, -0.1]
     assert g.z[1][:1] == [-2.0]
     assert g.text[0][3].startswith("out 7")
+
+
+def test_advantage_grid_colours_each_generated_token_by_r_minus_v():
+    g = advantage_grid([7, 8, 9], [0.5, -0.25, 0.0], [0.5, 1.25, 1.0], width=2)
+    assert g.z == [[0.5, -0.25], [0.0, None]]
+    assert g.text[0][1] == "out 8 · V 1.250 · A_t -0.250"
+    assert g.limit == 0.5 and g.n_tokens == 3
+    heat = advantage_figure(g).data[0]
+    # Symmetric range: A_t = 0 sits on the diverging scale's middle colour.
+    assert (heat.zmin, heat.zmax) == (-0.5, 0.5)
+
+
+def test_runs_charts_stay_light_when_crowded():
+    n = MAX_BOX_POINTS + 10
+    eps = pd.DataFrame(
+        {
+            "episode_id": [f"e{i}" for i in range(n + 3)],
+            "harness": ["big"] * n + ["small"] * 3,
+            "reward": [i / n for i in range(n)] + [0.1, None, 0.9],
+        }
+    )
+    fig = reward_by_harness_figure(eps)
+    big, small = fig.data
+    assert (big.name, big.boxpoints, big.customdata) == ("big", "outliers", None)
+    assert small.boxpoints == "all" and list(small.customdata) == ["e" + str(n), "e" + str(n + 2)]
+    groups = pd.DataFrame(
+        {
+            "episode_id": [f"e{i}" for i in range(6)],
+            "group": ["t3 / x", "t1 / x", "t2 / x", "t1 / x", "t3 / x", "t2 / x"],
+            "attempt": [0, 1, 0, 0, 1, 1],
+            "advantage": [0.5, -1.0, 0.0, 1.0, -0.5, 0.2],
+        }
+    )
+    fig = advantage_by_group_figure(groups, max_groups=2)
+    pts = fig.data[0]
+    assert list(pts.x) == ["t1 / x", "t1 / x", "t2 / x", "t2 / x"]
+    assert list(pts.customdata) == ["e3", "e1", "e2", "e5"]
+    assert "first 2 of 3 groups" in fig.layout.title.text
+    assert "first" not in advantage_by_group_figure(groups).layout.title.text
