@@ -10,8 +10,11 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from clawviz.advantage import importance_ratios, ppo_token_advantages
 from clawviz.figures import (
     COLOUR_MODES,
+    advantage_figure,
+    advantage_grid,
     call_from_selection,
     token_figure,
     token_grid,
@@ -101,7 +104,7 @@ def on_compare_select() -> None:
 def header(view: data.EpisodeView) -> None:
     ep, a = view.episode, view.analysis
     st.title(f"Episode {escape_md(ep['episode_id'])}")
-    reward = a.reward if a and a.reward is not None else (view.result or {}).get("reward")
+    reward = episode_reward(view)
     facts = [
         ("Task", ep.get("task_id")),
         ("Harness", ep.get("harness")),
@@ -276,26 +279,70 @@ def tokens_tab(call: Call, view: data.EpisodeView) -> None:
         cols[2].metric("Mean logprob", f"{sum(r.output_logprobs) / len(r.output_logprobs):.3f}")
     if r.policy_version is not None:
         cols[3].metric("Policy version", str(r.policy_version))
-    if r.trainer_logprobs and r.output_logprobs:
-        cap = float(view_settings_cap())
-        ratios = [
-            min(math.exp(t - o), cap)
-            for t, o in zip(r.trainer_logprobs, r.output_logprobs, strict=False)
-        ]
-        clipped = sum(1 for x in ratios if x >= cap) / len(ratios)
+    cap = float(state.current_settings().is_ratio_cap)
+    ratios = importance_ratios(r, cap)
+    if ratios is not None:
         st.caption(
             f"Importance ratio min(exp(logp_train − logp_rollout), {cap:g}): mean "
-            f"{sum(ratios) / len(ratios):.3f}, clipped {clipped:.1%}"
+            f"{ratios.mean_ratio:.3f}, clipped {ratios.clipped_fraction:.1%}"
         )
     st.caption(
         f"Last {grid.shown_context} context tokens (grey) then every generated token, "
         "shaded by its logprob."
     )
     st.plotly_chart(token_figure(grid), key="episode_token_view", config={"displaylogo": False})
+    ppo_advantage_view(call, view)
 
 
-def view_settings_cap() -> float:
-    return state.current_settings().is_ratio_cap
+def ppo_advantage_view(call: Call, view: data.EpisodeView) -> None:
+    """Per generated token `A_t = R - V(s_t)` (PIPELINE §5), or why it cannot be shown."""
+    st.markdown("**PPO advantage per generated token**")
+    values = call.rollout.values if call.rollout else None
+    if not values:
+        st.info(
+            "No value estimates were logged for this call, so there is no per-token advantage: "
+            "each kept path carries its return R (gamma = lambda = 1), see the Paths table."
+        )
+        return
+    reward = episode_reward(view)
+    if reward is None:
+        st.info(
+            "Value estimates were logged, but this episode has no reward, so A_t = R − V(s_t) "
+            "is undefined (a missing reward is never read as 0)."
+        )
+        return
+    d = view.analysis.decisions.get(call.call_id) if view.analysis else None
+    if d is None or d.state != "kept":
+        state_text = d.state if d else "not analysed"
+        st.info(
+            f"This call is {escape_md(state_text)}, not on a kept path, so it is not trained "
+            "and has no advantage (its logged values are ignored)."
+        )
+        return
+    adv = ppo_token_advantages([call], reward)
+    if not adv:
+        return
+    n_out = len(call.rollout.output_token_ids or [])
+    st.caption(
+        f"A_t = R − V(s_t) with R = {reward:.3f}: blue above the value estimate, red below; "
+        f"mean {sum(adv[0]) / max(len(adv[0]), 1):+.3f} over {len(adv[0]):,} tokens."
+        + (
+            f" The log has {len(values):,} values for {n_out:,} generated tokens."
+            if n_out and len(values) != n_out
+            else ""
+        )
+    )
+    grid = advantage_grid(call.rollout.output_token_ids, adv[0], values)
+    st.plotly_chart(
+        advantage_figure(grid), key="episode_advantage_view", config={"displaylogo": False}
+    )
+
+
+def episode_reward(view: data.EpisodeView) -> float | None:
+    a = view.analysis
+    if a is not None and a.reward is not None:
+        return a.reward
+    return (view.result or {}).get("reward")
 
 
 def raw_tab(call: Call) -> None:
