@@ -22,7 +22,7 @@ from clawviz.markers import (
     detect_marker,
     spawn_prompts,
 )
-from clawviz.tree import CallTree, is_failed
+from clawviz.tree import CallTree
 from clawviz.types import Call
 
 AUX_ROLES = (
@@ -221,9 +221,9 @@ def classify_calls(tree: CallTree) -> Classification:
             main_root = cid
             if main_identity is None:
                 main_identity, main_tools = _identity(call.system), bool(call.tools)
-        if cr.role == "main" and not is_failed(call):
+        if cr.role == "main" and cid not in tree.failed:
             last_main_ok = cid
-        if cr.role in ("main", "aux_subagent") and not is_failed(call):
+        if cr.role in ("main", "aux_subagent") and cid not in tree.failed:
             spawns.add(call)
         roles[cid] = cr
 
@@ -244,7 +244,7 @@ def _main_fingerprint(tree: CallTree) -> tuple[str | None, bool]:
     for call in tree.calls:
         if tree.parent[call.call_id] is not None or call.endpoint == "non_model":
             continue
-        if call.turn_type or is_failed(call) or detect_marker(call) is not None:
+        if call.turn_type or call.call_id in tree.failed or detect_marker(call) is not None:
             continue
         if call.tools:
             return _identity(call.system), True

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from clawviz.classify import Classification, classify_calls
 from clawviz.markers import is_harness_retry, tool_names_used
 from clawviz.settings import DEFAULT_SETTINGS, Settings
-from clawviz.tree import CallTree, build_call_tree, failure_code, is_failed
+from clawviz.tree import CallTree, build_call_tree, failure_code
 from clawviz.types import Call, CallDecision, PathInfo, Reason
 
 ABNORMAL_CODES = frozenset(
@@ -91,7 +91,7 @@ def find_retry_groups(tree: CallTree, cls: Classification) -> list[list[str]]:
                     for s in sibs
                     if cls.roles[s].continuation and cls.roles[s].linked_call == cr.linked_call
                 ]
-            failed = [s for s in sibs if is_failed(tree.by_id[s])]
+            failed = [s for s in sibs if s in tree.failed]
             # Between roots only a failed one can have been retried: other roots are segments.
             target = failed[-1] if failed else (sibs[-1] if sibs and parent is not None else None)
             if target is not None:
@@ -127,10 +127,10 @@ def _subtree(kids: dict[str, list[str]], root: str) -> list[str]:
 def _choose_keeper(
     tree: CallTree, members: list[str], kids: dict[str, list[str]]
 ) -> tuple[str | None, str]:
-    ok = [m for m in members if not is_failed(tree.by_id[m])]
+    ok = [m for m in members if m not in tree.failed]
     if not ok:
         return None, "every attempt failed"
-    extended = [m for m in ok if any(not is_failed(tree.by_id[k]) for k in kids[m])]
+    extended = [m for m in ok if any(k not in tree.failed for k in kids[m])]
     if len(extended) == 1:
         return extended[0], "the one a later call extends"
     if len(extended) > 1:
@@ -179,11 +179,7 @@ def prune_episode(
                 superseded.update(_subtree(kids, m))
 
     def valid(cid: str) -> bool:
-        return (
-            cls.roles[cid].role == "main"
-            and cid not in superseded
-            and not is_failed(tree.by_id[cid])
-        )
+        return cls.roles[cid].role == "main" and cid not in superseded and cid not in tree.failed
 
     leaves_by_seg: dict[int, list[str]] = {}
     for call in tree.calls:
@@ -210,7 +206,7 @@ def prune_episode(
             state, reason = "auxiliary", "unattached"
         elif cr.role == "aux_non_model":
             state, reason = "auxiliary", "aux_non_model"
-        elif is_failed(call):
+        elif cid in tree.failed:
             state, reason = "failed", failure_code(call)
         elif cr.role != "main":
             state, reason = "auxiliary", cr.role
@@ -297,7 +293,7 @@ def _episode_reasons(
             Reason("too_many_branches", f"{n_leaves} leaves > max_leaves {settings.max_leaves}")
         )
     mains = [c for c in tree.calls if cls.roles[c.call_id].role == "main"]
-    if mains and is_failed(mains[-1]):
+    if mains and mains[-1].call_id in tree.failed:
         last = mains[-1]
         code = failure_code(last)
         if code == "orphaned_request":
@@ -319,7 +315,7 @@ def _episode_reasons(
             )
     unsupported = set(settings.unsupported_tools or ())
     for call in mains:
-        if is_failed(call):
+        if call.call_id in tree.failed:
             continue
         used = [t for t in tool_names_used(call.response) if t in unsupported]
         if used:

@@ -31,6 +31,8 @@ class CallTree:
     children: dict[str, list[str]]
     resend_of: dict[str, str | None]
     """For an identical re-send (same canonical messages and system): the latest earlier one."""
+    failed: frozenset[str] = frozenset()
+    """Ids of the calls `is_failed` holds for (asked many times per call downstream)."""
 
     @cached_property
     def graph(self) -> nx.DiGraph:
@@ -156,6 +158,7 @@ def build_call_tree(calls: list[Call]) -> CallTree:
     parent: dict[str, str | None] = {}
     resend_of: dict[str, str | None] = {}
     children: dict[str, list[str]] = {c.call_id: [] for c in ordered}
+    failed: set[str] = set()
     by_obj = trie.by_obj
     step = trie.step
 
@@ -183,7 +186,9 @@ def build_call_tree(calls: list[Call]) -> CallTree:
             requests[req_key] = cid
         if best is not None:
             children[best].append(cid)
-        if not is_failed(call) and call.response is not None and call.endpoint != "non_model":
+        if is_failed(call):
+            failed.add(cid)
+        elif call.response is not None and call.endpoint != "non_model":
             owner[step(node, call.response)] = cid
 
     return CallTree(
@@ -193,4 +198,5 @@ def build_call_tree(calls: list[Call]) -> CallTree:
         parent=parent,
         children=children,
         resend_of=resend_of,
+        failed=frozenset(failed),
     )
