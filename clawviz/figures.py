@@ -60,6 +60,8 @@ ADVANTAGE_SCALE = "RdBu"
 REWARD_SCALE = "RdYlGn"
 COLOUR_MODES = ("state", "advantage", "reward")
 MAX_BOX_POINTS = 1500
+TREE_WINDOW = 60
+"""Depth steps a long tree shows at once (about 15 px per call on a laptop screen)."""
 """Above this many episodes per harness the reward chart draws outliers only, not every point."""
 
 
@@ -419,8 +421,13 @@ def tree_figure(
     collapse_aux: bool = False,
     selected_call: str | None = None,
     height: int | None = None,
+    window: int = TREE_WINDOW,
 ) -> go.Figure:
-    """Draw a TreeLayout: one node trace, one line trace per edge kind, legend, leaf labels."""
+    """Draw a TreeLayout: one node trace, one line trace per edge kind, legend, leaf labels.
+
+    A tree deeper than `window` calls opens on a `window`-wide stretch around the selected call,
+    with a range slider under it to move along the whole tree.
+    """
     if colour_by not in COLOUR_MODES:
         raise ValueError(f"colour_by must be one of {COLOUR_MODES}, not {colour_by!r}")
     if isinstance(highlight_path, str):
@@ -590,10 +597,18 @@ def tree_figure(
 
     max_y = max([p[1] for p in pos.values()] + [0])
     max_x = max([p[0] for p in pos.values()] + [1])
+    x_range = [-0.7, max_x + 2.2]
+    slider: dict[str, Any] = {"visible": False}
+    if max_x > window:
+        centre = pos.get(selected_call or "", (0, 0))[0]
+        start = min(max(-0.7, centre - window / 4), max_x + 2.2 - window)
+        x_range = [start, start + window]
+        slider = {"visible": True, "thickness": 0.07, "range": [-0.7, max_x + 2.2]}
     fig.update_layout(
         shapes=shapes,
         annotations=annotations,
-        height=height or int(min(900, max(320, 110 + 40 * (max_y + 1)))),
+        height=height
+        or int(min(900, max(320, 110 + 40 * (max_y + 1))) + (60 if slider["visible"] else 0)),
         margin={"l": 10, "r": 10, "t": 30, "b": 30},
         plot_bgcolor="white",
         clickmode="event+select",
@@ -612,7 +627,8 @@ def tree_figure(
             "showgrid": True,
             "gridcolor": "#f0f0f0",
             "zeroline": False,
-            "range": [-0.7, max_x + 2.2],
+            "range": x_range,
+            "rangeslider": slider,
         },
         yaxis={
             "range": [max_y + 0.6, -0.9],

@@ -170,10 +170,17 @@ def tree_section(view: data.EpisodeView, call_ids: list[str]) -> None:
         selection_mode="points",
         config={"displaylogo": False, "scrollZoom": True},
     )
-    st.caption(
+    hint = (
         "Click a node to inspect it (or pick it below). Circles: main calls, diamonds: "
         "auxiliary, ×: failed. Leaves of kept paths carry reward R and advantage A."
     )
+    if fig.layout.xaxis.rangeslider.visible:
+        lo, hi = fig.layout.xaxis.range
+        hint += (
+            f" Long episode: depths {max(lo, 0):.0f}–{hi:.0f} around the selected call are shown; "
+            "drag the slider under the tree to move along it, scroll to zoom."
+        )
+    st.caption(hint)
 
 
 def inspector(view: data.EpisodeView, call_ids: list[str]) -> None:

@@ -128,7 +128,20 @@ def sources_section(url: str) -> None:
     if src.empty:
         st.info("No files ingested yet.")
         return
-    st.dataframe(src, hide_index=True, key="runs_sources_table")
+    st.dataframe(
+        src,
+        hide_index=True,
+        key="runs_sources_table",
+        column_config={
+            "id": None,
+            "size_bytes": st.column_config.NumberColumn("bytes", format="compact"),
+            "n_lines": st.column_config.NumberColumn("lines"),
+            "n_calls": st.column_config.NumberColumn("calls"),
+            "n_episodes": st.column_config.NumberColumn("episodes"),
+            "n_rejected": st.column_config.NumberColumn("rejected"),
+            "ingested_at": st.column_config.DatetimeColumn("ingested", format="YYYY-MM-DD HH:mm"),
+        },
+    )
     rej = data.rejected(url)
     with st.expander(f"Rejected lines ({len(rej)})", icon=":material/block:"):
         if rej.empty:
@@ -142,7 +155,12 @@ def main() -> None:
     head, button = st.columns([5, 1], vertical_alignment="bottom")
     head.title("Runs")
     # Another process (the CLI, a training job) may have written to the store since.
-    if button.button("Reload from the store", key=state.KEY_RELOAD, icon=":material/refresh:"):
+    if button.button(
+        "Reload",
+        key=state.KEY_RELOAD,
+        icon=":material/refresh:",
+        help="Re-read the store: rows written since by the CLI or a training job appear.",
+    ):
         state.clear_caches()
         st.rerun()
     url = state.database_url()

@@ -10,6 +10,7 @@ import pytest
 from clawviz.figures import (
     MAX_BOX_POINTS,
     NODE_TRACE_NAME,
+    TREE_WINDOW,
     advantage_by_group_figure,
     advantage_figure,
     advantage_grid,
@@ -174,6 +175,21 @@ def test_large_episode_is_fast():
     fig = tree_figure(tree_layout(calls, a))
     assert time.perf_counter() - t < 5
     assert len(next(t for t in fig.data if t.name == NODE_TRACE_NAME).x) == len(calls)
+    # A deep tree opens on a window around the selected call, the slider spans the whole tree.
+    assert fig.layout.xaxis.rangeslider.visible
+    lo, hi = fig.layout.xaxis.range
+    assert (lo, hi - lo) == (-0.7, TREE_WINDOW)
+    assert tuple(fig.layout.xaxis.rangeslider.range) == (-0.7, 599 + 2.2)
+    lo, hi = tree_figure(tree_layout(calls, a), selected_call="c300").layout.xaxis.range
+    assert lo < 300 < hi and hi - lo == TREE_WINDOW
+    lo, hi = tree_figure(tree_layout(calls, a), selected_call="c599").layout.xaxis.range
+    assert hi == 599 + 2.2
+
+
+def test_shallow_tree_shows_whole_depth_without_slider(episode):
+    fig = tree_figure(tree_layout(*episode))
+    assert not fig.layout.xaxis.rangeslider.visible
+    assert fig.layout.xaxis.range[0] == -0.7
 
 
 def test_token_grid_marks_context_and_trained_tokens():
