@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from clawviz.settings import DEFAULT_SETTINGS, SETTINGS
+from clawviz.settings import DEFAULT_SETTINGS, SETTINGS, SETTINGS_BY_NAME
 from clawviz.ui import data, state
 
 
@@ -15,17 +15,22 @@ def _show(v) -> str:
     return "(none)" if v is None else str(v)
 
 
+def _help(name: str) -> str:
+    """The settings table's help text of one setting, as a widget tooltip."""
+    return SETTINGS_BY_NAME[name].help
+
+
 def settings_table() -> None:
     current = state.current_settings()
     rows = [
         {
             "name": s.name,
-            "default": _show(s.default),
+            "help": s.help,
             "current": _show(
                 state.database_url() if s.name == "database_url" else getattr(current, s.name)
             ),
+            "default": _show(s.default),
             "changes decisions": s.affects_decisions,
-            "help": s.help,
         }
         for s in SETTINGS
     ]
@@ -43,14 +48,24 @@ def edit_form() -> None:
     with st.form(state.KEY_SETTINGS_FORM):
         c1, c2 = st.columns(2)
         max_leaves = c1.number_input(
-            "max_leaves", min_value=1, max_value=10_000, value=int(cur.max_leaves), step=1
+            "max_leaves",
+            min_value=1,
+            max_value=10_000,
+            value=int(cur.max_leaves),
+            step=1,
+            help=_help("max_leaves"),
         )
         policies = ["longest", "all_valid"]
         branch_policy = c2.selectbox(
-            "branch_policy", policies, index=policies.index(cur.branch_policy)
+            "branch_policy",
+            policies,
+            index=policies.index(cur.branch_policy),
+            help=_help("branch_policy"),
         )
         tools_text = c1.text_input(
-            "unsupported_tools (comma separated)", value=", ".join(cur.unsupported_tools)
+            "unsupported_tools (comma separated)",
+            value=", ".join(cur.unsupported_tools),
+            help=_help("unsupported_tools"),
         )
         reward_threshold = c2.number_input(
             "reward_threshold",
@@ -58,14 +73,30 @@ def edit_form() -> None:
             max_value=1.0,
             value=float(cur.reward_threshold),
             step=0.05,
+            help=_help("reward_threshold"),
         )
-        loo = c1.checkbox("grpo_leave_one_out", value=bool(cur.grpo_leave_one_out))
-        no_std = c2.checkbox("grpo_no_std (Dr. GRPO)", value=bool(cur.grpo_no_std))
+        loo = c1.checkbox(
+            "grpo_leave_one_out",
+            value=bool(cur.grpo_leave_one_out),
+            help=_help("grpo_leave_one_out"),
+        )
+        no_std = c2.checkbox(
+            "grpo_no_std (Dr. GRPO)", value=bool(cur.grpo_no_std), help=_help("grpo_no_std")
+        )
         eps = c1.number_input(
-            "grpo_eps", min_value=0.0, value=float(cur.grpo_eps), format="%.1e", step=1e-6
+            "grpo_eps",
+            min_value=0.0,
+            value=float(cur.grpo_eps),
+            format="%.1e",
+            step=1e-6,
+            help=_help("grpo_eps"),
         )
         cap = c2.number_input(
-            "is_ratio_cap (C)", min_value=1.0, value=float(cur.is_ratio_cap), step=0.5
+            "is_ratio_cap (C)",
+            min_value=1.0,
+            value=float(cur.is_ratio_cap),
+            step=0.5,
+            help=_help("is_ratio_cap"),
         )
         b1, b2 = st.columns([1, 5])
         apply = b1.form_submit_button("Apply", type="primary")
