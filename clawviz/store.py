@@ -73,6 +73,17 @@ def message_texts(row: MessageRow) -> tuple[str, str]:
     )
 
 
+def _compress(data: bytes) -> bytes:
+    """zlib at PACK_LEVEL with a window just large enough for `data` (same stream format).
+
+    Most texts are a few KB: a full 32 KB window costs more to set up per call than the
+    compression itself, and a window that holds the whole text finds (nearly) the same matches.
+    """
+    wbits = min(15, max(9, (len(data) - 1).bit_length()))
+    co = zlib.compressobj(PACK_LEVEL, zlib.DEFLATED, wbits)
+    return co.compress(data) + co.flush()
+
+
 class _Packer:
     """How texts are written: compressed on SQLite (columns there take bytes too), else plain."""
 
@@ -81,7 +92,7 @@ class _Packer:
 
     def text(self, data: bytes) -> str | bytes:
         if self.on and len(data) >= PACK_MIN:
-            return zlib.compress(data, PACK_LEVEL)
+            return _compress(data)
         return data.decode()
 
     def message(self, canonical: bytes, raw: bytes) -> tuple[str | bytes, str | bytes]:
@@ -90,7 +101,7 @@ class _Packer:
             return canonical.decode(), raw.decode()
         # orjson never writes a raw newline, so "\n" separates the two forms unambiguously.
         rest = b"" if raw == canonical else raw
-        return zlib.compress(canonical + b"\n" + rest, PACK_LEVEL), b""
+        return _compress(canonical + b"\n" + rest), b""
 
 
 def _insert_ignore(session: Session, table: Table, rows: list[dict[str, Any]]) -> None:
@@ -130,6 +141,11 @@ class SeenHashes:
     def __init__(self, limit: int = 200_000) -> None:
         self.limit = limit
         self._seen: set[str] = set()
+
+    @property
+    def known(self) -> set[str]:
+        """The live set of hashes (the same object across `clear`), for a cheap membership test."""
+        return self._seen
 
     def add_new(self, h: str) -> bool:
         """Record `h`; True if it was not seen before."""
@@ -276,9 +292,11 @@ def write_parsed(
     blobs: dict[str, bytes] = {}
     messages: list[tuple[Any, ...]] = []
     calls: list[tuple[Any, ...]] = []
+    known = seen.known
     for p in items:
         for h, msg, raw in zip(p.message_hashes, p.call.messages, p.raw_messages, strict=True):
-            if seen.add_new(h):
+            # Most messages are history re-sent by every call: skip them without a method call.
+            if h not in known and seen.add_new(h):
                 raw_json = _dumpb(raw)
                 canonical_json, raw_col = pack.message(_dumpb(msg), raw_json)
                 messages.append((h, str(msg.get("role")), canonical_json, raw_col, len(raw_json)))
@@ -554,6 +572,81 @@ def load_calls(session: Session, episode_id: str) -> list[Call]:
     messages = _load_messages(session, hashes, "canonical_json")
     systems = _load_blobs(session, {r.system_hash for r in rows if r.system_hash})
     return [row_to_call(r, messages, systems) for r in rows]
+
+
+_ANALYSIS_COLS = (
+    "call_id",
+    "source_file",
+    "line",
+    "endpoint",
+    "method",
+    "url",
+    "seq",
+    "t_request",
+    "t_response",
+    "http_status",
+    "episode_id",
+    "task_id",
+    "harness",
+    "attempt",
+    "model",
+    "model_role",
+    "turn_type",
+    "session_id",
+    "headers_json",
+    "system_hash",
+    "tools_json",
+    "message_hashes",
+    "response_json",
+    "stop_reason",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+    "failure",
+    "error",
+    "delivered",
+    "rollout_json",
+    "source_kind",
+    "extra_json",
+)
+"""The call columns `row_to_call` reads (not `raw_response`, the verbatim response text)."""
+
+
+def load_calls_many(session: Session, episode_ids: Sequence[str]) -> dict[str, list[Call]]:
+    """The calls of many episodes at once, each list as `load_calls` returns it.
+
+    One query per chunk of episodes instead of three per episode; messages and system prompts
+    shared between the episodes are loaded (and held) once.
+    """
+    table = CallRow.__table__
+    cols = [table.c[name] for name in _ANALYSIS_COLS]
+    rows: dict[str, list[Any]] = {e: [] for e in episode_ids}
+    for chunk in _chunks(sorted(rows)):
+        query = (
+            select(*cols)
+            .where(table.c.episode_id.in_(chunk))
+            .order_by(
+                table.c.episode_id,
+                table.c.seq.is_(None),
+                table.c.seq,
+                table.c.t_request.is_(None),
+                table.c.t_request,
+                table.c.source_file,
+                table.c.line,
+            )
+        )
+        for r in session.execute(query):
+            rows[r.episode_id].append(r)
+    hashes: set[str] = set()
+    for group in rows.values():
+        for r in group:
+            hashes.update(_unpack_json(r.message_hashes))
+    messages = _load_messages(session, hashes, "canonical_json")
+    systems = _load_blobs(
+        session, {r.system_hash for group in rows.values() for r in group if r.system_hash}
+    )
+    return {e: [row_to_call(r, messages, systems) for r in group] for e, group in rows.items()}
 
 
 def raw_request(session: Session, call_id: str) -> dict[str, Any]:
