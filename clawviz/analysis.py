@@ -7,12 +7,23 @@ changed it costs one query.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Hashable
-from dataclasses import asdict
+from dataclasses import dataclass, fields
+from typing import Any
 
 import orjson
-from sqlalchemy import delete, func, insert
+from sqlalchemy import (
+    ColumnElement,
+    String,
+    bindparam,
+    cast,
+    delete,
+    func,
+    insert,
+    literal,
+    or_,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
@@ -101,14 +112,45 @@ def result_reward(result: Result | None, settings: Settings = DEFAULT_SETTINGS) 
 ANALYSIS_VERSION = 2
 """Bump when reconstruction logic changes: stored decisions of older versions are recomputed."""
 
+BATCH = 200
+"""Episodes loaded, analysed and committed together by `ensure_analysis`."""
 
-def _stamp(n_calls: int | None, last_ts: float | None, result: tuple | None) -> str:
-    blob = orjson.dumps([ANALYSIS_VERSION, n_calls, last_ts, list(result) if result else None])
-    return hashlib.blake2b(blob, digest_size=8).hexdigest()
+_DECISION_FIELDS = tuple(f.name for f in fields(CallDecision))
 
 
-def _settings_json(settings: Settings, stamp: str) -> str:
-    return orjson.dumps({"settings": settings.decision_values(), "inputs": stamp}).decode()
+def _inputs_stamp() -> ColumnElement[str]:
+    """SQL text naming an episode's inputs: its calls (count, last time) and its result.
+
+    Built by the database, both when it is stored (in `settings_json`) and when it is checked,
+    so the no-op check is one query. Results are never replaced once loaded (ingest keeps the
+    first), so the row id, reward and check sizes stand for its content. Only digits, signs,
+    letters and `|` occur: the text needs no JSON escaping.
+    """
+    e, r = Episode.__table__.c, Result.__table__.c
+
+    def text(col: Any) -> ColumnElement[str]:
+        return func.coalesce(cast(col, String), "")
+
+    parts = [
+        e.n_calls,
+        e.last_ts,
+        r.id,
+        r.reward,
+        func.length(r.checks_json),
+        func.length(r.rubric_json),
+    ]
+    out: ColumnElement[str] = literal(f"v{ANALYSIS_VERSION}", String)
+    for col in parts:
+        out = out + "|" + text(col)
+    return out
+
+
+def _settings_json_parts(settings: Settings) -> tuple[str, str]:
+    """`settings_json` is prefix + inputs stamp + suffix (the JSON of settings and stamp)."""
+    marker = "\x00"
+    whole = orjson.dumps({"settings": settings.decision_values(), "inputs": marker}).decode()
+    prefix, _, suffix = whole.partition(orjson.dumps(marker).decode()[1:-1])
+    return prefix, suffix
 
 
 def ensure_analysis(
@@ -125,54 +167,84 @@ def ensure_analysis(
         _ensure_analysis(session, settings, progress)
 
 
-def _ensure_analysis(session: Session, settings: Settings, progress: Progress | None) -> None:
+@dataclass
+class _Stale:
+    """An episode whose stored analysis is missing or was made from other inputs."""
+
+    episode_id: str
+    group: tuple[str | None, str | None]
+    stamp: str
+    stored: bool
+    reward: float | None
+
+
+def _stale_episodes(session: Session, settings: Settings) -> list[_Stale]:
+    """One query: episodes with no status under these settings, or one from other inputs."""
     h = settings.settings_hash
-    rows = session.execute(
+    e, r, st = Episode.__table__.c, Result.__table__.c, EpisodeStatus.__table__.c
+    prefix, suffix = _settings_json_parts(settings)
+    stamp = _inputs_stamp()
+    query = (
         select(
-            Episode.episode_id,
-            Episode.task_id,
-            Episode.harness,
-            Episode.n_calls,
-            Episode.last_ts,
-            Result.reward,
-            Result.checks_json,
-            Result.rubric_json,
-            EpisodeStatus.settings_json,
+            e.episode_id,
+            e.task_id,
+            e.harness,
+            stamp,
+            st.episode_id.is_not(None),
+            r.id,
+            r.reward,
+            r.checks_json,
+            r.rubric_json,
         )
-        .outerjoin(Result, Result.episode_id == Episode.episode_id)
-        .outerjoin(
-            EpisodeStatus,
-            (EpisodeStatus.episode_id == Episode.episode_id) & (EpisodeStatus.settings_hash == h),
+        .select_from(
+            Episode.__table__.outerjoin(Result.__table__, r.episode_id == e.episode_id).outerjoin(
+                EpisodeStatus.__table__,
+                (st.episode_id == e.episode_id) & (st.settings_hash == h),
+            )
         )
-    ).all()
-    group_of: dict[str, tuple[str | None, str | None]] = {}
-    stale: list[tuple[str, str, bool]] = []
-    for eid, task, harness, n, last_ts, rew, checks, rubric, sjson in rows:
-        group_of[eid] = (task, harness)
-        has_result = rew is not None or checks is not None
-        stamp = _stamp(n, last_ts, (rew, checks, rubric) if has_result else None)
-        if sjson is None or orjson.loads(sjson).get("inputs") != stamp:
-            stale.append((eid, stamp, sjson is not None))
+        .where(st.episode_id.is_(None) | (st.settings_json != literal(prefix) + stamp + suffix))
+        # Group members together: a batch then refreshes most of its groups only once.
+        .order_by(e.task_id, e.harness, e.episode_id)
+    )
+    out = []
+    for eid, task, harness, stamp_text, stored, rid, rew, checks, rubric in session.execute(query):
+        reward = None
+        if rid is not None:
+            reward = reward_from_result(
+                rew,
+                orjson.loads(checks or "{}"),
+                orjson.loads(rubric or "{}"),
+                weights=settings.reward_weights,
+            )
+        out.append(_Stale(eid, (task, harness), stamp_text, bool(stored), reward))
+    return out
+
+
+def _ensure_analysis(session: Session, settings: Settings, progress: Progress | None) -> None:
+    stale = _stale_episodes(session, settings)
     _ensure_unattached(session, settings)
     if not stale:
         return
     total = len(stale)
-    analyses: list[EpisodeAnalysis] = []
-    for i, (eid, stamp, stored) in enumerate(stale):
-        if progress:
-            progress(i, total, f"analysing {eid}")
-        calls = store.load_calls(session, eid)
-        reward = result_reward(store.load_result(session, eid), settings)
-        try:
-            a = analyse_episode(calls, reward=reward, settings=settings)
-        except Exception as exc:
-            raise RuntimeError(f"analysing episode {eid!r} failed: {exc}") from exc
-        a.episode_id = eid
-        analyses.append(a)
-        _persist(session, a, settings, stamp, replace=stored)
-    session.flush()
-    _refresh_groups(session, settings, group_of, {a.episode_id for a in analyses})
-    session.commit()
+    for start in range(0, total, BATCH):
+        batch = stale[start : start + BATCH]
+        calls_of = store.load_calls_many(session, [s.episode_id for s in batch])
+        analyses: list[tuple[EpisodeAnalysis, _Stale]] = []
+        for i, item in enumerate(batch, start):
+            eid = item.episode_id
+            if progress:
+                progress(i, total, f"analysing {eid}")
+            try:
+                a = analyse_episode(calls_of[eid], reward=item.reward, settings=settings)
+            except Exception as exc:
+                raise RuntimeError(f"analysing episode {eid!r} failed: {exc}") from exc
+            a.episode_id = eid
+            analyses.append((a, item))
+        _persist(session, analyses, settings)
+        _refresh_groups(session, settings, {item.group for item in batch}, batch)
+        # Each batch is complete (decisions, statuses, its groups' GRPO): an interrupted run
+        # keeps what it finished, and a later run resumes with the rest.
+        session.commit()
     if progress:
         progress(total, total, "analysis done")
 
@@ -207,91 +279,122 @@ def _ensure_unattached(session: Session, settings: Settings) -> None:
 
 
 def _decision_rows(a: EpisodeAnalysis, h: str, episode_id: str) -> list[dict]:
+    # Field by field: dataclasses.asdict deep-copies and costs more than the insert.
     return [
-        {"settings_hash": h, "episode_id": episode_id, **asdict(d)} for d in a.decisions.values()
+        {"settings_hash": h, "episode_id": episode_id}
+        | {f: getattr(d, f) for f in _DECISION_FIELDS}
+        for d in a.decisions.values()
     ]
 
 
+def _chunks(items: list[str], n: int = 500) -> list[list[str]]:
+    """Lists short enough for one `IN (...)` (SQLite limits bound parameters)."""
+    return [items[i : i + n] for i in range(0, len(items), n)]
+
+
 def _persist(
-    session: Session, a: EpisodeAnalysis, settings: Settings, stamp: str, *, replace: bool = True
+    session: Session, analyses: list[tuple[EpisodeAnalysis, _Stale]], settings: Settings
 ) -> None:
+    """Replace the stored decisions and statuses of a batch of analysed episodes."""
     h = settings.settings_hash
-    if replace:
-        _delete_analysis(session, h, a.episode_id)
-    elif a.decisions:
-        # Calls can move between episodes (a file's fallback episode resolved later).
-        session.execute(
-            delete(DecisionRow).where(
-                DecisionRow.settings_hash == h, DecisionRow.call_id.in_(list(a.decisions))
-            )
-        )
-    # Core inserts: building ORM objects row by row costs more than the reconstruction.
-    rows = _decision_rows(a, h, a.episode_id)
+    dec, sts = DecisionRow.__table__, EpisodeStatus.__table__
+    replaced = [a.episode_id for a, item in analyses if item.stored]
+    for chunk in _chunks(replaced):
+        session.execute(delete(dec).where(dec.c.settings_hash == h, dec.c.episode_id.in_(chunk)))
+        session.execute(delete(sts).where(sts.c.settings_hash == h, sts.c.episode_id.in_(chunk)))
+    # Calls can move between episodes (a file's fallback episode resolved later).
+    for chunk in _chunks([cid for a, _ in analyses for cid in a.decisions]):
+        session.execute(delete(dec).where(dec.c.settings_hash == h, dec.c.call_id.in_(chunk)))
+    rows = [row for a, _ in analyses for row in _decision_rows(a, h, a.episode_id)]
     if rows:
-        session.execute(insert(DecisionRow.__table__), rows)
+        session.execute(insert(dec), rows)
+    prefix, suffix = _settings_json_parts(settings)
+    now = utcnow()
     session.execute(
-        insert(EpisodeStatus.__table__),
+        insert(sts),
         [
             {
                 "settings_hash": h,
                 "episode_id": a.episode_id,
                 "status": a.status,
-                "reasons_json": orjson.dumps([asdict(r) for r in a.reasons]).decode(),
+                "reasons_json": orjson.dumps(a.reasons).decode(),
                 "reward": a.reward,
                 "advantage": a.advantage,
                 "n_segments": a.n_segments,
-                "paths_json": orjson.dumps([asdict(p) for p in a.paths]).decode(),
-                "settings_json": _settings_json(settings, stamp),
-                "computed_at": utcnow(),
+                "paths_json": orjson.dumps(a.paths).decode(),
+                "settings_json": prefix + item.stamp + suffix,
+                "computed_at": now,
             }
+            for a, item in analyses
         ],
-    )
-
-
-def _delete_analysis(session: Session, h: str, episode_id: str) -> None:
-    session.execute(
-        delete(DecisionRow).where(
-            DecisionRow.settings_hash == h, DecisionRow.episode_id == episode_id
-        )
-    )
-    session.execute(
-        delete(EpisodeStatus).where(
-            EpisodeStatus.settings_hash == h, EpisodeStatus.episode_id == episode_id
-        )
     )
 
 
 def _refresh_groups(
     session: Session,
     settings: Settings,
-    group_of: dict[str, tuple[str | None, str | None]],
-    changed: set[str],
+    groups: set[tuple[str | None, str | None]],
+    changed: list[_Stale],
 ) -> None:
     """Recompute GRPO for every group a changed episode belongs to (new attempts move mu)."""
-    touched = {_group_key(e, group_of.get(e)) for e in changed}
-    members = [e for e in group_of if _group_key(e, group_of[e]) in touched]
     h = settings.settings_hash
-    statuses = list(
-        session.exec(
-            select(EpisodeStatus).where(
-                EpisodeStatus.settings_hash == h, EpisodeStatus.episode_id.in_(members)
+    e, st = Episode.__table__.c, EpisodeStatus.__table__.c
+    solo = [item.episode_id for item in changed if item.group[0] is None]
+    shared = sorted((t, hn) for t, hn in groups if t is not None)
+    conditions = []
+    for chunk in _chunks(solo):
+        conditions.append(st.episode_id.in_(chunk))
+    for i in range(0, len(shared), 200):
+        conditions.append(
+            or_(
+                *(
+                    (e.task_id == t) & (e.harness.is_(None) if hn is None else e.harness == hn)
+                    for t, hn in shared[i : i + 200]
+                )
             )
         )
-    )
+    group_of: dict[str, tuple[str | None, str | None]] = {}
     analyses = []
-    for st in statuses:
-        reasons = [Reason(**r) for r in orjson.loads(st.reasons_json)]
-        paths = [PathInfo(**p) for p in orjson.loads(st.paths_json)]
-        analyses.append(
-            EpisodeAnalysis(st.episode_id, h, st.status, reasons, {}, paths, st.reward)  # type: ignore[arg-type]
+    for cond in conditions:
+        query = (
+            select(
+                st.episode_id,
+                st.status,
+                st.reasons_json,
+                st.paths_json,
+                st.reward,
+                e.task_id,
+                e.harness,
+            )
+            .select_from(
+                EpisodeStatus.__table__.join(Episode.__table__, e.episode_id == st.episode_id)
+            )
+            .where(st.settings_hash == h, cond)
         )
+        for eid, status, reasons_json, paths_json, reward, task, harness in session.execute(query):
+            if eid in group_of:
+                continue
+            group_of[eid] = (task, harness)
+            reasons = [Reason(**r) for r in orjson.loads(reasons_json)]
+            paths = [PathInfo(**p) for p in orjson.loads(paths_json)]
+            analyses.append(EpisodeAnalysis(eid, h, status, reasons, {}, paths, reward))  # type: ignore[arg-type]
     apply_grpo(analyses, group_of, settings)
-    by_id = {a.episode_id: a for a in analyses}
-    for st in statuses:
-        a = by_id[st.episode_id]
-        st.advantage = a.advantage
-        st.paths_json = orjson.dumps([asdict(p) for p in a.paths]).decode()
-        session.add(st)
+    if analyses:
+        sts = EpisodeStatus.__table__
+        session.execute(
+            update(sts)
+            .where(sts.c.settings_hash == bindparam("b_h"), sts.c.episode_id == bindparam("b_e"))
+            .values(advantage=bindparam("b_adv"), paths_json=bindparam("b_paths")),
+            [
+                {
+                    "b_h": h,
+                    "b_e": a.episode_id,
+                    "b_adv": a.advantage,
+                    "b_paths": orjson.dumps(a.paths).decode(),
+                }
+                for a in analyses
+            ],
+        )
 
 
 def episode_analysis(

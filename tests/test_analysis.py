@@ -251,3 +251,22 @@ def test_concurrent_writer_is_tolerated(tmp_path):
             analysis._persist = real
         assert raced
         assert analysis.episode_analysis(s2, "e1").status == "kept"
+
+
+def test_batches_split_a_group_and_still_agree(session, monkeypatch):
+    # Each batch commits with its groups' GRPO refreshed; a group split across batches must
+    # end with the same advantages as when analysed in one batch.
+    for eid, reward in (("g1", 1.0), ("g2", 0.0), ("g3", 0.5)):
+        add_episode(session, retry_episode(eid), reward=reward)
+    monkeypatch.setattr(analysis, "BATCH", 1)
+    commits = []
+    real_commit = session.commit
+    monkeypatch.setattr(session, "commit", lambda: (commits.append(1), real_commit())[1])
+    analysis.ensure_analysis(session)
+    assert len(commits) >= 3
+    split = {e: analysis.episode_analysis(session, e).advantage for e in ("g1", "g2", "g3")}
+    other = DEFAULT_SETTINGS.with_(max_leaves=7)
+    monkeypatch.setattr(analysis, "BATCH", 200)
+    whole = {e: analysis.episode_analysis(session, e, other).advantage for e in split}
+    assert split == pytest.approx(whole)
+    assert split["g1"] > 0 > split["g2"]
