@@ -628,6 +628,8 @@ def tree_figure(
             "gridcolor": "#f0f0f0",
             "zeroline": False,
             "range": x_range,
+            # Whole depths only: a short tree would otherwise get ticks at 0.5, 1.5, ...
+            "dtick": 1 if x_range[1] - x_range[0] <= 20 else None,
             "rangeslider": slider,
         },
         yaxis={
@@ -915,7 +917,8 @@ def advantage_figure(grid: AdvantageGrid) -> go.Figure:
         )
     )
     fig.update_layout(
-        height=max(120, 40 + 18 * len(grid.z)),
+        # The token view's sizing, so a row of A_t cells looks like a row of tokens above it.
+        height=max(160, 40 + 18 * len(grid.z)),
         margin={"l": 10, "r": 10, "t": 10, "b": 10},
         plot_bgcolor="white",
         xaxis={"visible": False},

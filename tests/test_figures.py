@@ -179,6 +179,7 @@ def test_large_episode_is_fast():
     assert fig.layout.xaxis.rangeslider.visible
     lo, hi = fig.layout.xaxis.range
     assert (lo, hi - lo) == (-0.7, TREE_WINDOW)
+    assert fig.layout.xaxis.dtick is None
     assert tuple(fig.layout.xaxis.rangeslider.range) == (-0.7, 599 + 2.2)
     lo, hi = tree_figure(tree_layout(calls, a), selected_call="c300").layout.xaxis.range
     assert lo < 300 < hi and hi - lo == TREE_WINDOW
@@ -190,6 +191,7 @@ def test_shallow_tree_shows_whole_depth_without_slider(episode):
     fig = tree_figure(tree_layout(*episode))
     assert not fig.layout.xaxis.rangeslider.visible
     assert fig.layout.xaxis.range[0] == -0.7
+    assert fig.layout.xaxis.dtick == 1
 
 
 def test_token_grid_marks_context_and_trained_tokens():
