@@ -11,6 +11,7 @@ import hashlib
 import math
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from itertools import islice
 
 import networkx as nx
 
@@ -162,18 +163,33 @@ def build_call_tree(calls: list[Call]) -> CallTree:
     by_obj = trie.by_obj
     step = trie.step
 
+    # The previous request's messages, and the node and best owner after each of them.
+    prev: list[Message] = []
+    prev_nodes: list[int] = []
+    prev_best: list[str | None] = []
     for call in ordered:
         cid = call.call_id
-        node = 0
-        best: str | None = None
+        msgs = call.messages
+        # A request usually re-sends the previous one plus new turns: resume its walk after
+        # the shared messages (equal messages take the same edges). Only the previous call
+        # has set an owner since, one node below its own messages, so the prefix is unchanged.
+        k = min(len(msgs), len(prev))
+        if not k or msgs[k - 1] is not prev[k - 1] or msgs[:k] != prev[:k]:
+            k = 0
+        nodes, bests = prev_nodes[:k], prev_best[:k]
+        node = nodes[-1] if k else 0
+        best: str | None = bests[-1] if k else None
         # One walk finds the deepest owned prefix and lays down this request's own path, so
         # an identical later request finds it.
-        for m in call.messages:
+        for m in islice(msgs, k, None):
             nxt = by_obj.get((node, id(m)))
             node = step(node, m) if nxt is None else nxt
             hit = owner.get(node)
             if hit is not None:
                 best = hit
+            nodes.append(node)
+            bests.append(best)
+        prev, prev_nodes, prev_best = msgs, nodes, bests
         req_key = (node, system_fingerprint(call.system)) if call.messages else None
         earlier = requests.get(req_key) if req_key else None
         if earlier is not None and parent[earlier] != best:

@@ -194,3 +194,43 @@ def test_copies_of_a_message_take_one_edge_whatever_object_arrives_first():
     assert p[c.call_id] == a.call_id
     assert p[d.call_id] is None
     assert len({key(m) for m in (a.messages[0], loose[0])}) == 1
+
+
+def _reference_parents(calls):
+    """Brute force PIPELINE §2: the latest successful call whose messages + response is the
+    longest key prefix of a request (independent of the trie and its shortcuts)."""
+    ordered = build_call_tree(calls).calls
+    out = {}
+    for i, c in enumerate(ordered):
+        want = [key(m) for m in c.messages]
+        best, depth = None, 0
+        for x in ordered[:i]:
+            if x.response is None or x.failure is not None:
+                continue
+            path = [key(m) for m in x.messages + [x.response]]
+            if len(path) >= depth and want[: len(path)] == path:
+                best, depth = x.call_id, len(path)
+        out[c.call_id] = best
+    return out
+
+
+def test_random_branching_episodes_match_brute_force_parents():
+    rng = random.Random(11)
+    for _ in range(30):
+        e = Ep()
+        e.call([user("go")])
+        for i in range(rng.randint(3, 25)):
+            base = rng.choice(e.calls)
+            kind = rng.random()
+            if kind < 0.6 and base.response is not None:
+                # Continue a call; sometimes with a copied (equal, other object) history.
+                prev = copy.deepcopy(base) if rng.random() < 0.3 else base
+                text = rng.choice(["out a", "out  a", "out b"])
+                e.turn(prev, tool_result(f"t{i}", text), status=rng.choice([200, 200, 529]))
+            elif kind < 0.8:
+                # Re-send a prefix of a history (a retry, or a shorter branch).
+                cut = rng.randint(1, len(base.messages))
+                e.call(base.messages[:cut])
+            else:
+                e.call([user(rng.choice(["go", "other root"]))])
+        assert parents(e.calls) == _reference_parents(e.calls)
