@@ -73,17 +73,6 @@ def message_texts(row: MessageRow) -> tuple[str, str]:
     )
 
 
-def _compress(data: bytes) -> bytes:
-    """zlib at PACK_LEVEL with a window just large enough for `data` (same stream format).
-
-    Most texts are a few KB: a full 32 KB window costs more to set up per call than the
-    compression itself, and a window that holds the whole text finds (nearly) the same matches.
-    """
-    wbits = min(15, max(9, (len(data) - 1).bit_length()))
-    co = zlib.compressobj(PACK_LEVEL, zlib.DEFLATED, wbits)
-    return co.compress(data) + co.flush()
-
-
 class _Packer:
     """How texts are written: compressed on SQLite (columns there take bytes too), else plain."""
 
@@ -92,7 +81,7 @@ class _Packer:
 
     def text(self, data: bytes) -> str | bytes:
         if self.on and len(data) >= PACK_MIN:
-            return _compress(data)
+            return zlib.compress(data, PACK_LEVEL)
         return data.decode()
 
     def message(self, canonical: bytes, raw: bytes) -> tuple[str | bytes, str | bytes]:
@@ -101,7 +90,7 @@ class _Packer:
             return canonical.decode(), raw.decode()
         # orjson never writes a raw newline, so "\n" separates the two forms unambiguously.
         rest = b"" if raw == canonical else raw
-        return _compress(canonical + b"\n" + rest), b""
+        return zlib.compress(canonical + b"\n" + rest, PACK_LEVEL), b""
 
 
 def _insert_ignore(session: Session, table: Table, rows: list[dict[str, Any]]) -> None:

@@ -154,22 +154,6 @@ def test_same_raw_and_canonical_form_is_stored_once(session):
     assert store.message_texts(row) == (canonical.decode(), canonical.decode())
 
 
-@pytest.mark.parametrize(
-    "size", [1, 255, 256, 257, 511, 512, 513, 4096, 32767, 32768, 32769, 200_000]
-)
-def test_window_sized_compression_round_trips_and_stays_as_small(size):
-    import random
-
-    rng = random.Random(size)
-    words = [bytes(rng.choices(b"abcdefghij klmnop", k=rng.randint(2, 9))) for _ in range(300)]
-    data = b" ".join(rng.choice(words) for _ in range(size))[:size]
-    packed = store._compress(data)
-    assert zlib.decompress(packed) == data
-    assert store.unpack_text(packed) == data.decode()
-    # A window that holds the whole text loses (almost) nothing against the full 32 KB one.
-    assert len(packed) <= len(zlib.compress(data, store.PACK_LEVEL)) * 1.01 + 8
-
-
 def test_seen_hashes_known_is_the_live_set_across_clear():
     seen = store.SeenHashes(limit=2)
     known = seen.known
