@@ -134,8 +134,6 @@ def rebuild_anthropic(text: str) -> StreamResult:
     blocks: dict[int, dict[str, Any]] = {}
     partial_json: dict[int, list[str]] = {}
     usage: dict[str, Any] = {}
-    # Text deltas of a block, joined once at the end (repeated `+=` copies the text each time).
-    texts: dict[int, list[str]] = {}
     complete = False
     error: str | None = None
     for event, data in frames:
@@ -152,18 +150,7 @@ def rebuild_anthropic(text: str) -> StreamResult:
                 block = blocks[idx] = {"type": "text", "text": ""}
             delta = data.get("delta") or {}
             if delta.get("type") == "text_delta":
-                piece = delta.get("text", "")
-                parts = texts.get(idx)
-                if parts is None:
-                    text = block.setdefault("text", "")
-                    if type(text) is not str or type(piece) is not str:
-                        # An odd value fails as the plain concatenation would.
-                        block["text"] = text + piece
-                        continue
-                    parts = texts[idx] = [text]
-                elif type(piece) is not str:
-                    block["text"] = "".join(parts) + piece  # raises as the concatenation would
-                parts.append(piece)
+                block["text"] = block.get("text", "") + delta.get("text", "")
             else:
                 parts = partial_json.get(idx)
                 if parts is None:
@@ -176,8 +163,6 @@ def rebuild_anthropic(text: str) -> StreamResult:
         elif kind == "content_block_start":
             idx = int(data.get("index", len(blocks)))
             blocks[idx] = dict(data.get("content_block") or {})
-            # A restarted block drops the text the old one had collected.
-            texts.pop(idx, None)
         elif kind == "content_block_stop":
             idx = int(data.get("index", 0))
             _finish_tool_input(blocks.get(idx), partial_json.pop(idx, None))
@@ -193,8 +178,6 @@ def rebuild_anthropic(text: str) -> StreamResult:
         elif kind == "error":
             err = data.get("error") or {}
             error = f"{err.get('type', 'error')}: {err.get('message', '')}".strip()
-    for idx, parts in texts.items():
-        blocks[idx]["text"] = "".join(parts)
     for idx, parts in partial_json.items():
         _finish_tool_input(blocks.get(idx), parts)
     message["content"] = [blocks[i] for i in sorted(blocks)]
@@ -233,8 +216,6 @@ def rebuild_openai_chat(text: str) -> StreamResult:
     frames, cut_off = _event_data(text)
     body: dict[str, Any] = {"object": "chat.completion", "choices": []}
     choices: dict[int, dict[str, Any]] = {}
-    # Content pieces by (choice, key), joined once at the end.
-    texts: dict[tuple[int, str], list[str]] = {}
     tool_calls: dict[int, dict[int, dict[str, Any]]] = {}
     done = False
     finished = False
@@ -274,17 +255,7 @@ def rebuild_openai_chat(text: str) -> StreamResult:
             for key in ("content", "reasoning_content", "reasoning"):
                 piece = delta.get(key)
                 if piece:
-                    parts = texts.get((idx, key))
-                    if parts is None:
-                        text = msg.get(key) or ""
-                        if type(text) is not str or type(piece) is not str:
-                            msg[key] = text + piece  # an odd value fails or joins as before
-                            continue
-                        msg[key] = text  # the key's place in the message, as before
-                        parts = texts[(idx, key)] = [text]
-                    elif type(piece) is not str:
-                        msg[key] = "".join(parts) + piece  # raises as the concatenation would
-                    parts.append(piece)
+                    msg[key] = (msg.get(key) or "") + piece
             for frag in delta.get("tool_calls") or []:
                 tidx = int(frag.get("index", 0))
                 tc = tool_calls.setdefault(idx, {}).setdefault(
@@ -301,15 +272,11 @@ def rebuild_openai_chat(text: str) -> StreamResult:
             if ch.get("finish_reason"):
                 choice["finish_reason"] = ch["finish_reason"]
                 finished = True
-            lp = ch.get("logprobs")
-            if lp:
-                lp = lp.get("content")
+            lp = (ch.get("logprobs") or {}).get("content")
             if lp:
                 choice.setdefault("logprobs", {"content": []})["content"].extend(lp)
             if ch.get("token_ids"):
                 choice.setdefault("token_ids", []).extend(ch["token_ids"])
-    for (idx, key), parts in texts.items():
-        choices[idx]["message"][key] = "".join(parts)
     for idx, calls in tool_calls.items():
         choices[idx]["message"]["tool_calls"] = [calls[i] for i in sorted(calls)]
     body["choices"] = [choices[i] for i in sorted(choices)]

@@ -1,4 +1,4 @@
-"""SSE text deltas joined once per block: same bodies, key order and failures as concatenation."""
+"""SSE text deltas: joining per block, restarted blocks, key order, odd values, both splits."""
 
 from __future__ import annotations
 
