@@ -607,8 +607,7 @@ def tree_figure(
     fig.update_layout(
         shapes=shapes,
         annotations=annotations,
-        height=height
-        or int(min(900, max(320, 110 + 40 * (max_y + 1))) + (60 if slider["visible"] else 0)),
+        height=height or _tree_height(max_y, slider["visible"]),
         margin={"l": 10, "r": 10, "t": 30, "b": 30},
         plot_bgcolor="white",
         clickmode="event+select",
@@ -642,6 +641,13 @@ def tree_figure(
         },
     )
     return fig
+
+
+def _tree_height(max_lane: float, with_slider: bool) -> int:
+    """Pixels for lanes 0..max_lane: 40 a lane, tighter past 12 lanes, at most 900 (+ slider)."""
+    lanes = max_lane + 1
+    lane_px = 40 if lanes <= 12 else 28
+    return int(min(900, max(320, 110 + lane_px * lanes)) + (60 if with_slider else 0))
 
 
 def _add_colourbar(fig: go.Figure, scale: str, lo: float, hi: float, title: str) -> None:
