@@ -16,6 +16,7 @@ from sqlalchemy import (
     ColumnElement,
     String,
     bindparam,
+    case,
     cast,
     delete,
     func,
@@ -123,8 +124,9 @@ def _inputs_stamp() -> ColumnElement[str]:
 
     Built by the database, both when it is stored (in `settings_json`) and when it is checked,
     so the no-op check is one query. Results are never replaced once loaded (ingest keeps the
-    first), so the row id, reward and check sizes stand for its content. Only digits, signs,
-    letters and `|` occur: the text needs no JSON escaping.
+    first), so whether there is one, its reward and its check sizes stand for its content; no
+    row id, so copied episodes (bench stores) keep their stamps. Only digits, signs, letters
+    and `|` occur: the text needs no JSON escaping.
     """
     e, r = Episode.__table__.c, Result.__table__.c
 
@@ -134,7 +136,7 @@ def _inputs_stamp() -> ColumnElement[str]:
     parts = [
         e.n_calls,
         e.last_ts,
-        r.id,
+        case((r.id.is_(None), "none"), else_="result"),
         r.reward,
         func.length(r.checks_json),
         func.length(r.rubric_json),
