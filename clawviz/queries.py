@@ -134,13 +134,8 @@ def split_reasons(joined: str | None) -> list[str]:
     return joined.split(REASON_SEP) if joined else []
 
 
-def episodes_frame(session: Session, settings_hash: str) -> pd.DataFrame:
-    """Every episode with its verdict under `settings_hash` and its verifier result.
-
-    `reasons` holds the episode's reason codes joined by `REASON_SEP` (one string per row: a
-    list column makes the 25,000-row table's pickling and Arrow conversion slow).
-    """
-    sql = """
+# Episodes joined with their verdict under :h and their verifier result; callers add WHERE / ORDER.
+_EPISODE_ROWS_SQL = """
         SELECT e.episode_id, e.task_id, e.harness, e.model, e.attempt, e.n_calls,
                COALESCE(s.reward, r.reward) AS reward, s.advantage AS advantage,
                COALESCE(s.status, 'not analysed') AS status,
@@ -149,9 +144,22 @@ def episodes_frame(session: Session, settings_hash: str) -> pd.DataFrame:
         LEFT JOIN episode_status s
           ON s.episode_id = e.episode_id AND s.settings_hash = :h
         LEFT JOIN result r ON r.episode_id = e.episode_id
+"""
+
+
+def episodes_frame(session: Session, settings_hash: str) -> pd.DataFrame:
+    """Every episode with its verdict under `settings_hash` and its verifier result.
+
+    `reasons` holds the episode's reason codes joined by `REASON_SEP` (one string per row: a
+    list column makes the 25,000-row table's pickling and Arrow conversion slow).
+    """
+    sql = (
+        _EPISODE_ROWS_SQL
+        + """
         ORDER BY e.task_id IS NULL, e.task_id, e.harness IS NULL, e.harness,
                  e.attempt IS NULL, e.attempt, e.episode_id
     """
+    )
     return _episode_rows(_read(session, sql, h=settings_hash))
 
 
@@ -239,18 +247,13 @@ def rejected_frame(session: Session, *, limit: int = 5000) -> pd.DataFrame:
 
 def attempts_of_task(session: Session, task_id: str, settings_hash: str) -> pd.DataFrame:
     """Every attempt of one task (any harness), for the Compare picker; one query."""
-    sql = """
-        SELECT e.episode_id, e.task_id, e.harness, e.model, e.attempt, e.n_calls,
-               COALESCE(s.reward, r.reward) AS reward, s.advantage AS advantage,
-               COALESCE(s.status, 'not analysed') AS status,
-               s.reasons_json AS reasons, e.source_kind
-        FROM episode e
-        LEFT JOIN episode_status s
-          ON s.episode_id = e.episode_id AND s.settings_hash = :h
-        LEFT JOIN result r ON r.episode_id = e.episode_id
+    sql = (
+        _EPISODE_ROWS_SQL
+        + """
         WHERE e.task_id = :t
         ORDER BY e.harness, e.attempt, e.episode_id
     """
+    )
     return _episode_rows(_read(session, sql, h=settings_hash, t=task_id))
 
 
