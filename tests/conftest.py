@@ -17,9 +17,9 @@ SCRIPT_TEXT = "<script>alert('xss')</script> **not bold** [click](javascript:ale
 @pytest.fixture(scope="session")
 def sample_db_url(tmp_path_factory) -> str:
     """A SQLite file holding sample_logs/ ingested and analysed under the default settings."""
-    from clawviz.analysis import ensure_analysis
-    from clawviz.db import get_engine
-    from clawviz.ingest import ingest_paths
+    from clawviz.ingest.load import ingest_paths
+    from clawviz.store.db import get_engine
+    from clawviz.store.decisions import ensure_analysis
 
     if not SAMPLE_LOGS.is_dir():
         pytest.skip("sample_logs/ is missing")
@@ -110,9 +110,10 @@ def hostile_calls():
 @pytest.fixture(scope="session")
 def hostile_db_url(tmp_path_factory) -> str:
     """A store whose log text tries HTML and Markdown tricks, plus a one-call episode."""
-    from clawviz import models, store
-    from clawviz.analysis import ensure_analysis
-    from clawviz.db import get_engine
+    from clawviz.store import calls as store
+    from clawviz.store import models
+    from clawviz.store.db import get_engine
+    from clawviz.store.decisions import ensure_analysis
 
     url = f"sqlite:///{tmp_path_factory.mktemp('hostile_store') / 'clawviz.db'}"
     with Session(get_engine(url)) as s:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from test_formats_fixtures import SESSION, claude_code_episode, jsonl, openai_record, user
 
-from clawviz.cli import ProgressBar, main
+from clawviz.cli.main import ProgressBar, main
 from clawviz.settings import SETTINGS
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,10 +11,8 @@ import pytest
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, SQLModel, create_engine, select
 
-from clawviz import models
-from clawviz.cli_tasks import main as cli_main
-from clawviz.db import get_engine
-from clawviz.review import (
+from clawviz.cli.tasks import main as cli_main
+from clawviz.review.signoff import (
     ReviewError,
     add_review,
     export_reviews,
@@ -22,6 +20,8 @@ from clawviz.review import (
     latest_status,
     review_history,
 )
+from clawviz.store import models
+from clawviz.store.db import get_engine
 
 
 @pytest.fixture

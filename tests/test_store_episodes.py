@@ -8,10 +8,10 @@ import pytest
 from sqlmodel import Session
 from test_formats_fixtures import claude_code_episode
 
-from clawviz import store
-from clawviz.db import get_engine
-from clawviz.formats import parse_exchange
-from clawviz.models import Episode, Result, Source
+from clawviz.ingest.exchange import parse_exchange
+from clawviz.store import calls as store
+from clawviz.store.db import get_engine
+from clawviz.store.models import Episode, Result, Source
 
 
 @pytest.fixture

@@ -10,10 +10,10 @@ import pytest
 from sqlmodel import Session, select
 from test_formats_fixtures import anthropic_record, claude_code_episode, openai_record, user
 
-from clawviz import store
-from clawviz.db import get_engine
-from clawviz.formats import parse_exchange
-from clawviz.models import Blob, CallRow, MessageRow, Source
+from clawviz.ingest.exchange import parse_exchange
+from clawviz.store import calls as store
+from clawviz.store.db import get_engine
+from clawviz.store.models import Blob, CallRow, MessageRow, Source
 
 
 @pytest.fixture

@@ -8,9 +8,8 @@ import pytest
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, SQLModel, create_engine
 
-from clawviz import models
-from clawviz.review import add_review
-from clawviz.tasks import (
+from clawviz.review.signoff import add_review
+from clawviz.review.tasks import (
     TaskFormatError,
     difficulty_filter,
     ingest_task_folder,
@@ -19,6 +18,7 @@ from clawviz.tasks import (
     task_detail,
     task_queue,
 )
+from clawviz.store import models
 
 PINCH_PLAIN = """id: task_sum_off_by_one
 name: Fix off-by-one error

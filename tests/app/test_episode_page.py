@@ -153,9 +153,9 @@ def transcript_db_url(tmp_path_factory) -> str:
     """The real pi transcript fixture (990 messages, 2 compactions) replayed into a store."""
     from sqlmodel import Session
 
-    from clawviz.analysis import ensure_analysis
-    from clawviz.db import get_engine
-    from clawviz.ingest import ingest_paths
+    from clawviz.ingest.load import ingest_paths
+    from clawviz.store.db import get_engine
+    from clawviz.store.decisions import ensure_analysis
 
     fixture = (
         Path(__file__).resolve().parents[1] / "data" / "transcripts" / "pi-before-compaction.jsonl"
@@ -170,7 +170,7 @@ def transcript_db_url(tmp_path_factory) -> str:
 
 
 def test_transcript_episode_shows_its_limits(transcript_db_url, on_store):
-    from clawviz.transcripts import TRANSCRIPT_LIMITS
+    from clawviz.ingest.transcripts import TRANSCRIPT_LIMITS
 
     on_store(transcript_db_url)
     with sqlite3.connect(transcript_db_url.removeprefix("sqlite:///")) as con:

@@ -67,9 +67,10 @@ def ppo_db_url(tmp_path_factory) -> str:
     """Episode `ppo-ep` logs values and has a reward; `plain-ep` logs no values."""
     from sqlmodel import Session
 
-    from clawviz import models, store
-    from clawviz.analysis import ensure_analysis
-    from clawviz.db import get_engine
+    from clawviz.store import calls as store
+    from clawviz.store import models
+    from clawviz.store.db import get_engine
+    from clawviz.store.decisions import ensure_analysis
 
     url = f"sqlite:///{tmp_path_factory.mktemp('ppo_store') / 'clawviz.db'}"
     with Session(get_engine(url)) as s:

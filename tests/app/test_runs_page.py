@@ -112,7 +112,7 @@ def test_hostile_rejected_line_is_data_not_markup(hostile_db_url, on_store):
 def test_reload_button_sees_rows_written_by_another_process(tmp_path, on_store):
     import shutil
 
-    from clawviz.db import get_engine
+    from clawviz.store.db import get_engine
 
     src = Path(__file__).resolve().parents[2] / "sample_logs" / "exchanges" / "openclaw"
     logs = sorted(src.glob("*.jsonl"))[:2]
@@ -137,8 +137,8 @@ def test_reload_button_sees_rows_written_by_another_process(tmp_path, on_store):
 def _ingest(url, paths, get_engine) -> None:
     from sqlmodel import Session
 
-    from clawviz.analysis import ensure_analysis
-    from clawviz.ingest import ingest_paths
+    from clawviz.ingest.load import ingest_paths
+    from clawviz.store.decisions import ensure_analysis
 
     with Session(get_engine(url)) as s:
         ingest_paths(paths, session=s)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from sqlmodel import Session
 
-from clawviz import models
-from clawviz.db import get_engine
-from clawviz.tasks import ingest_task_folder, task_queue
+from clawviz.review.tasks import ingest_task_folder, task_queue
+from clawviz.store import models
+from clawviz.store.db import get_engine
 
 CHECK_PY = """
 import json, sys
