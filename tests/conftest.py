@@ -7,8 +7,37 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session
 
+from tests import dburl
+
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_LOGS = REPO / "sample_logs"
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--db-url",
+        default=None,
+        help="PostgreSQL maintenance database to run the stores on (sets "
+        f"{dburl.ENV}); each store is a fresh database on that server",
+    )
+
+
+def pytest_configure(config):
+    import os
+
+    url = config.getoption("--db-url")
+    if url:
+        os.environ[dburl.ENV] = url
+    config.addinivalue_line("markers", "sqlite_only: checks a detail of the SQLite backend")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not dburl.on_postgres():
+        return
+    skip = pytest.mark.skip(reason="SQLite-only detail (the suite runs on PostgreSQL)")
+    for item in items:
+        if "sqlite_only" in item.keywords:
+            item.add_marker(skip)
 
 SCRIPT_TEXT = "<script>alert('xss')</script> **not bold** [click](javascript:alert(1)) :red[x]"
 """Log text that would run, link or style if it were rendered as HTML or Markdown."""
@@ -23,7 +52,7 @@ def sample_db_url(tmp_path_factory) -> str:
 
     if not SAMPLE_LOGS.is_dir():
         pytest.skip("sample_logs/ is missing")
-    url = f"sqlite:///{tmp_path_factory.mktemp('sample_store') / 'clawviz.db'}"
+    url = dburl.fresh_url(tmp_path_factory.mktemp("sample_store"), "clawviz")
     with Session(get_engine(url)) as s:
         ingest_paths([SAMPLE_LOGS], session=s)
         ensure_analysis(s)
@@ -115,7 +144,7 @@ def hostile_db_url(tmp_path_factory) -> str:
     from clawviz.store.db import get_engine
     from clawviz.store.decisions import ensure_analysis
 
-    url = f"sqlite:///{tmp_path_factory.mktemp('hostile_store') / 'clawviz.db'}"
+    url = dburl.fresh_url(tmp_path_factory.mktemp("hostile_store"), "clawviz")
     with Session(get_engine(url)) as s:
         source = models.Source(path="hostile.jsonl", sha256="hostile", format="exchange")
         s.add(source)
@@ -141,4 +170,4 @@ def script_text() -> str:
 
 @pytest.fixture
 def empty_db_url(tmp_path) -> str:
-    return f"sqlite:///{tmp_path / 'empty.db'}"
+    return dburl.fresh_url(tmp_path, "empty")

@@ -35,6 +35,7 @@ from clawviz.store.models import (
     Source,
     Task,
 )
+from tests.dburl import fresh_url
 
 TABLES = (Source, CallRow, MessageRow, Blob, Episode, RejectedLine, Result, Task)
 TRANSCRIPTS = Path(__file__).parent / "data" / "transcripts"
@@ -42,7 +43,7 @@ TRANSCRIPTS = Path(__file__).parent / "data" / "transcripts"
 
 @pytest.fixture
 def session(tmp_path):
-    engine = get_engine(f"sqlite:///{tmp_path / 'ingest.db'}")
+    engine = get_engine(fresh_url(tmp_path, "ingest"))
     with Session(engine) as s:
         yield s
 

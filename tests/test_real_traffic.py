@@ -18,8 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from sqlalchemy.pool import StaticPool
-from sqlmodel import Session, create_engine, select
+from sqlmodel import Session, select
 
 from clawviz.cli.explain import explain_rows
 from clawviz.ingest.load import ingest_paths
@@ -27,6 +26,7 @@ from clawviz.store.calls import list_episodes
 from clawviz.store.db import init_db
 from clawviz.store.decisions import ensure_analysis, episode_analysis
 from clawviz.store.models import CallRow
+from tests.dburl import memory_engine
 
 DATA = Path(__file__).parent / "data" / "real_traffic"
 LOGS = sorted(DATA.glob("*.jsonl"))
@@ -63,7 +63,7 @@ EPISODES: dict[str, tuple[float, str, list[str], list[list[str]]]] = {
 
 
 def _engine():
-    engine = create_engine("sqlite://", poolclass=StaticPool)
+    engine = memory_engine()
     init_db(engine)
     return engine
 

@@ -25,6 +25,7 @@ from clawviz.ingest.transcripts.pi import (
     SUMMARIZATION_SYSTEM_PROMPT,
 )
 from clawviz.types import Call
+from tests.dburl import fresh_url
 
 DATA = Path(__file__).parent / "data" / "transcripts"
 PI_V3 = DATA / "pi-v3-branches.jsonl"
@@ -525,7 +526,7 @@ def test_ingest_folder_of_transcripts():
     from clawviz.store import calls as store
     from clawviz.store.db import session_scope
 
-    with session_scope("sqlite://") as session:
+    with session_scope(fresh_url()) as session:
         # The sub-agent file is read with its session file, never twice.
         paths = [CC_MAIN, CC_AGENT, CC_BAD, PI_V3, PI_BAD]
         report = ingest.ingest_paths(paths, session=session)

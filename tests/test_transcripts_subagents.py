@@ -25,6 +25,7 @@ from clawviz.ingest.transcripts.links import folder_links
 from clawviz.settings import DEFAULT_SETTINGS
 from clawviz.store.db import get_engine
 from clawviz.store.models import CallRow, Episode
+from tests.dburl import fresh_url
 
 DATA = Path(__file__).parent / "data" / "transcripts"
 OC = DATA / "openclaw-subagents"
@@ -51,7 +52,7 @@ def _analyse(calls):
 
 @pytest.fixture
 def session(tmp_path):
-    engine = get_engine(f"sqlite:///{tmp_path / 'subagents.db'}")
+    engine = get_engine(fresh_url(tmp_path, "subagents"))
     with Session(engine) as s:
         yield s
 

@@ -8,6 +8,7 @@ import pytest
 from apphelpers import no_exception, open_page
 
 from clawviz.types import Call, Rollout, Usage
+from tests.dburl import fresh_url
 
 EPISODE = "pages/episode.py"
 REWARD = 0.75
@@ -72,7 +73,7 @@ def ppo_db_url(tmp_path_factory) -> str:
     from clawviz.store.db import get_engine
     from clawviz.store.decisions import ensure_analysis
 
-    url = f"sqlite:///{tmp_path_factory.mktemp('ppo_store') / 'clawviz.db'}"
+    url = fresh_url(tmp_path_factory.mktemp("ppo_store"), "clawviz")
     with Session(get_engine(url)) as s:
         source = models.Source(path="ppo.jsonl", sha256="ppo", format="exchange")
         s.add(source)
