@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from sqlalchemy import BigInteger
 from sqlmodel import Field, SQLModel
 
 SCHEMA_VERSION = 1
@@ -30,11 +31,11 @@ class Source(SQLModel, table=True):
     """Content hash: re-ingesting the same bytes adds nothing."""
     format: str
     """exchange | results | transcript_pi | transcript_claude_code | unknown."""
-    size_bytes: int = 0
-    n_lines: int = 0
-    n_calls: int = 0
-    n_episodes: int = 0
-    n_rejected: int = 0
+    size_bytes: int = Field(default=0, sa_type=BigInteger)
+    n_lines: int = Field(default=0, sa_type=BigInteger)
+    n_calls: int = Field(default=0, sa_type=BigInteger)
+    n_episodes: int = Field(default=0, sa_type=BigInteger)
+    n_rejected: int = Field(default=0, sa_type=BigInteger)
     ingested_at: datetime = Field(default_factory=utcnow)
 
 
@@ -55,7 +56,7 @@ class MessageRow(SQLModel, table=True):
     """The internal-shape message (clawviz.types) used for matching and display."""
     raw_json: str
     """The message exactly as the first request that carried it sent it."""
-    size_bytes: int = 0
+    size_bytes: int = Field(default=0, sa_type=BigInteger)
 
 
 class Episode(SQLModel, table=True):
@@ -66,8 +67,8 @@ class Episode(SQLModel, table=True):
     harness: str | None = Field(default=None, index=True)
     model: str | None = None
     model_role: str | None = None
-    attempt: int | None = None
-    n_calls: int = 0
+    attempt: int | None = Field(default=None, sa_type=BigInteger)
+    n_calls: int = Field(default=0, sa_type=BigInteger)
     source_kind: str = "exchange"
     """exchange | transcript."""
     first_ts: float | None = None
@@ -82,12 +83,12 @@ class CallRow(SQLModel, table=True):
     episode_id: str | None = Field(default=None, index=True)
     source_id: int | None = Field(default=None, foreign_key="source.id", index=True)
     source_file: str
-    line: int
-    seq: int | None = None
+    line: int = Field(sa_type=BigInteger)
+    seq: int | None = Field(default=None, sa_type=BigInteger)
     endpoint: str
     method: str = "POST"
     url: str = ""
-    http_status: int | None = None
+    http_status: int | None = Field(default=None, sa_type=BigInteger)
     t_request: float | None = None
     t_response: float | None = None
     model: str | None = None
@@ -96,12 +97,12 @@ class CallRow(SQLModel, table=True):
     session_id: str | None = None
     task_id: str | None = None
     harness: str | None = None
-    attempt: int | None = None
+    attempt: int | None = Field(default=None, sa_type=BigInteger)
     stop_reason: str | None = None
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cache_read_input_tokens: int | None = None
-    cache_creation_input_tokens: int | None = None
+    input_tokens: int | None = Field(default=None, sa_type=BigInteger)
+    output_tokens: int | None = Field(default=None, sa_type=BigInteger)
+    cache_read_input_tokens: int | None = Field(default=None, sa_type=BigInteger)
+    cache_creation_input_tokens: int | None = Field(default=None, sa_type=BigInteger)
     failure: str | None = None
     error: str | None = None
     delivered: bool | None = None
@@ -132,7 +133,7 @@ class RejectedLine(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     source_id: int | None = Field(default=None, foreign_key="source.id", index=True)
     source_file: str
-    line: int
+    line: int = Field(sa_type=BigInteger)
     reason: str
     raw: str
 
@@ -161,7 +162,7 @@ class Result(SQLModel, table=True):
     harness: str | None = None
     model: str | None = None
     model_role: str | None = None
-    attempt: int | None = None
+    attempt: int | None = Field(default=None, sa_type=BigInteger)
     reward: float | None = None
     checks_json: str = "{}"
     rubric_json: str = "{}"
@@ -196,10 +197,10 @@ class DecisionRow(SQLModel, table=True):
     role_reason: str = ""
     parent_call: str | None = None
     retry_of: str | None = None
-    segment: int | None = None
+    segment: int | None = Field(default=None, sa_type=BigInteger)
     thread: str = ""
     linked_call: str | None = None
-    depth: int = 0
+    depth: int = Field(default=0, sa_type=BigInteger)
 
 
 class EpisodeStatus(SQLModel, table=True):
@@ -214,7 +215,7 @@ class EpisodeStatus(SQLModel, table=True):
     """List of {code, evidence, call_id}."""
     reward: float | None = None
     advantage: float | None = None
-    n_segments: int = 0
+    n_segments: int = Field(default=0, sa_type=BigInteger)
     paths_json: str = "[]"
     settings_json: str = "{}"
     computed_at: datetime = Field(default_factory=utcnow)
