@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy import BigInteger
-from sqlmodel import Field, SQLModel
+from sqlalchemy import BigInteger, String, TypeDecorator
+from sqlalchemy.engine import Dialect
+from sqlmodel import AutoString, Field, SQLModel
 
 SCHEMA_VERSION = 1
 
@@ -219,3 +222,47 @@ class EpisodeStatus(SQLModel, table=True):
     paths_json: str = "[]"
     settings_json: str = "{}"
     computed_at: datetime = Field(default_factory=utcnow)
+
+
+# --- Text PostgreSQL cannot hold --------------------------------------------------------------
+NUL_PREFIX = "\ufdd0nul:"
+"""Marks a stored text that held NUL bytes (U+FDD0 is a Unicode noncharacter, never in logs)."""
+
+
+class NulSafeString(TypeDecorator):
+    """A string column that round-trips NUL bytes on PostgreSQL (whose text cannot hold them).
+
+    On PostgreSQL a text containing NUL is stored as `NUL_PREFIX` plus its JSON encoding and
+    restored on read; other backends store NUL as is. A text that itself starts with the prefix
+    is encoded the same way on every backend, so reading never mistakes it."""
+
+    impl = String
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if isinstance(value, str) and (
+            value.startswith(NUL_PREFIX) or ("\x00" in value and dialect.name == "postgresql")
+        ):
+            return NUL_PREFIX + json.dumps(value)
+        return value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
+        return restore_nul(value)
+
+
+def restore_nul(value: Any) -> Any:
+    """A text read by raw SQL, with NUL bytes restored (see NulSafeString)."""
+    if isinstance(value, str) and value.startswith(NUL_PREFIX):
+        return json.loads(value[len(NUL_PREFIX) :])
+    return value
+
+
+def _nul_safe_strings() -> None:
+    """Every string column of the schema is a NulSafeString (one place, not one per field)."""
+    for table in SQLModel.metadata.tables.values():
+        for column in table.columns:
+            if type(column.type) in (String, AutoString):
+                column.type = NulSafeString(getattr(column.type, "length", None))
+
+
+_nul_safe_strings()
