@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sqlalchemy import event
-from sqlalchemy.engine import Engine
+from sqlalchemy import event, text
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, SQLModel, create_engine, select
 
@@ -50,16 +51,51 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur.close()
 
 
+SCHEMA_LOCK_KEY = 0x636C6177  # "claw": the PostgreSQL advisory lock held while creating tables
+
+
+@contextmanager
+def _schema_lock(engine: Engine) -> Iterator[Connection]:
+    """A connection in a transaction that holds the store-wide schema lock.
+
+    Several processes starting on a new store at once (four `clawviz ingest`, a proxy and the
+    app) must not race on CREATE TABLE: PostgreSQL takes a transaction-scoped advisory lock,
+    a SQLite file an exclusive lock on a file beside it."""
+    lock_file = None
+    path = _sqlite_path(engine)
+    if path is not None:
+        lock_file = open(f"{path}.schema-lock", "a+b")  # noqa: SIM115 (held across the yield)
+        fcntl.flock(lock_file, fcntl.LOCK_EX)
+    try:
+        with engine.begin() as conn:
+            if engine.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": SCHEMA_LOCK_KEY})
+            yield conn
+    finally:
+        if lock_file is not None:
+            fcntl.flock(lock_file, fcntl.LOCK_UN)
+            lock_file.close()
+
+
+def _sqlite_path(engine: Engine) -> str | None:
+    if engine.dialect.name != "sqlite":
+        return None
+    db = engine.url.database
+    return db if db and db != ":memory:" else None
+
+
 def init_db(engine: Engine) -> None:
-    """Create missing tables and record / migrate the schema version."""
-    SQLModel.metadata.create_all(engine)
-    with Session(engine) as s:
-        row = s.get(models.Meta, "schema_version")
-        if row is None:
-            s.add(models.Meta(key="schema_version", value=str(models.SCHEMA_VERSION)))
-            s.commit()
-        elif int(row.value) < models.SCHEMA_VERSION:
-            migrate(s, int(row.value))
+    """Create missing tables and record / migrate the schema version (safe when several
+    processes do it at once)."""
+    with _schema_lock(engine) as conn:
+        SQLModel.metadata.create_all(conn)
+        with Session(bind=conn) as s:
+            row = s.get(models.Meta, "schema_version")
+            if row is None:
+                s.add(models.Meta(key="schema_version", value=str(models.SCHEMA_VERSION)))
+                s.flush()
+            elif int(row.value) < models.SCHEMA_VERSION:
+                migrate(s, int(row.value))
 
 
 def migrate(session: Session, from_version: int) -> None:
@@ -70,7 +106,7 @@ def migrate(session: Session, from_version: int) -> None:
     assert row is not None
     row.value = str(max(version, models.SCHEMA_VERSION))
     session.add(row)
-    session.commit()
+    session.flush()
 
 
 def schema_version(engine: Engine) -> int:
