@@ -1,4 +1,4 @@
-"""Store tables (SQLModel). Schema changes bump SCHEMA_VERSION and add a step in db.migrate."""
+"""Store tables (SQLModel). Every schema change adds a revision in clawviz/store/migrations/."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ from typing import Any
 from sqlalchemy import BigInteger, String, TypeDecorator
 from sqlalchemy.engine import Dialect
 from sqlmodel import AutoString, Field, SQLModel
-
-SCHEMA_VERSION = 1
 
 
 def utcnow() -> datetime:
