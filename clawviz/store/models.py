@@ -6,7 +6,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, String, TypeDecorator
+from sqlalchemy import BigInteger, String, TypeDecorator, UniqueConstraint
 from sqlalchemy.engine import Dialect
 from sqlmodel import AutoString, Field, SQLModel
 
@@ -220,6 +220,22 @@ class EpisodeStatus(SQLModel, table=True):
     paths_json: str = "[]"
     settings_json: str = "{}"
     computed_at: datetime = Field(default_factory=utcnow)
+
+
+class SearchDoc(SQLModel, table=True):
+    """A document of the full-text index (clawviz.store.search): a distinct request message
+    (kind 'message', key = its hash, call_id = the call that first sent it) or a call's reply
+    (kind 'call', key = call_id)."""
+
+    __tablename__ = "search_doc"
+    __table_args__ = (UniqueConstraint("kind", "key"),)
+    id: int | None = Field(default=None, primary_key=True)
+    kind: str
+    key: str
+    call_id: str = Field(index=True)
+    episode_id: str | None = Field(default=None, index=True)
+    role: str
+    text: str
 
 
 # --- Text PostgreSQL cannot hold --------------------------------------------------------------
