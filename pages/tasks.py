@@ -12,6 +12,7 @@ from clawviz.review.archive import ArchiveError
 from clawviz.review.checker import CheckerError, run_checker, run_checker_on_archive_bytes
 from clawviz.review.signoff import DECISIONS, ReviewError, add_review, export_reviews
 from clawviz.review.tasks import TaskDetail, read_task_file, task_detail, task_queue, verdict_label
+from clawviz.ui import findings_widgets as fw
 from clawviz.ui import state
 from clawviz.ui import tasks_widgets as w
 from clawviz.ui.inspector import escape_md
@@ -23,6 +24,7 @@ SORTS = {
     "s_strong (highest first)": ("s_strong", False),
     "s_small (lowest first)": ("s_small", True),
     "category": ("category", True),
+    "open findings (most first)": ("open findings", False),
 }
 VERDICTS = ("all", "pass", "fail", "n/a")
 TERM_COLUMNS = ("s_strong ≥ 0.2", "s_small ≤ 0.6", "strong > small")
@@ -45,13 +47,14 @@ def queue_frame(rows) -> pd.DataFrame:
                 TERM_COLUMNS[1]: w.VERDICT_TEXT[r.filter.terms[1].passed],
                 TERM_COLUMNS[2]: w.VERDICT_TEXT[r.filter.terms[2].passed],
                 "filter": verdict_label(r.filter.passed),
+                "open findings": r.open_findings,
                 "open": f"tasks?task={r.task_id}",
             }
             for r in rows
         ],
         columns=[
             "task_id", "name", "category", "status", "attempts", "s_strong", "s_small",
-            *TERM_COLUMNS, "filter", "open",
+            *TERM_COLUMNS, "filter", "open findings", "open",
         ],
     )  # fmt: skip
 
@@ -163,7 +166,8 @@ def queue_view() -> None:
     export_buttons("queue_export")
 
 
-def instruction_tab(d: TaskDetail) -> None:
+def instruction_tab(d: TaskDetail, rows=()) -> None:
+    fw.area_findings(d.task.task_id, "instruction", list(rows))
     if d.task.instruction:
         st.markdown(w.escape_text(d.task.instruction))
     else:
@@ -176,7 +180,8 @@ def instruction_tab(d: TaskDetail) -> None:
         st.json(d.data, expanded=1)
 
 
-def files_tab(d: TaskDetail) -> None:
+def files_tab(d: TaskDetail, rows=()) -> None:
+    fw.area_findings(d.task.task_id, "inputs", list(rows))
     if not d.input_files or d.files_root is None:
         st.caption("No input files.")
         return
@@ -194,7 +199,8 @@ def files_tab(d: TaskDetail) -> None:
         w.file_viewer(name, data, cut)
 
 
-def checker_tab(d: TaskDetail) -> None:
+def checker_tab(d: TaskDetail, rows=()) -> None:
+    fw.area_findings(d.task.task_id, "checker", list(rows))
     if d.checker_code is None:
         st.caption("No checker (reward/check.py) in this task.")
     else:
@@ -206,7 +212,8 @@ def checker_tab(d: TaskDetail) -> None:
         st.code(d.reward_script, language="bash", line_numbers=True)
 
 
-def rubric_tab(d: TaskDetail) -> None:
+def rubric_tab(d: TaskDetail, rows=()) -> None:
+    fw.area_findings(d.task.task_id, "rubric", list(rows))
     rubric = d.rubric
     if rubric is None:
         st.caption("No rubric.")
@@ -357,16 +364,18 @@ def signoff_panel(d: TaskDetail) -> None:
     # Widget state goes when the page changes; the name comes back for the next task.
     if remembered and not st.session_state.get(w.KEY_SIGNOFF_REVIEWER):
         st.session_state[w.KEY_SIGNOFF_REVIEWER] = remembered
+    # Outside the form: the finding verdicts use the same name before any decision is saved.
+    if login_name:
+        st.caption(f"Reviewer: {escape_md(login_name)} (logged in)")
+        reviewer = st.session_state[w.KEY_REVIEWER_NAME] = login_name
+    else:
+        reviewer = st.text_input("Reviewer", key=w.KEY_SIGNOFF_REVIEWER, placeholder="your name")
     with st.form(w.KEY_SIGNOFF_FORM, border=True):
         decision = st.radio("Decision", DECISIONS, horizontal=True, key=w.KEY_SIGNOFF_DECISION)
-        if login_name:
-            st.caption(f"Reviewer: {escape_md(login_name)} (logged in)")
-            reviewer = login_name
-        else:
-            reviewer = st.text_input(
-                "Reviewer", key=w.KEY_SIGNOFF_REVIEWER, placeholder="your name"
-            )
         note = st.text_area("Note", key=w.KEY_SIGNOFF_NOTE, placeholder="why this decision")
+        n_valid = sum(1 for f in fw.task_findings(d.task.task_id) if f.verdict == "valid")
+        if n_valid:
+            st.caption(f"{n_valid} finding(s) judged valid are recorded with this decision.")
         submitted = st.form_submit_button("Save decision", type="primary")
     if submitted:
         try:
@@ -428,21 +437,27 @@ def detail_view(task_id: str) -> None:
         st.badge(f"overall: {overall}", color=w.VERDICT_COLOUR[overall])
         signoff_panel(d)
     with main:
+        rows = fw.task_findings(d.task.task_id)
+        n_open = sum(1 for f in rows if f.verdict is None)
+        findings_label = f"Findings ({n_open} open)" if rows else "Findings"
         tabs = st.tabs(
-            ["Instruction", "Input files", "Checker", "Rubric", "Attempts", "Run checker"]
-        )
+            ["Instruction", "Input files", "Checker", "Rubric", "Attempts", "Run checker",
+             findings_label]
+        )  # fmt: skip
         with tabs[0]:
-            instruction_tab(d)
+            instruction_tab(d, rows)
         with tabs[1]:
-            files_tab(d)
+            files_tab(d, rows)
         with tabs[2]:
-            checker_tab(d)
+            checker_tab(d, rows)
         with tabs[3]:
-            rubric_tab(d)
+            rubric_tab(d, rows)
         with tabs[4]:
             attempts_tab(d)
         with tabs[5]:
             run_checker_tab(d)
+        with tabs[6]:
+            fw.diagnose_panel(d, rows)
 
 
 def main() -> None:
