@@ -99,6 +99,13 @@ SETTINGS: tuple[Setting, ...] = (
         affects_decisions=False,
     ),
     Setting(
+        "require_solvable_for_accept",
+        False,
+        "A task can be accepted only after its checker scored 1.0 on a reference solution "
+        "workspace (verifiable solvability, PIPELINE 7).",
+        affects_decisions=False,
+    ),
+    Setting(
         "diagnose_base_url",
         "http://127.0.0.1:8000/v1",
         "Endpoint of the model that diagnoses tasks (OpenAI-compatible, or Anthropic Messages).",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from clawviz.review import solvability
 from clawviz.review.archive import ArchiveError
 from clawviz.review.checker import CheckerError, run_checker, run_checker_on_archive_bytes
 from clawviz.review.signoff import DECISIONS, ReviewError, add_review, export_reviews
@@ -48,13 +49,14 @@ def queue_frame(rows) -> pd.DataFrame:
                 TERM_COLUMNS[2]: w.VERDICT_TEXT[r.filter.terms[2].passed],
                 "filter": verdict_label(r.filter.passed),
                 "open findings": r.open_findings,
+                "solvable": r.solvable.label if r.solvable else "—",
                 "open": f"tasks?task={r.task_id}",
             }
             for r in rows
         ],
         columns=[
             "task_id", "name", "category", "status", "attempts", "s_strong", "s_small",
-            *TERM_COLUMNS, "filter", "open findings", "open",
+            *TERM_COLUMNS, "filter", "open findings", "solvable", "open",
         ],
     )  # fmt: skip
 
@@ -270,6 +272,28 @@ def attempts_tab(d: TaskDetail) -> None:
         )
 
 
+def reference_section(d: TaskDetail, settings) -> None:
+    """Verifiable solvability: the checker on the task's reference solution."""
+    with state.get_session() as session:
+        latest = solvability.solvable_status(session).get(d.task.task_id)
+    folder = d.checker_path.parent.parent if d.checker_path else None
+    ref = solvability.reference_workspace(folder)
+    c = st.columns([3, 2], vertical_alignment="center")
+    if latest:
+        c[0].badge(f"solvable: {latest.label}", color="green" if latest.reached else "red")
+    else:
+        c[0].caption("Solvability: no reference workspace checked yet (upload one below).")
+    if ref is not None and c[1].button(
+        f"Check {ref.name}", key="tasks_check_reference", icon=":material/verified:",
+        help="Run the checker on the task's own reference solution; the task is solvable "
+        "when it scores 1.0.",
+    ):  # fmt: skip
+        with st.spinner("Running the checker on the reference solution…"):
+            with state.get_session() as session:
+                solvability.check_reference(session, d.task.task_id, folder, settings=settings)
+        st.rerun()
+
+
 def run_checker_tab(d: TaskDetail) -> None:
     if d.task.kind != "clawgym" or d.checker_path is None:
         st.caption(
@@ -286,6 +310,7 @@ def run_checker_tab(d: TaskDetail) -> None:
         f"Runs reward/check.py in a separate process on a temporary copy of the workspace, "
         f"with a {settings.checker_timeout_s} s limit (setting checker_timeout_s)."
     )
+    reference_section(d, settings)
     source = st.radio("Workspace", [SOURCE_ATTEMPT, SOURCE_UPLOAD], key=w.KEY_CHECK_SOURCE)
     workspace: str | None = None
     upload = None
@@ -334,6 +359,9 @@ def run_checker_tab(d: TaskDetail) -> None:
                 st.error(escape_md(str(exc)))
                 return
             results[d.task.task_id] = res
+            if upload is not None:  # an uploaded reference workspace counts for solvability
+                with state.get_session() as session:
+                    solvability.record(session, d.task.task_id, upload.name, res)
             status.update(
                 label=f"Checker: {res.status}",
                 state="complete" if res.status == "ok" else "error",
@@ -380,7 +408,10 @@ def signoff_panel(d: TaskDetail) -> None:
     if submitted:
         try:
             with state.get_session() as session:
-                row = add_review(session, d.task.task_id, decision, reviewer, note)
+                row = add_review(
+                    session, d.task.task_id, decision, reviewer, note,
+                    settings=state.current_settings(),
+                )  # fmt: skip
         except ReviewError as exc:
             st.error(escape_md(str(exc)))
             return
