@@ -469,11 +469,11 @@ def detail_view(task_id: str) -> None:
         signoff_panel(d)
     with main:
         rows = fw.task_findings(d.task.task_id)
-        n_open = sum(1 for f in rows if f.verdict is None)
-        findings_label = f"Findings ({n_open} open)" if rows else "Findings"
+        # Stable labels: a tab whose label changes is a new element, and the browser would
+        # fall back to the first tab on every rerun (after Diagnose, after each verdict).
         tabs = st.tabs(
             ["Instruction", "Input files", "Checker", "Rubric", "Attempts", "Run checker",
-             findings_label]
+             "Findings"]
         )  # fmt: skip
         with tabs[0]:
             instruction_tab(d, rows)

@@ -92,6 +92,9 @@ def diagnose_panel(d: TaskDetail, rows: list[models.Finding]) -> None:
         st.success(flash)
     with state.get_session() as session:
         runs = findings.runs_of(session, d.task.task_id)
+    if rows:
+        n_open = sum(1 for f in rows if f.verdict is None)
+        st.markdown(f"**{len(rows)} finding(s), {n_open} open**")
     if runs:
         st.dataframe(
             pd.DataFrame(

@@ -46,7 +46,7 @@ def test_diagnose_judge_and_sign_off(tmp_path, on_store):
         next(b for b in at.button if b.label == "Diagnose").click().run()
     no_exception(at)
     assert any("2 finding(s) from reviewer-1" in s.value for s in at.success)
-    assert any(t.label == "Findings (2 open)" for t in at.tabs)
+    assert any(m.value == "**2 finding(s), 2 open**" for m in at.markdown)
     texts = [t.value for t in at.text]
     assert "Problem: check_stats never reads the total" in texts  # beside the checker
     # Judge the checker finding valid and the inputs one not valid, then sign off.
@@ -60,7 +60,7 @@ def test_diagnose_judge_and_sign_off(tmp_path, on_store):
     next(b for b in _buttons(at, "Not valid") if f"finding_form_{inputs.id}" in b.form_id).click()
     at.run()
     assert not at.error, [e.value for e in at.error]
-    assert any(t.label == "Findings (0 open)" for t in at.tabs), [t.label for t in at.tabs]
+    assert any(m.value == "**2 finding(s), 0 open**" for m in at.markdown)
     at.radio(key=w.KEY_SIGNOFF_DECISION).set_value("revise")
     next(b for b in at.button if b.label == "Save decision").click().run()
     no_exception(at)
