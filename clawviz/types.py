@@ -14,23 +14,59 @@ OpenAI ``tool`` messages become a ``user`` message holding one ``tool_result`` b
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Literal
 
 Message = dict[str, Any]
 
 Endpoint = Literal["anthropic_messages", "openai_chat", "openai_responses", "non_model"]
 Failure = Literal["failed_http", "truncated_stream", "orphaned_request"]
-State = Literal["kept", "pruned", "auxiliary", "failed"]
-Role = Literal[
-    "main",
-    "aux_utility",
-    "aux_summary",
-    "aux_subagent",
-    "aux_heartbeat",
-    "aux_cron",
-    "aux_memory_flush",
-    "aux_non_model",
-]
+
+
+class State(StrEnum):
+    """The one state each call ends in (PIPELINE §4)."""
+
+    KEPT = "kept"
+    PRUNED = "pruned"
+    AUXILIARY = "auxiliary"
+    FAILED = "failed"
+
+
+class Role(StrEnum):
+    """What a call is for (PIPELINE §3): the main conversation or one auxiliary kind."""
+
+    MAIN = "main"
+    AUX_UTILITY = "aux_utility"
+    AUX_SUMMARY = "aux_summary"
+    AUX_SUBAGENT = "aux_subagent"
+    AUX_HEARTBEAT = "aux_heartbeat"
+    AUX_CRON = "aux_cron"
+    AUX_MEMORY_FLUSH = "aux_memory_flush"
+    AUX_NON_MODEL = "aux_non_model"
+
+
+class ReasonCode(StrEnum):
+    """Why a call is pruned or failed, or why an episode is dropped (PIPELINE §4).
+
+    Values are the strings stored in the database and shown in the app, so a member compares
+    equal to its bare string (``ReasonCode.NOT_LONGEST == "not_longest"``).
+    """
+
+    # Call reasons: pruned(...)
+    SUPERSEDED_RETRY = "superseded_retry"
+    NOT_LONGEST = "not_longest"
+    # Call reasons: failed(...) (the Failure codes)
+    FAILED_HTTP = "failed_http"
+    TRUNCATED_STREAM = "truncated_stream"
+    ORPHANED_REQUEST = "orphaned_request"
+    # Episode reasons
+    TOO_MANY_BRANCHES = "too_many_branches"
+    ENDED_IN_ERROR = "ended_in_error"
+    UNSUPPORTED_TOOL = "unsupported_tool"
+    MISSING_REWARD = "missing_reward"
+    BELOW_REWARD_THRESHOLD = "below_reward_threshold"
+
+
 SourceKind = Literal["exchange", "transcript"]
 
 
@@ -105,7 +141,7 @@ class Call:
 class Reason:
     """A reason code with the evidence that triggered it, e.g. ('too_many_branches', '9 > 8')."""
 
-    code: str
+    code: ReasonCode | str
     evidence: str = ""
     call_id: str | None = None
 
@@ -115,9 +151,9 @@ class CallDecision:
     """What reconstruction decided about one call."""
 
     call_id: str
-    role: str
-    state: str
-    reason: str | None
+    role: Role | str
+    state: State | str
+    reason: ReasonCode | str | None
     role_reason: str = ""
     parent_call: str | None = None
     retry_of: str | None = None
@@ -135,8 +171,8 @@ class PathInfo:
     path_id: str
     segment: int
     call_ids: list[str]
-    state: str
-    reason: str | None
+    state: State | str
+    reason: ReasonCode | str | None
     generated_tokens: int
     reward: float | None = None
     advantage: float | None = None

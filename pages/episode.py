@@ -11,11 +11,11 @@ import pandas as pd
 import streamlit as st
 
 from clawviz.figures.layout import tree_layout
-from clawviz.figures.palette import COLOUR_MODES
+from clawviz.figures.palette import COLOUR_MODES, state_colour
 from clawviz.figures.tokens import advantage_figure, advantage_grid, token_figure, token_grid
 from clawviz.figures.tree import call_from_selection, tree_figure
 from clawviz.recon.advantage import importance_ratios, ppo_token_advantages
-from clawviz.types import Call
+from clawviz.types import Call, Role, State
 from clawviz.ui import data, state
 from clawviz.ui.inspector import (
     call_label,
@@ -71,10 +71,10 @@ def init_selection(episode_id: str, call_ids: list[str], default_call: str) -> N
 def first_main_call(view: data.EpisodeView) -> str:
     """The call opened by default: the first kept call, else the first main call, else the first."""
     decisions = view.analysis.decisions if view.analysis else {}
-    for wanted in ("kept", None):
+    for wanted in (State.KEPT, None):
         for c in view.calls:
             d = decisions.get(c.call_id)
-            if d and d.role == "main" and (wanted is None or d.state == wanted):
+            if d and d.role == Role.MAIN and (wanted is None or d.state == wanted):
                 return c.call_id
     return view.calls[0].call_id
 
@@ -193,7 +193,7 @@ def inspector(view: data.EpisodeView, call_ids: list[str]) -> None:
     d = decisions.get(cid)
     parent = calls.get(d.parent_call) if d and d.parent_call else None
     if d is not None:
-        colour = {"kept": "green", "pruned": "orange", "failed": "red"}.get(d.state, "blue")
+        colour = state_colour(d.state)
         text = f"{d.state}" + (f": {d.reason}" if d.reason else "")
         line = st.container(horizontal=True)
         line.badge(escape_md(d.role), color="gray")
@@ -313,7 +313,7 @@ def ppo_advantage_view(call: Call, view: data.EpisodeView) -> None:
         )
         return
     d = view.analysis.decisions.get(call.call_id) if view.analysis else None
-    if d is None or d.state != "kept":
+    if d is None or d.state != State.KEPT:
         state_text = d.state if d else "not analysed"
         st.info(
             f"This call is {escape_md(state_text)}, not on a kept path, so it is not trained "

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from clawviz.figures.palette import CATEGORY_COLOURS
-from clawviz.types import Call, CallDecision, EpisodeAnalysis
+from clawviz.figures.palette import CATEGORY_COLOURS, PRUNED_PREFIX
+from clawviz.types import Call, CallDecision, EpisodeAnalysis, Role, State
 
 MAIN_BAND_GAP = 1.5
 """Empty lanes between the main band and the auxiliary band."""
@@ -88,15 +88,15 @@ def node_category(decision: CallDecision | None) -> str:
     """The legend category of a call: kept, pruned: reason, failed, or the auxiliary kind."""
     if decision is None:
         return "not analysed"
-    if decision.state == "kept":
-        return "kept"
-    if decision.state == "failed":
-        return "failed"
-    if decision.state == "auxiliary":
-        return decision.role if decision.role in CATEGORY_COLOURS else "aux_utility"
-    if decision.state == "pruned":
-        key = f"pruned: {decision.reason}"
-        return key if key in CATEGORY_COLOURS else "pruned"
+    if decision.state == State.KEPT:
+        return State.KEPT
+    if decision.state == State.FAILED:
+        return State.FAILED
+    if decision.state == State.AUXILIARY:
+        return decision.role if decision.role in CATEGORY_COLOURS else Role.AUX_UTILITY
+    if decision.state == State.PRUNED:
+        key = f"{PRUNED_PREFIX}{decision.reason}"
+        return key if key in CATEGORY_COLOURS else State.PRUNED
     return "unattached" if decision.reason == "unattached" else "not analysed"
 
 
@@ -188,7 +188,7 @@ def tree_layout(calls: list[Call], analysis: EpisodeAnalysis | None) -> TreeLayo
         # The kept continuation first, so the spine of the episode is a straight line.
         def rank(c: str) -> tuple:
             d = dec[c]
-            return (d is None or d.state != "kept", -subtree_size[c], index[c])
+            return (d is None or d.state != State.KEPT, -subtree_size[c], index[c])
 
         return sorted(children[cid], key=rank)
 
@@ -247,9 +247,9 @@ def tree_layout(calls: list[Call], analysis: EpisodeAnalysis | None) -> TreeLayo
         d = dec[cid]
         is_aux = group[cid] != "main"
         y = (aux_start + lane_of[cid]) if is_aux else float(lane_of[cid])
-        kept_paths = [path_by_id[p] for p in path_of[cid] if path_by_id[p].state == "kept"]
+        kept_paths = [path_by_id[p] for p in path_of[cid] if path_by_id[p].state == State.KEPT]
         adv = reward = None
-        if d is not None and d.state == "kept":
+        if d is not None and d.state == State.KEPT:
             adv = next((p.advantage for p in kept_paths if p.advantage is not None), None)
             if adv is None and analysis is not None:
                 adv = analysis.advantage
@@ -305,7 +305,7 @@ def tree_layout(calls: list[Call], analysis: EpisodeAnalysis | None) -> TreeLayo
     leaves = [
         LeafLabel(p.path_id, p.call_ids[-1], p.reward, p.advantage, p.ppo_return)
         for p in (analysis.paths if analysis else [])
-        if p.state == "kept" and p.call_ids and p.call_ids[-1] in known
+        if p.state == State.KEPT and p.call_ids and p.call_ids[-1] in known
     ]
     return TreeLayout(
         nodes=nodes,
@@ -321,10 +321,10 @@ def tree_layout(calls: list[Call], analysis: EpisodeAnalysis | None) -> TreeLayo
 def _cross_kind(d: CallDecision | None) -> str:
     if d is None:
         return "aux"
-    if d.role == "aux_subagent":
+    if d.role == Role.AUX_SUBAGENT:
         return "subagent"
-    if d.role == "aux_summary":
+    if d.role == Role.AUX_SUMMARY:
         return "summary"
-    if d.role == "main":
+    if d.role == Role.MAIN:
         return "compaction"
     return "aux"

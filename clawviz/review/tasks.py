@@ -593,10 +593,6 @@ def task_detail(session: Session, task_id: str) -> TaskDetail | None:
     )
 
 
-def _role_mean(means: dict[str, tuple[float | None, int]], role: str) -> float | None:
-    return means.get(role, (None, 0))[0]
-
-
 def _strip_fence(text: str | None) -> str | None:
     if not text:
         return text
