@@ -81,6 +81,19 @@ SETTINGS: tuple[Setting, ...] = (
         "Optional {'checks': w, 'rubric': w} weights combining check mean and rubric score.",
     ),
     Setting(
+        "difficulty_strong_min",
+        0.2,
+        "Difficulty filter (ClawGym-Bench): a task passes only if the strong model's mean reward "
+        "is at least this.",
+        affects_decisions=False,
+    ),
+    Setting(
+        "difficulty_small_max",
+        0.6,
+        "Difficulty filter: a task passes only if the small model's mean reward is at most this.",
+        affects_decisions=False,
+    ),
+    Setting(
         "checker_timeout_s",
         60,
         "Time limit for running a task's checker in a separate process.",

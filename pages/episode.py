@@ -98,7 +98,7 @@ def on_compare_select() -> None:
 def header(view: data.EpisodeView) -> None:
     ep, a = view.episode, view.analysis
     st.title(f"Episode {escape_md(ep['episode_id'])}")
-    reward = episode_reward(view)
+    reward = view.reward
     facts = [
         ("Task", ep.get("task_id")),
         ("Harness", ep.get("harness")),
@@ -305,7 +305,7 @@ def ppo_advantage_view(call: Call, view: data.EpisodeView) -> None:
             "each kept path carries its return R (gamma = lambda = 1), see the Paths table."
         )
         return
-    reward = episode_reward(view)
+    reward = view.reward
     if reward is None:
         st.info(
             "Value estimates were logged, but this episode has no reward, so A_t = R − V(s_t) "
@@ -337,13 +337,6 @@ def ppo_advantage_view(call: Call, view: data.EpisodeView) -> None:
     st.plotly_chart(
         advantage_figure(grid), key="episode_advantage_view", config={"displaylogo": False}
     )
-
-
-def episode_reward(view: data.EpisodeView) -> float | None:
-    a = view.analysis
-    if a is not None and a.reward is not None:
-        return a.reward
-    return (view.result or {}).get("reward")
 
 
 def raw_tab(call: Call) -> None:
@@ -439,7 +432,7 @@ def compare_section(view: data.EpisodeView, settings) -> None:
     for col, v, key in ((left, view, "left"), (right, other, "right")):
         with col:
             a = v.analysis
-            reward = a.reward if a else (v.result or {}).get("reward")
+            reward = v.reward
             st.markdown(f"**{escape_md(v.episode['episode_id'])}**")
             m = st.columns(3)
             m[0].metric("Reward", _fmt(reward))

@@ -104,7 +104,7 @@ def export_buttons(url_key: str, task_id: str | None = None) -> None:
 def queue_view() -> None:
     st.title("Tasks")
     with state.get_session() as session:
-        rows = task_queue(session)
+        rows = task_queue(session, state.current_settings())
     if not rows:
         st.info(
             "No tasks yet. Ingest a task folder (ClawGym `data_entry.json` folders or PinchBench "
@@ -447,7 +447,7 @@ def signoff_panel(d: TaskDetail) -> None:
 
 def detail_view(task_id: str) -> None:
     with state.get_session() as session:
-        d = task_detail(session, task_id)
+        d = task_detail(session, task_id, state.current_settings())
     if st.button("All tasks", icon=":material/arrow_back:"):
         open_task(None)
         st.rerun()

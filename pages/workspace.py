@@ -249,7 +249,8 @@ def main() -> None:
     episode_id = state.get_param(state.QP_EPISODE)
     with state.get_session() as session:
         options = attempts_with_workspaces(session)
-        ws = attempt_workspaces(session, episode_id) if episode_id else None
+        settings = state.current_settings()
+        ws = attempt_workspaces(session, episode_id, settings) if episode_id else None
     picker(options, episode_id)
     if not episode_id:
         st.info("Choose an attempt to compare its workspace before and after the run.")

@@ -14,10 +14,11 @@ from sqlmodel import Session, select
 from clawviz.cli import explain
 from clawviz.cli import tasks as cli_tasks
 from clawviz.ingest.load import IngestReport, ingest_paths
-from clawviz.settings import DEFAULT_SETTINGS, SETTINGS
+from clawviz.settings import DEFAULT_SETTINGS, SETTINGS, Settings
 from clawviz.store import db, decisions, search
 from clawviz.store.db import session_scope
 from clawviz.store.models import Episode, EpisodeStatus, Result
+from clawviz.store.rewards import result_reward
 
 EXIT_OK = 0
 EXIT_FATAL = 1
@@ -106,17 +107,17 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return EXIT_REJECTED if report.rejected else EXIT_OK
 
 
-def episode_rows(session: Session) -> list[dict[str, Any]]:
-    """One row per episode with reward, status and reasons."""
-    settings_hash = DEFAULT_SETTINGS.settings_hash
-    decisions.ensure_analysis(session, DEFAULT_SETTINGS)
+def episode_rows(session: Session, settings: Settings = DEFAULT_SETTINGS) -> list[dict[str, Any]]:
+    """One row per episode with reward (the one reward rule), status and reasons."""
+    settings_hash = settings.settings_hash
+    decisions.ensure_analysis(session, settings)
     statuses = {
         s.episode_id: s
         for s in session.exec(
             select(EpisodeStatus).where(EpisodeStatus.settings_hash == settings_hash)
         )
     }
-    rewards = {r.episode_id: r.reward for r in session.exec(select(Result))}
+    rewards = {r.episode_id: result_reward(r, settings) for r in session.exec(select(Result))}
     rows = []
     for ep in session.exec(
         select(Episode).order_by(
