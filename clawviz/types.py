@@ -13,9 +13,10 @@ OpenAI ``tool`` messages become a ``user`` message holding one ``tool_result`` b
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 Message = dict[str, Any]
 
@@ -193,3 +194,40 @@ class EpisodeAnalysis:
     reward: float | None
     advantage: float | None = None
     n_segments: int = 0
+
+
+CALL_ORDER = ("seq", "t_request", "source_file", "line", "call_id")
+"""The one order of an episode's calls (PIPELINE §2): seq when logged, else request time, then
+file position; a missing seq or time sorts after every known one. `call_order_key` is it in
+Python, `clawviz.store.models.call_order_by` in SQL."""
+
+
+class Ordered(Protocol):
+    """Anything carrying the fields of `CALL_ORDER` (a Call, a row of call columns)."""
+
+    @property
+    def seq(self) -> int | None: ...
+    @property
+    def t_request(self) -> float | None: ...
+    @property
+    def source_file(self) -> str: ...
+    @property
+    def line(self) -> int: ...
+    @property
+    def call_id(self) -> str: ...
+
+
+def call_order_key(call: Ordered) -> tuple[float, float, str, int, str]:
+    """Sort key of `CALL_ORDER`: seq, then request time (missing ones last), file, line, id."""
+    return (
+        call.seq if call.seq is not None else math.inf,
+        call.t_request if call.t_request is not None else math.inf,
+        call.source_file,
+        call.line,
+        call.call_id,
+    )
+
+
+def call_label(call: Call) -> str:
+    """How evidence text names a call: its seq when logged, else its id."""
+    return str(call.seq) if call.seq is not None else call.call_id

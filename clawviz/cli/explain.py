@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +12,7 @@ from clawviz.recon.advantage import importance_ratios
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 from clawviz.store.decisions import episode_analysis
 from clawviz.store.models import CallRow
-from clawviz.types import EpisodeAnalysis, PathInfo, Rollout
+from clawviz.types import EpisodeAnalysis, PathInfo, Rollout, call_order_key
 
 
 @dataclass(frozen=True)
@@ -46,17 +45,7 @@ def _facts(session: Session, episode_id: str) -> list[CallFacts]:
         ).where(CallRow.episode_id == episode_id)
     ).all()
     facts = [CallFacts(*r) for r in rows]
-    return sorted(facts, key=_order)
-
-
-def _order(f: CallFacts) -> tuple:
-    return (
-        f.seq if f.seq is not None else math.inf,
-        f.t_request if f.t_request is not None else math.inf,
-        f.source_file,
-        f.line,
-        f.call_id,
-    )
+    return sorted(facts, key=call_order_key)
 
 
 def _path_of(paths: list[PathInfo]) -> dict[str, PathInfo]:
