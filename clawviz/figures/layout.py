@@ -364,7 +364,12 @@ def compaction_boundaries(links: _Links, x: dict[str, float]) -> list[float]:
     for cid in links.ids:
         d = links.dec[cid]
         starts_tree = links.tree_parent[cid] is None and links.cross_parent[cid] is not None
-        if links.group[cid] == "main" and starts_tree and d is not None and d.linked_call is not None:
+        if (
+            links.group[cid] == "main"
+            and starts_tree
+            and d is not None
+            and d.linked_call is not None
+        ):
             out.add(x[cid] - 0.5)
     return sorted(out)
 
