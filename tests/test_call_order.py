@@ -5,10 +5,11 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from sqlalchemy import Column, Float, Integer, MetaData, String, Table, create_engine, select
+from sqlalchemy import Column, Float, Integer, MetaData, String, Table, select
 
 from clawviz.store.models import call_order_by
 from clawviz.types import CALL_ORDER, call_order_key
+from tests import dburl
 
 
 @dataclass
@@ -41,7 +42,7 @@ def test_python_key_and_sql_order_agree_with_missing_seq_and_times():
         Column("seq", Integer, nullable=True),
         Column("t_request", Float, nullable=True),
     )
-    engine = create_engine("sqlite://")
+    engine = dburl.memory_engine("order")
     table.metadata.create_all(engine)
     with engine.begin() as conn:
         conn.execute(table.insert(), [r.__dict__ for r in rows])

@@ -7,18 +7,19 @@ Expected rewards are computed here from sample_logs/results.jsonl by the PIPELIN
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 from sqlmodel import Session
 
 from clawviz.cli.main import episode_rows
+from clawviz.ingest.load import ingest_paths
 from clawviz.review.tasks import attempt_workspaces, task_detail, task_queue
 from clawviz.settings import DEFAULT_SETTINGS
 from clawviz.store import queries
 from clawviz.store.db import get_engine
 from clawviz.store.decisions import ensure_analysis, episode_analysis
+from tests import dburl
 
 SAMPLE_LOGS = Path(__file__).resolve().parents[1] / "sample_logs"
 WEIGHTS = {"checks": 1.0, "rubric": 3.0}
@@ -42,16 +43,12 @@ def _expected() -> dict[str, float | None]:
 
 
 @pytest.fixture
-def weighted_store(sample_db_url, tmp_path):
-    """A copy of the sample store analysed under reward_weights."""
-    dst = tmp_path / "clawviz.db"
-    # The backup API copies what is still in the write-ahead log too.
-    with sqlite3.connect(sample_db_url.removeprefix("sqlite:///")) as src:
-        with sqlite3.connect(dst) as out:
-            src.backup(out)
-    url = f"sqlite:///{dst}"
+def weighted_store(tmp_path):
+    """The sample logs in a fresh store, analysed under reward_weights."""
+    url = dburl.fresh_url(tmp_path, "weighted")
     settings = DEFAULT_SETTINGS.with_(reward_weights=WEIGHTS)
     with Session(get_engine(url)) as s:
+        ingest_paths([SAMPLE_LOGS], session=s)
         ensure_analysis(s, settings)
     return url, settings
 
