@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import pandas as pd
 import streamlit as st
@@ -24,9 +23,10 @@ from clawviz.ui.inspector import (
     message_delta,
     path_rows,
 )
+from clawviz.ui.pages import WORKSPACE, page_file, run_page
 from clawviz.ui.render import reason_badges, render_message
 
-WORKSPACE_PAGE = Path(__file__).parent / "workspace.py"
+WORKSPACE_PAGE = page_file(WORKSPACE)
 KEY_PATH_SEEN = "episode_paths_seen"
 # The shared history is long; the expander shows its last messages only.
 MAX_SHARED_SHOWN = 30
@@ -477,18 +477,16 @@ def main() -> None:
     state.set_params(call=st.session_state[state.KEY_CALL_SELECT])
 
     header(view)
-    if WORKSPACE_PAGE.exists():
-        st.page_link(
-            WORKSPACE_PAGE,
-            label="Workspace diff of this attempt",
-            icon=":material/difference:",
-            query_params={"episode": episode_id},
-        )
+    st.page_link(
+        WORKSPACE_PAGE,
+        label="Workspace diff of this attempt",
+        icon=":material/difference:",
+        query_params={"episode": episode_id},
+    )
     tree_section(view, call_ids)
     inspector(view, call_ids)
     paths_section(view)
     compare_section(view, settings)
 
 
-state.require_app_frame()
-main()
+run_page(__file__, main)

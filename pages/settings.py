@@ -7,6 +7,7 @@ import streamlit as st
 
 from clawviz.settings import DEFAULT_SETTINGS, SETTINGS, Settings, allowed
 from clawviz.ui import data, settings_form, state
+from clawviz.ui.pages import run_page
 
 
 def _show(v) -> str:
@@ -70,5 +71,4 @@ def main() -> None:
     settings_table()
 
 
-state.require_app_frame()
-main()
+run_page(__file__, main)

@@ -17,6 +17,7 @@ from clawviz.ui import findings_widgets as fw
 from clawviz.ui import state
 from clawviz.ui import tasks_widgets as w
 from clawviz.ui.inspector import escape_md
+from clawviz.ui.pages import run_page
 
 SORTS = {
     "task": ("task_id", True),
@@ -499,5 +500,4 @@ def main() -> None:
         queue_view()
 
 
-state.require_app_frame()
-main()
+run_page(__file__, main)
