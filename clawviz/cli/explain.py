@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import orjson
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from clawviz.recon.advantage import importance_ratios
 from clawviz.settings import DEFAULT_SETTINGS, Settings
@@ -31,18 +31,11 @@ class CallFacts:
 
 
 def _facts(session: Session, episode_id: str) -> list[CallFacts]:
+    names = [f.name for f in fields(CallFacts)]
     rows = session.execute(
-        select(
-            CallRow.call_id,
-            CallRow.source_file,
-            CallRow.line,
-            CallRow.seq,
-            CallRow.t_request,
-            CallRow.endpoint,
-            CallRow.http_status,
-            CallRow.output_tokens,
-            CallRow.rollout_json,
-        ).where(CallRow.episode_id == episode_id)
+        select(*(col(getattr(CallRow, n)) for n in names)).where(
+            col(CallRow.episode_id) == episode_id
+        )
     ).all()
     facts = [CallFacts(*r) for r in rows]
     return sorted(facts, key=call_order_key)

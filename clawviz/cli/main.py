@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 import orjson
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from clawviz.cli import explain
 from clawviz.cli import tasks as cli_tasks
@@ -124,7 +124,10 @@ def episode_rows(session: Session, settings: Settings = DEFAULT_SETTINGS) -> lis
     rows = []
     for ep in session.exec(
         select(Episode).order_by(
-            Episode.task_id, Episode.harness, Episode.attempt, Episode.episode_id
+            col(Episode.task_id),
+            col(Episode.harness),
+            col(Episode.attempt),
+            col(Episode.episode_id),
         )
     ):
         st = statuses.get(ep.episode_id)

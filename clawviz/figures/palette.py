@@ -6,9 +6,12 @@ equals its string, so lookups by stored strings work too.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from clawviz.types import ReasonCode, Role, State
+
+BadgeColour = Literal["red", "orange", "yellow", "blue", "green", "violet", "gray", "primary"]
+"""The colours a Streamlit badge takes."""
 
 PRUNED_PREFIX = "pruned: "
 """Category of a pruned call with a reason: `pruned: <reason>`."""
@@ -31,14 +34,14 @@ CATEGORY_COLOURS: dict[str, str] = {
 }
 """Colour per node category: kept / pruned(reason) / failed / auxiliary by kind."""
 
-STATE_BADGE_COLOURS: dict[str, str] = {
+STATE_BADGE_COLOURS: dict[str, BadgeColour] = {
     State.KEPT: "green",
     State.PRUNED: "orange",
     State.FAILED: "red",
 }
 """Streamlit badge colour of a call's state (anything else: blue)."""
 
-REASON_COLOURS: dict[str, str] = {
+REASON_COLOURS: dict[str, BadgeColour] = {
     ReasonCode.TOO_MANY_BRANCHES: "red",
     ReasonCode.ENDED_IN_ERROR: "red",
     ReasonCode.UNSUPPORTED_TOOL: "orange",
@@ -49,12 +52,12 @@ REASON_COLOURS: dict[str, str] = {
 """Streamlit badge colour of an episode reason (anything else: violet)."""
 
 
-def reason_colour(code: str) -> str:
+def reason_colour(code: str) -> BadgeColour:
     """Badge colour of an episode reason code."""
     return REASON_COLOURS.get(code, "violet")
 
 
-def state_colour(state: str) -> str:
+def state_colour(state: str) -> BadgeColour:
     """Badge colour of a call state."""
     return STATE_BADGE_COLOURS.get(state, "blue")
 

@@ -70,6 +70,13 @@ def _value_colours(values: list[float | None], scale: str, lo: float, hi: float)
 Pos = dict[str, tuple[float, float]]
 
 
+def _shown_y(n: TreeNode, collapse_aux: bool) -> float:
+    """A node's lane: its thread's collapsed row when auxiliary threads are collapsed."""
+    if collapse_aux and n.is_aux and n.y_collapsed is not None:
+        return n.y_collapsed
+    return n.y
+
+
 def _boundary_decor(boundaries: list[float]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """A dash-dot vertical line and a `compaction` label at each compaction boundary."""
     shapes: list[dict[str, Any]] = []
@@ -305,7 +312,7 @@ def tree_figure(
     shown = [
         n for n in layout.nodes if not (collapse_aux and n.is_aux and n.thread_root != n.call_id)
     ]
-    pos = {n.call_id: (n.x, n.y_collapsed if collapse_aux and n.is_aux else n.y) for n in shown}
+    pos: Pos = {n.call_id: (n.x, _shown_y(n, collapse_aux)) for n in shown}
 
     fig = go.Figure()
     # Shapes and annotations are collected and set once: add_vline / add_annotation re-validate

@@ -73,7 +73,7 @@ def _load_clawgym(folder: Path) -> models.Task:
         raise TaskFormatError(f"{entry_path}: not valid JSON ({exc})") from exc
     if not isinstance(data, dict):
         raise TaskFormatError(f"{entry_path}: expected a JSON object")
-    meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    meta = data["metadata"] if isinstance(data.get("metadata"), dict) else {}
     return models.Task(
         task_id=str(data.get("task_id") or folder.name),
         name=str(data.get("name") or folder.name),
@@ -651,5 +651,5 @@ def attempt_workspaces(
 
 def attempts_with_workspaces(session: Session) -> list[str]:
     """Episode ids of every attempt whose result names an after-workspace."""
-    stmt = select(models.Result.episode_id).where(models.Result.workspace_after.is_not(None))
+    stmt = select(models.Result.episode_id).where(col(models.Result.workspace_after).is_not(None))
     return sorted(session.exec(stmt))

@@ -208,6 +208,7 @@ class ClaudeCode:
             uses, [b for b in response["content"] if b["type"] == "tool_use"], strict=True
         ):
             if a.kind == "task":
+                assert subagent is not None, "a task tool call needs its sub-agent"
                 text, err = subagent.run(th), False
             else:
                 text, err = self.result_text(a)
@@ -349,7 +350,11 @@ class ClaudeCode:
                 "first_id": SONNET,
                 "last_id": HAIKU,
             }
-            wire = {"method": "GET", "path": "/v1/models?limit=1000", "json": body}
+            wire: dict[str, Any] = {
+                "method": "GET",
+                "path": "/v1/models?limit=1000",
+                "json": body,
+            }
         else:
             msgs = self.main.messages + self.main.pending
             body = {"input_tokens": 1800 + sum(len(dumps(m)) for m in msgs) // 4}
@@ -477,9 +482,9 @@ def run_episode(ep: Episode, ws: Path, query: str, plan: list[AgentTurn]) -> Non
     if "orphan_title" in q:
         cc.orphaned_title()
     main.pending = [first_user(query)]
-    spawn = None
+    spawn: Spawn | None = None
     for i, turn in enumerate(plan):
-        sub = None
+        sub: Spawn | None = None
         if i == 1 and q & {"subagent_sync", "subagent_async", "explore_subagent"}:
             spawn = sub = _spawn_subagent(cc, q)
         if spawn is not None and "subagent_async" in q and i == 4:
@@ -496,7 +501,7 @@ def run_episode(ep: Episode, ws: Path, query: str, plan: list[AgentTurn]) -> Non
         _rewinds(cc)
 
 
-def _spawn_subagent(cc: ClaudeCode, q: set[str]) -> Spec:
+def _spawn_subagent(cc: ClaudeCode, q: set[str]) -> Spawn:
     """The sub-agent of the second turn: Explore, or general-purpose (sync or async)."""
     if "explore_subagent" in q:
         return cc.subagent(
@@ -720,8 +725,8 @@ def record(ep: Episode, spec: Spec) -> dict[str, Any]:
                 rng,
                 msg_id=msg_id,
                 model=spec.model,
-                content=spec.response["content"],
-                stop_reason=spec.stop_reason,
+                content=spec.reply["content"],
+                stop_reason=spec.stop,
                 usage=usage,
                 truncate_after=5 if spec.failure == "truncated_stream" else None,
             )
@@ -741,7 +746,7 @@ def record(ep: Episode, spec: Spec) -> dict[str, Any]:
                     "type": "message",
                     "role": "assistant",
                     "model": spec.model,
-                    "content": spec.response["content"],
+                    "content": spec.reply["content"],
                     "stop_reason": spec.stop_reason,
                     "stop_sequence": None,
                     "usage": usage,

@@ -56,6 +56,18 @@ class Spec:
     line: int = 0
 
     @property
+    def reply(self) -> Msg:
+        """The response of a call that has one (the generator knows which do)."""
+        assert self.response is not None, f"{self.key} has no response"
+        return self.response
+
+    @property
+    def stop(self) -> str:
+        """The stop reason of a call that has a response."""
+        assert self.stop_reason is not None, f"{self.key} has no stop reason"
+        return self.stop_reason
+
+    @property
     def failed(self) -> bool:
         return self.failure is not None
 

@@ -125,9 +125,8 @@ def episode_view(
             analysis = episode_analysis(s, episode_id, _settings)
         except Exception as exc:  # noqa: BLE001 - shown on the page, the calls still display
             error = f"{type(exc).__name__}: {exc}"
-    if analysis is not None and analysis.reward is not None:
-        reward = analysis.reward
-    else:
+    reward = analysis.reward if analysis is not None else None
+    if reward is None:
         reward = result_reward(result, _settings)
     return EpisodeView(episode, result_d, calls, analysis, error, reward)
 
