@@ -37,15 +37,6 @@ _DATA_LINE_LF = re.compile(r"^data: ?(.*)", re.MULTILINE)
 _DONE_LINE = re.compile(r"^data: ?\[DONE\]", re.MULTILINE)
 
 
-def split_frames(text: str) -> FrameSplit:
-    """Split an SSE body into frames; a bad JSON payload is fatal unless it is the last frame."""
-    fast = _split_fast(text)
-    if fast is None:
-        return _split_slow(text)
-    pairs, cut_off = fast
-    return FrameSplit([Frame(event, data) for event, data in pairs], cut_off)
-
-
 def _event_data(text: str) -> tuple[list[tuple[str, Any]], bool]:
     """The frames as (event, data) pairs plus the cut-off flag (no Frame objects: hot path)."""
     fast = _split_fast(text)
