@@ -27,7 +27,16 @@ from sqlmodel import Session, select
 
 from clawviz.ingest.exchange import ParsedExchange, system_text
 from clawviz.recon.canonical import message_hash
-from clawviz.store.models import Blob, CallRow, Episode, MessageRow, RejectedLine, Result, Source
+from clawviz.store.models import (
+    Blob,
+    CallRow,
+    Episode,
+    MessageRow,
+    RejectedLine,
+    Result,
+    Source,
+    call_order_by,
+)
 from clawviz.types import Call, Message, Rollout, Usage
 
 _CHUNK = 500
@@ -575,14 +584,7 @@ def load_calls(session: Session, episode_id: str) -> list[Call]:
         session.exec(
             select(CallRow)
             .where(CallRow.episode_id == episode_id)
-            .order_by(
-                CallRow.seq.is_(None),
-                CallRow.seq,
-                CallRow.t_request.is_(None),
-                CallRow.t_request,
-                CallRow.source_file,
-                CallRow.line,
-            )
+            .order_by(*call_order_by(CallRow.__table__.c))
         )
     )
     hashes: set[str] = set()
@@ -645,15 +647,7 @@ def load_calls_many(session: Session, episode_ids: Sequence[str]) -> dict[str, l
         query = (
             select(*cols)
             .where(table.c.episode_id.in_(chunk))
-            .order_by(
-                table.c.episode_id,
-                table.c.seq.is_(None),
-                table.c.seq,
-                table.c.t_request.is_(None),
-                table.c.t_request,
-                table.c.source_file,
-                table.c.line,
-            )
+            .order_by(table.c.episode_id, *call_order_by(table.c))
         )
         for r in session.execute(query):
             rows[r.episode_id].append(r)
