@@ -7,21 +7,11 @@ from pathlib import Path
 
 import streamlit as st
 
-from clawviz.ui import data, state
+from clawviz.ui import data, pages, state
 
 HERE = Path(__file__).parent
 SAMPLE_LOGS = HERE / "sample_logs"
 NO_SAMPLES_ENV = "CLAWVIZ_NO_SAMPLES"
-
-# Page files and their titles; a page whose file is missing is left out of the menu.
-PAGES: list[tuple[str, dict]] = [
-    ("pages/runs.py", {"title": "Runs", "icon": ":material/table:", "default": True}),
-    ("pages/episode.py", {"title": "Episode", "icon": ":material/account_tree:"}),
-    ("pages/workspace.py", {"title": "Workspace diff", "icon": ":material/difference:"}),
-    ("pages/tasks.py", {"title": "Tasks", "icon": ":material/task:"}),
-    ("pages/ingest.py", {"title": "Ingest", "icon": ":material/upload:"}),
-    ("pages/settings.py", {"title": "Settings", "icon": ":material/tune:"}),
-]
 
 
 def load_samples_if_empty() -> None:
@@ -72,7 +62,7 @@ def sidebar() -> None:
 
 def main() -> None:
     st.set_page_config(page_title="clawviz", page_icon=":material/account_tree:", layout="wide")
-    pg = st.navigation([st.Page(HERE / f, **kw) for f, kw in PAGES if (HERE / f).exists()])
+    pg = pages.navigation()
     load_samples_if_empty()
     settings = state.current_settings()
     error = data.ensure_analysed(state.database_url(), settings.settings_hash, settings)

@@ -1,186 +1,331 @@
-"""The one settings table: every tunable with its default and help text.
+"""The one settings table: a frozen, hashable dataclass whose fields carry default, help, bounds.
 
-The CLI, the app and the docs all read `SETTINGS`; decisions record the settings that produced
-them through `settings_hash`.
+Everything else is derived from the fields of `Settings`: the Settings page form
+(`clawviz.ui.settings_form`), the CLI's `--set name=value` (`parse_assignment`), the README
+table (`readme_table`, checked by tests/test_project.py) and the cache key (`settings_hash`, over
+the fields whose `affects_decisions` is true). Values are validated on construction, so
+`DEFAULT_SETTINGS.with_(max_leaves="9")` raises `SettingsError` naming the setting.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import math
 import os
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+Kind = Literal["int", "float", "bool", "str", "choice", "names", "weights"]
+
+
+class SettingsError(ValueError):
+    """A setting value of the wrong type or outside its bounds; the message names the setting."""
 
 
 @dataclass(frozen=True)
 class Setting:
-    """One tunable: name, default value, help text, and whether it changes decisions."""
+    """One tunable as the form, the CLI and the docs see it (built from a `Settings` field)."""
 
     name: str
     default: Any
     help: str
     affects_decisions: bool = True
+    kind: Kind = "str"
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] = ()
+    editable: bool = True
+    """Shown as a widget on the Settings page (the store URL is not: it is chosen at start)."""
+
+
+class Weights(Mapping[str, float]):
+    """Frozen, hashable `{'checks': w, 'rubric': w}` (a dict is converted on construction)."""
+
+    KEYS = ("checks", "rubric")
+
+    def __init__(self, items: Mapping[str, Any]) -> None:
+        self._items = {str(k): float(v) for k, v in items.items()}
+
+    def __getitem__(self, key: str) -> float:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self._items.items())))
+
+    def __repr__(self) -> str:
+        return repr(self._items)
+
+
+def _meta(
+    help: str,
+    kind: Kind,
+    *,
+    affects_decisions: bool = True,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    choices: tuple[str, ...] = (),
+    editable: bool = True,
+) -> dict[str, Any]:
+    return {
+        "help": help,
+        "kind": kind,
+        "affects_decisions": affects_decisions,
+        "minimum": minimum,
+        "maximum": maximum,
+        "choices": choices,
+        "editable": editable,
+    }
 
 
 _DEFAULT_DB = Path(os.environ.get("CLAWVIZ_HOME", Path.home() / ".clawviz")) / "clawviz.db"
 
-SETTINGS: tuple[Setting, ...] = (
-    Setting(
-        "database_url",
-        f"sqlite:///{_DEFAULT_DB}",
-        "SQLAlchemy URL of the store. Env var CLAWVIZ_DATABASE_URL overrides it.",
-        affects_decisions=False,
-    ),
-    Setting(
-        "max_leaves",
-        8,
-        "An episode whose main segment trees have more leaves than this (after retries are "
-        "removed) is dropped as too_many_branches. The paper does not disclose its value.",
-    ),
-    Setting(
-        "branch_policy",
-        "longest",
-        "'longest' keeps one root-to-leaf path per segment (most generated tokens); "
-        "'all_valid' keeps every valid path (PPO on the tree).",
-    ),
-    Setting(
-        "unsupported_tools",
-        ("canvas",),
-        "A main call that uses one of these tools drops the episode (unsupported_tool).",
-    ),
-    Setting(
-        "reward_threshold",
-        0.5,
-        "Episodes with reward below this are dropped for SFT selection (below_reward_threshold).",
-    ),
-    Setting(
-        "grpo_leave_one_out",
-        False,
-        "GRPO baseline: mean of the other attempts in the group instead of the whole group.",
-    ),
-    Setting(
-        "grpo_no_std",
-        False,
-        "Dr. GRPO: do not divide the advantage by the group's standard deviation.",
-    ),
-    Setting(
-        "grpo_eps",
-        1e-6,
-        "Added to sigma in A_i = (R_i - mu) / (sigma + eps); groups with sigma < eps get 0.",
-    ),
-    Setting(
-        "is_ratio_cap",
-        2.0,
-        "C in the truncated importance ratio min(exp(logp_train - logp_rollout), C).",
-    ),
-    Setting(
-        "reward_weights",
-        None,
-        "Optional {'checks': w, 'rubric': w} weights combining check mean and rubric score.",
-    ),
-    Setting(
-        "checker_timeout_s",
-        60,
-        "Time limit for running a task's checker in a separate process.",
-        affects_decisions=False,
-    ),
-    Setting(
-        "archive_max_bytes",
-        512 * 1024 * 1024,
-        "Largest total uncompressed size an archive may extract to.",
-        affects_decisions=False,
-    ),
-    Setting(
-        "archive_max_files",
-        20000,
-        "Largest number of entries an archive may extract.",
-        affects_decisions=False,
-    ),
-    Setting(
-        "require_solvable_for_accept",
-        False,
-        "A task can be accepted only after its checker scored 1.0 on a reference solution "
-        "workspace (verifiable solvability, PIPELINE 7).",
-        affects_decisions=False,
-    ),
-    Setting(
-        "diagnose_base_url",
-        "http://127.0.0.1:8000/v1",
-        "Endpoint of the model that diagnoses tasks (OpenAI-compatible, or Anthropic Messages).",
-        affects_decisions=False,
-    ),
-    Setting(
-        "diagnose_model",
-        "",
-        "Model name sent to the diagnosis endpoint.",
-        affects_decisions=False,
-    ),
-    Setting(
-        "diagnose_api",
-        "openai",
-        "'openai' (Chat Completions: vLLM, SGLang, LiteLLM, hosted) or 'anthropic' (Messages).",
-        affects_decisions=False,
-    ),
-    Setting(
-        "diagnose_api_key_env",
-        "",
-        "Environment variable holding the diagnosis API key (empty: no key). Keys are read from "
-        "the environment only, never stored or shown.",
-        affects_decisions=False,
-    ),
-    Setting(
-        "diagnose_timeout_s",
-        120.0,
-        "Time limit of one diagnosis request (the SDK also retries 429 / 5xx answers).",
-        affects_decisions=False,
-    ),
-    Setting(
-        "diagnose_file_budget",
-        40000,
-        "Characters of input-file contents a diagnosis prompt may hold (the rest is truncated "
-        "with a note; the whole file tree is always listed).",
-        affects_decisions=False,
-    ),
-    Setting(
-        "diagnose_concurrency",
-        4,
-        "Diagnosis requests in flight at once (CLI --concurrency and the queue's Diagnose).",
-        affects_decisions=False,
-    ),
-)
-
-SETTINGS_BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
-
 
 @dataclass(frozen=True)
 class Settings:
-    """Resolved values of the settings table (defaults overridden by keyword)."""
+    """Resolved values of every setting; `with_(**changes)` returns a validated copy."""
 
-    values: dict[str, Any] = field(default_factory=dict)
+    database_url: str = field(
+        default=f"sqlite:///{_DEFAULT_DB}",
+        metadata=_meta(
+            "SQLAlchemy URL of the store. Env var CLAWVIZ_DATABASE_URL overrides it.",
+            "str",
+            affects_decisions=False,
+            editable=False,
+        ),
+    )
+    max_leaves: int = field(
+        default=8,
+        metadata=_meta(
+            "An episode whose main segment trees have more leaves than this (after retries are "
+            "removed) is dropped as too_many_branches. The paper does not disclose its value.",
+            "int",
+            minimum=1,
+            maximum=10_000,
+        ),
+    )
+    branch_policy: str = field(
+        default="longest",
+        metadata=_meta(
+            "'longest' keeps one root-to-leaf path per segment (most generated tokens); "
+            "'all_valid' keeps every valid path (PPO on the tree).",
+            "choice",
+            choices=("longest", "all_valid"),
+        ),
+    )
+    unsupported_tools: tuple[str, ...] = field(
+        default=("canvas",),
+        metadata=_meta(
+            "A main call that uses one of these tools drops the episode (unsupported_tool).",
+            "names",
+        ),
+    )
+    reward_threshold: float = field(
+        default=0.5,
+        metadata=_meta(
+            "Episodes with reward below this are dropped for SFT selection "
+            "(below_reward_threshold).",
+            "float",
+            minimum=0.0,
+            maximum=1.0,
+        ),
+    )
+    grpo_leave_one_out: bool = field(
+        default=False,
+        metadata=_meta(
+            "GRPO baseline: mean of the other attempts in the group instead of the whole group.",
+            "bool",
+        ),
+    )
+    grpo_no_std: bool = field(
+        default=False,
+        metadata=_meta(
+            "Dr. GRPO: do not divide the advantage by the group's standard deviation.", "bool"
+        ),
+    )
+    grpo_eps: float = field(
+        default=1e-6,
+        metadata=_meta(
+            "Added to sigma in A_i = (R_i - mu) / (sigma + eps); groups with sigma < eps get 0.",
+            "float",
+            minimum=0.0,
+            maximum=1.0,
+        ),
+    )
+    is_ratio_cap: float = field(
+        default=2.0,
+        metadata=_meta(
+            "C in the truncated importance ratio min(exp(logp_train - logp_rollout), C).",
+            "float",
+            minimum=1.0,
+            maximum=1000.0,
+        ),
+    )
+    reward_weights: Weights | None = field(
+        default=None,
+        metadata=_meta(
+            "Optional {'checks': w, 'rubric': w} weights combining check mean and rubric score.",
+            "weights",
+            minimum=0.0,
+        ),
+    )
+    difficulty_strong_min: float = field(
+        default=0.2,
+        metadata=_meta(
+            "Difficulty filter (ClawGym-Bench): a task passes only if the strong model's mean "
+            "reward is at least this.",
+            "float",
+            affects_decisions=False,
+            minimum=0.0,
+            maximum=1.0,
+        ),
+    )
+    difficulty_small_max: float = field(
+        default=0.6,
+        metadata=_meta(
+            "Difficulty filter: a task passes only if the small model's mean reward is at most "
+            "this.",
+            "float",
+            affects_decisions=False,
+            minimum=0.0,
+            maximum=1.0,
+        ),
+    )
+    checker_timeout_s: int = field(
+        default=60,
+        metadata=_meta(
+            "Time limit for running a task's checker in a separate process.",
+            "int",
+            affects_decisions=False,
+            minimum=1,
+            maximum=86_400,
+        ),
+    )
+    archive_max_bytes: int = field(
+        default=512 * 1024 * 1024,
+        metadata=_meta(
+            "Largest total uncompressed size an archive may extract to.",
+            "int",
+            affects_decisions=False,
+            minimum=1,
+        ),
+    )
+    archive_max_files: int = field(
+        default=20000,
+        metadata=_meta(
+            "Largest number of entries an archive may extract.",
+            "int",
+            affects_decisions=False,
+            minimum=1,
+        ),
+    )
 
-    def __getattr__(self, name: str) -> Any:
-        if name == "values":
-            raise AttributeError(name)
-        if name in self.values:
-            return self.values[name]
-        if name in SETTINGS_BY_NAME:
-            return SETTINGS_BY_NAME[name].default
-        raise AttributeError(name)
+    require_solvable_for_accept: bool = field(
+        default=False,
+        metadata=_meta(
+            "A task can be accepted only after its checker scored 1.0 on a reference solution "
+            "workspace (verifiable solvability, PIPELINE 7).",
+            "bool",
+            affects_decisions=False,
+        ),
+    )
+    diagnose_base_url: str = field(
+        default="http://127.0.0.1:8000/v1",
+        metadata=_meta(
+            "Endpoint of the model that diagnoses tasks (OpenAI-compatible, or Anthropic "
+            "Messages).",
+            "str",
+            affects_decisions=False,
+        ),
+    )
+    diagnose_model: str = field(
+        default="",
+        metadata=_meta(
+            "Model name sent to the diagnosis endpoint.", "str", affects_decisions=False
+        ),
+    )
+    diagnose_api: str = field(
+        default="openai",
+        metadata=_meta(
+            "'openai' (Chat Completions: vLLM, SGLang, LiteLLM, hosted) or 'anthropic' (Messages).",
+            "choice",
+            affects_decisions=False,
+            choices=("openai", "anthropic"),
+        ),
+    )
+    diagnose_api_key_env: str = field(
+        default="",
+        metadata=_meta(
+            "Environment variable holding the diagnosis API key (empty: no key). Keys are read "
+            "from the environment only, never stored or shown.",
+            "str",
+            affects_decisions=False,
+        ),
+    )
+    diagnose_timeout_s: float = field(
+        default=120.0,
+        metadata=_meta(
+            "Time limit of one diagnosis request (the SDK also retries 429 / 5xx answers).",
+            "float",
+            affects_decisions=False,
+            minimum=1.0,
+            maximum=3600.0,
+        ),
+    )
+    diagnose_file_budget: int = field(
+        default=40000,
+        metadata=_meta(
+            "Characters of input-file contents a diagnosis prompt may hold (the rest is "
+            "truncated with a note; the whole file tree is always listed).",
+            "int",
+            affects_decisions=False,
+            minimum=0,
+        ),
+    )
+    diagnose_concurrency: int = field(
+        default=4,
+        metadata=_meta(
+            "Diagnosis requests in flight at once (CLI --concurrency and the queue's Diagnose).",
+            "int",
+            affects_decisions=False,
+            minimum=1,
+            maximum=64,
+        ),
+    )
+
+    def __post_init__(self) -> None:
+        for s in SETTINGS:
+            object.__setattr__(self, s.name, _validate(s, getattr(self, s.name)))
 
     def with_(self, **changes: Any) -> Settings:
+        """A copy with `changes` applied; unknown names and bad values raise SettingsError."""
         unknown = set(changes) - set(SETTINGS_BY_NAME)
         if unknown:
-            raise KeyError(f"unknown settings: {sorted(unknown)}")
-        return Settings({**self.values, **changes})
+            raise SettingsError(f"unknown settings: {sorted(unknown)}")
+        return dataclasses.replace(self, **changes)
 
     def decision_values(self) -> dict[str, Any]:
         """The values that change decisions, with defaults filled in."""
         return {s.name: _jsonable(getattr(self, s.name)) for s in SETTINGS if s.affects_decisions}
 
+    def overrides(self) -> dict[str, Any]:
+        """The settings whose value differs from the default."""
+        return {
+            s.name: getattr(self, s.name) for s in SETTINGS if getattr(self, s.name) != s.default
+        }
+
     @property
     def settings_hash(self) -> str:
+        """The cache key of decisions: a hash of `decision_values`."""
         blob = json.dumps(self.decision_values(), sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -189,10 +334,167 @@ class Settings:
         return os.environ.get("CLAWVIZ_DATABASE_URL") or self.database_url
 
 
+def _bounds(s: Setting, v: float) -> None:
+    if s.minimum is not None and v < s.minimum:
+        raise SettingsError(f"setting {s.name}: {v!r} is below the minimum {s.minimum!r}")
+    if s.maximum is not None and v > s.maximum:
+        raise SettingsError(f"setting {s.name}: {v!r} is above the maximum {s.maximum!r}")
+
+
+def _number(s: Setting, value: Any, want: type) -> Any:
+    ok = isinstance(value, (int, float) if want is float else int) and not isinstance(value, bool)
+    if not ok:
+        raise SettingsError(
+            f"setting {s.name} takes {'a number' if want is float else 'an integer'}, "
+            f"not {type(value).__name__} {value!r}"
+        )
+    if want is float:
+        value = float(value)
+        if not math.isfinite(value):
+            raise SettingsError(f"setting {s.name}: {value!r} is not a finite number")
+    _bounds(s, value)
+    return value
+
+
+def _weights(s: Setting, value: Any) -> Weights | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise SettingsError(f"setting {s.name} takes {{'checks': w, 'rubric': w}}, not {value!r}")
+    bad = set(value) - set(Weights.KEYS)
+    if bad:
+        raise SettingsError(f"setting {s.name}: unknown keys {sorted(bad)} (use checks, rubric)")
+    for k, w in value.items():
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w):
+            raise SettingsError(f"setting {s.name}: weight {k} must be a number, not {w!r}")
+        _bounds(s, w)
+    return value if isinstance(value, Weights) else Weights(value)
+
+
+def _validate(s: Setting, value: Any) -> Any:
+    """`value` checked against the setting's kind and bounds (ints become floats for floats)."""
+    if s.kind == "int":
+        return _number(s, value, int)
+    if s.kind == "float":
+        return _number(s, value, float)
+    if s.kind == "bool":
+        if not isinstance(value, bool):
+            raise SettingsError(f"setting {s.name} takes true or false, not {value!r}")
+        return value
+    if s.kind == "names":
+        if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+            raise SettingsError(f"setting {s.name} takes a list of names, not {value!r}")
+        return tuple(value)
+    if s.kind == "weights":
+        return _weights(s, value)
+    if not isinstance(value, str):
+        raise SettingsError(f"setting {s.name} takes text, not {type(value).__name__} {value!r}")
+    if s.choices and value not in s.choices:
+        raise SettingsError(f"setting {s.name}: {value!r} is not one of {', '.join(s.choices)}")
+    return value
+
+
+def parse_value(name: str, text: str) -> Any:
+    """A setting's value from command-line text (`9`, `true`, `a,b`, `checks=1,rubric=3`)."""
+    s = SETTINGS_BY_NAME.get(name)
+    if s is None:
+        raise SettingsError(f"unknown setting {name!r} (see `clawviz settings`)")
+    text = text.strip()
+    try:
+        if s.kind == "int":
+            return int(text)
+        if s.kind == "float":
+            return float(text)
+        if s.kind == "bool":
+            low = text.lower()
+            if low not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError(text)
+            return low in ("true", "1", "yes")
+        if s.kind == "names":
+            return tuple(t.strip() for t in text.split(",") if t.strip())
+        if s.kind == "weights":
+            if text.lower() in ("", "none", "null"):
+                return None
+            pairs = [p.split("=", 1) for p in text.split(",") if p.strip()]
+            return {k.strip(): float(v) for k, v in pairs}
+    except ValueError as exc:
+        raise SettingsError(f"setting {name}: cannot read {text!r} as {s.kind}") from exc
+    return text
+
+
+def parse_assignment(text: str) -> tuple[str, Any]:
+    """`name=value` (the CLI's `--set`) as a name and a typed value."""
+    name, sep, value = text.partition("=")
+    if not sep:
+        raise SettingsError(f"--set takes name=value, not {text!r}")
+    return name.strip(), parse_value(name.strip(), value)
+
+
 def _jsonable(v: Any) -> Any:
+    if isinstance(v, Weights):
+        return dict(v)
     if isinstance(v, (tuple, list, set, frozenset)):
         return sorted(v) if isinstance(v, (set, frozenset)) else list(v)
     return v
+
+
+def _setting_of(f: dataclasses.Field[Any]) -> Setting:
+    m = f.metadata
+    return Setting(
+        name=f.name,
+        default=f.default,
+        help=m["help"],
+        affects_decisions=m["affects_decisions"],
+        kind=m["kind"],
+        minimum=m["minimum"],
+        maximum=m["maximum"],
+        choices=m["choices"],
+        editable=m["editable"],
+    )
+
+
+SETTINGS: tuple[Setting, ...] = tuple(_setting_of(f) for f in dataclasses.fields(Settings))
+"""Every setting in declaration order, as the form, the CLI and the README show them."""
+
+SETTINGS_BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
+
+
+_README_DB = "'sqlite:///~/.clawviz/clawviz.db'"
+
+
+def readme_table() -> str:
+    """The README's settings table (name, default, whether it changes decisions, help)."""
+    lines = [
+        "| Setting | Default | Changes decisions | Allowed | Help |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for s in SETTINGS:
+        default = (
+            "'sqlite:///~/.clawviz/clawviz.db'" if s.name == "database_url" else repr(s.default)
+        )
+        yes = "yes" if s.affects_decisions else "no"
+        lines.append(f"| `{s.name}` | `{default}` | {yes} | {allowed(s)} | {s.help} |")
+    return "\n".join(lines)
+
+
+def allowed(s: Setting) -> str:
+    """The values a setting accepts, in words (README table, CLI help)."""
+    if s.choices:
+        return " or ".join(s.choices)
+    if s.kind == "bool":
+        return "true or false"
+    if s.kind == "names":
+        return "comma-separated names"
+    lo = "" if s.minimum is None else f"{s.minimum:g}"
+    hi = "" if s.maximum is None else f"{s.maximum:g}"
+    what = {"int": "integer", "float": "number", "weights": "weights"}.get(s.kind, "text")
+    if s.kind == "weights":
+        return f"none or checks=w,rubric=w (w >= {lo})" if lo else "none or checks=w,rubric=w"
+    if lo and hi:
+        return f"{what} {lo} .. {hi}"
+    if lo:
+        return f"{what} >= {lo}"
+    return what
 
 
 DEFAULT_SETTINGS = Settings()

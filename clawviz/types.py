@@ -13,24 +13,61 @@ OpenAI ``tool`` messages become a ``user`` message holding one ``tool_result`` b
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from enum import StrEnum
+from typing import Any, Literal, Protocol
 
 Message = dict[str, Any]
 
 Endpoint = Literal["anthropic_messages", "openai_chat", "openai_responses", "non_model"]
 Failure = Literal["failed_http", "truncated_stream", "orphaned_request"]
-State = Literal["kept", "pruned", "auxiliary", "failed"]
-Role = Literal[
-    "main",
-    "aux_utility",
-    "aux_summary",
-    "aux_subagent",
-    "aux_heartbeat",
-    "aux_cron",
-    "aux_memory_flush",
-    "aux_non_model",
-]
+
+
+class State(StrEnum):
+    """The one state each call ends in (PIPELINE §4)."""
+
+    KEPT = "kept"
+    PRUNED = "pruned"
+    AUXILIARY = "auxiliary"
+    FAILED = "failed"
+
+
+class Role(StrEnum):
+    """What a call is for (PIPELINE §3): the main conversation or one auxiliary kind."""
+
+    MAIN = "main"
+    AUX_UTILITY = "aux_utility"
+    AUX_SUMMARY = "aux_summary"
+    AUX_SUBAGENT = "aux_subagent"
+    AUX_HEARTBEAT = "aux_heartbeat"
+    AUX_CRON = "aux_cron"
+    AUX_MEMORY_FLUSH = "aux_memory_flush"
+    AUX_NON_MODEL = "aux_non_model"
+
+
+class ReasonCode(StrEnum):
+    """Why a call is pruned or failed, or why an episode is dropped (PIPELINE §4).
+
+    Values are the strings stored in the database and shown in the app, so a member compares
+    equal to its bare string (``ReasonCode.NOT_LONGEST == "not_longest"``).
+    """
+
+    # Call reasons: pruned(...)
+    SUPERSEDED_RETRY = "superseded_retry"
+    NOT_LONGEST = "not_longest"
+    # Call reasons: failed(...) (the Failure codes)
+    FAILED_HTTP = "failed_http"
+    TRUNCATED_STREAM = "truncated_stream"
+    ORPHANED_REQUEST = "orphaned_request"
+    # Episode reasons
+    TOO_MANY_BRANCHES = "too_many_branches"
+    ENDED_IN_ERROR = "ended_in_error"
+    UNSUPPORTED_TOOL = "unsupported_tool"
+    MISSING_REWARD = "missing_reward"
+    BELOW_REWARD_THRESHOLD = "below_reward_threshold"
+
+
 SourceKind = Literal["exchange", "transcript"]
 
 
@@ -105,7 +142,7 @@ class Call:
 class Reason:
     """A reason code with the evidence that triggered it, e.g. ('too_many_branches', '9 > 8')."""
 
-    code: str
+    code: ReasonCode | str
     evidence: str = ""
     call_id: str | None = None
 
@@ -115,9 +152,9 @@ class CallDecision:
     """What reconstruction decided about one call."""
 
     call_id: str
-    role: str
-    state: str
-    reason: str | None
+    role: Role | str
+    state: State | str
+    reason: ReasonCode | str | None
     role_reason: str = ""
     parent_call: str | None = None
     retry_of: str | None = None
@@ -135,8 +172,8 @@ class PathInfo:
     path_id: str
     segment: int
     call_ids: list[str]
-    state: str
-    reason: str | None
+    state: State | str
+    reason: ReasonCode | str | None
     generated_tokens: int
     reward: float | None = None
     advantage: float | None = None
@@ -157,3 +194,40 @@ class EpisodeAnalysis:
     reward: float | None
     advantage: float | None = None
     n_segments: int = 0
+
+
+CALL_ORDER = ("seq", "t_request", "source_file", "line", "call_id")
+"""The one order of an episode's calls (PIPELINE §2): seq when logged, else request time, then
+file position; a missing seq or time sorts after every known one. `call_order_key` is it in
+Python, `clawviz.store.models.call_order_by` in SQL."""
+
+
+class Ordered(Protocol):
+    """Anything carrying the fields of `CALL_ORDER` (a Call, a row of call columns)."""
+
+    @property
+    def seq(self) -> int | None: ...
+    @property
+    def t_request(self) -> float | None: ...
+    @property
+    def source_file(self) -> str: ...
+    @property
+    def line(self) -> int: ...
+    @property
+    def call_id(self) -> str: ...
+
+
+def call_order_key(call: Ordered) -> tuple[float, float, str, int, str]:
+    """Sort key of `CALL_ORDER`: seq, then request time (missing ones last), file, line, id."""
+    return (
+        call.seq if call.seq is not None else math.inf,
+        call.t_request if call.t_request is not None else math.inf,
+        call.source_file,
+        call.line,
+        call.call_id,
+    )
+
+
+def call_label(call: Call) -> str:
+    """How evidence text names a call: its seq when logged, else its id."""
+    return str(call.seq) if call.seq is not None else call.call_id

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
 from clawviz.figures.layout import tree_layout
-from clawviz.figures.palette import COLOUR_MODES
+from clawviz.figures.palette import COLOUR_MODES, state_colour
 from clawviz.figures.tokens import advantage_figure, advantage_grid, token_figure, token_grid
 from clawviz.figures.tree import call_from_selection, tree_figure
 from clawviz.recon.advantage import importance_ratios, ppo_token_advantages
-from clawviz.types import Call
+from clawviz.types import Call, Role, State
 from clawviz.ui import data, state
 from clawviz.ui.inspector import (
     call_label,
@@ -24,9 +23,10 @@ from clawviz.ui.inspector import (
     message_delta,
     path_rows,
 )
+from clawviz.ui.pages import WORKSPACE, page_file, run_page
 from clawviz.ui.render import reason_badges, render_message
 
-WORKSPACE_PAGE = Path(__file__).parent / "workspace.py"
+WORKSPACE_PAGE = page_file(WORKSPACE)
 KEY_PATH_SEEN = "episode_paths_seen"
 # The shared history is long; the expander shows its last messages only.
 MAX_SHARED_SHOWN = 30
@@ -71,10 +71,10 @@ def init_selection(episode_id: str, call_ids: list[str], default_call: str) -> N
 def first_main_call(view: data.EpisodeView) -> str:
     """The call opened by default: the first kept call, else the first main call, else the first."""
     decisions = view.analysis.decisions if view.analysis else {}
-    for wanted in ("kept", None):
+    for wanted in (State.KEPT, None):
         for c in view.calls:
             d = decisions.get(c.call_id)
-            if d and d.role == "main" and (wanted is None or d.state == wanted):
+            if d and d.role == Role.MAIN and (wanted is None or d.state == wanted):
                 return c.call_id
     return view.calls[0].call_id
 
@@ -98,7 +98,7 @@ def on_compare_select() -> None:
 def header(view: data.EpisodeView) -> None:
     ep, a = view.episode, view.analysis
     st.title(f"Episode {escape_md(ep['episode_id'])}")
-    reward = episode_reward(view)
+    reward = view.reward
     facts = [
         ("Task", ep.get("task_id")),
         ("Harness", ep.get("harness")),
@@ -193,7 +193,7 @@ def inspector(view: data.EpisodeView, call_ids: list[str]) -> None:
     d = decisions.get(cid)
     parent = calls.get(d.parent_call) if d and d.parent_call else None
     if d is not None:
-        colour = {"kept": "green", "pruned": "orange", "failed": "red"}.get(d.state, "blue")
+        colour = state_colour(d.state)
         text = f"{d.state}" + (f": {d.reason}" if d.reason else "")
         line = st.container(horizontal=True)
         line.badge(escape_md(d.role), color="gray")
@@ -305,7 +305,7 @@ def ppo_advantage_view(call: Call, view: data.EpisodeView) -> None:
             "each kept path carries its return R (gamma = lambda = 1), see the Paths table."
         )
         return
-    reward = episode_reward(view)
+    reward = view.reward
     if reward is None:
         st.info(
             "Value estimates were logged, but this episode has no reward, so A_t = R − V(s_t) "
@@ -313,7 +313,7 @@ def ppo_advantage_view(call: Call, view: data.EpisodeView) -> None:
         )
         return
     d = view.analysis.decisions.get(call.call_id) if view.analysis else None
-    if d is None or d.state != "kept":
+    if d is None or d.state != State.KEPT:
         state_text = d.state if d else "not analysed"
         st.info(
             f"This call is {escape_md(state_text)}, not on a kept path, so it is not trained "
@@ -337,13 +337,6 @@ def ppo_advantage_view(call: Call, view: data.EpisodeView) -> None:
     st.plotly_chart(
         advantage_figure(grid), key="episode_advantage_view", config={"displaylogo": False}
     )
-
-
-def episode_reward(view: data.EpisodeView) -> float | None:
-    a = view.analysis
-    if a is not None and a.reward is not None:
-        return a.reward
-    return (view.result or {}).get("reward")
 
 
 def raw_tab(call: Call) -> None:
@@ -439,7 +432,7 @@ def compare_section(view: data.EpisodeView, settings) -> None:
     for col, v, key in ((left, view, "left"), (right, other, "right")):
         with col:
             a = v.analysis
-            reward = a.reward if a else (v.result or {}).get("reward")
+            reward = v.reward
             st.markdown(f"**{escape_md(v.episode['episode_id'])}**")
             m = st.columns(3)
             m[0].metric("Reward", _fmt(reward))
@@ -484,18 +477,16 @@ def main() -> None:
     state.set_params(call=st.session_state[state.KEY_CALL_SELECT])
 
     header(view)
-    if WORKSPACE_PAGE.exists():
-        st.page_link(
-            WORKSPACE_PAGE,
-            label="Workspace diff of this attempt",
-            icon=":material/difference:",
-            query_params={"episode": episode_id},
-        )
+    st.page_link(
+        WORKSPACE_PAGE,
+        label="Workspace diff of this attempt",
+        icon=":material/difference:",
+        query_params={"episode": episode_id},
+    )
     tree_section(view, call_ids)
     inspector(view, call_ids)
     paths_section(view)
     compare_section(view, settings)
 
 
-state.require_app_frame()
-main()
+run_page(__file__, main)

@@ -12,6 +12,7 @@ import streamlit as st
 
 from clawviz.ui import data, state
 from clawviz.ui.inspector import escape_md
+from clawviz.ui.pages import run_page
 
 UPLOAD_TYPES = ["jsonl", "gz", "json", "zip", "tgz", "tar", "md"]
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".tar")
@@ -141,5 +142,4 @@ def main() -> None:
         show_report(report)
 
 
-state.require_app_frame()
-main()
+run_page(__file__, main)

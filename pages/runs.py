@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 import streamlit as st
 
 from clawviz.figures import runs as figures
 from clawviz.store import queries
 from clawviz.ui import data, state
+from clawviz.ui.pages import EPISODE, page_file, run_page
 
-EPISODE_PAGE = Path(__file__).parent / "episode.py"
+EPISODE_PAGE = page_file(EPISODE)
 # Above this many episodes the statistics (a pass over every kept response) wait for a click.
 STATS_AUTO_LIMIT = 5000
 
@@ -238,5 +237,4 @@ def main() -> None:
     sources_section(url)
 
 
-state.require_app_frame()
-main()
+run_page(__file__, main)

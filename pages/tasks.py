@@ -17,6 +17,7 @@ from clawviz.ui import findings_widgets as fw
 from clawviz.ui import state
 from clawviz.ui import tasks_widgets as w
 from clawviz.ui.inspector import escape_md
+from clawviz.ui.pages import run_page
 
 SORTS = {
     "task": ("task_id", True),
@@ -104,7 +105,7 @@ def export_buttons(url_key: str, task_id: str | None = None) -> None:
 def queue_view() -> None:
     st.title("Tasks")
     with state.get_session() as session:
-        rows = task_queue(session)
+        rows = task_queue(session, state.current_settings())
     if not rows:
         st.info(
             "No tasks yet. Ingest a task folder (ClawGym `data_entry.json` folders or PinchBench "
@@ -447,7 +448,7 @@ def signoff_panel(d: TaskDetail) -> None:
 
 def detail_view(task_id: str) -> None:
     with state.get_session() as session:
-        d = task_detail(session, task_id)
+        d = task_detail(session, task_id, state.current_settings())
     if st.button("All tasks", icon=":material/arrow_back:"):
         open_task(None)
         st.rerun()
@@ -499,5 +500,4 @@ def main() -> None:
         queue_view()
 
 
-state.require_app_frame()
-main()
+run_page(__file__, main)

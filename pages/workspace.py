@@ -27,6 +27,7 @@ from clawviz.review.workspace import (
 from clawviz.ui import state
 from clawviz.ui import tasks_widgets as w
 from clawviz.ui.inspector import escape_md
+from clawviz.ui.pages import run_page
 
 MODES = {"unified": "Unified", "side_by_side": "Side by side"}
 ROW_TINT = {"replace": "#fff3cd", "delete": "#fde0dc", "insert": "#e2f5e5"}
@@ -249,7 +250,8 @@ def main() -> None:
     episode_id = state.get_param(state.QP_EPISODE)
     with state.get_session() as session:
         options = attempts_with_workspaces(session)
-        ws = attempt_workspaces(session, episode_id) if episode_id else None
+        settings = state.current_settings()
+        ws = attempt_workspaces(session, episode_id, settings) if episode_id else None
     picker(options, episode_id)
     if not episode_id:
         st.info("Choose an attempt to compare its workspace before and after the run.")
@@ -308,5 +310,4 @@ def main() -> None:
         show_file(diff, st.session_state[w.KEY_WS_FILE])
 
 
-state.require_app_frame()
-main()
+run_page(__file__, main)

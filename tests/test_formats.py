@@ -519,10 +519,10 @@ def test_message_cache_gives_the_same_result_as_no_cache():
         assert a.call.messages == b.call.messages and a.message_hashes == b.message_hashes
 
 
-def test_sse_split_frames_ignores_comments_and_crlf():
+def test_sse_frames_ignore_comments_and_crlf():
     text = ': keep-alive\r\n\r\nevent: ping\r\ndata: {"type": "ping"}\r\n\r\n'
-    frames = sse_mod.split_frames(text).frames
-    assert [f.data for f in frames] == [{"type": "ping"}]
+    frames, cut_off = sse_mod._event_data(text)
+    assert [data for _, data in frames] == [{"type": "ping"}] and not cut_off
 
 
 def test_done_inside_content_text_is_not_the_end_of_a_stream():

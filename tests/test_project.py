@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from clawviz.settings import SETTINGS
+from clawviz.settings import SETTINGS, readme_table
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,6 +34,7 @@ def test_core_imports_no_streamlit_at_runtime():
 
 def test_readme_lists_every_setting_with_its_default():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert readme_table() in readme, "README settings table is stale: paste readme_table()"
     for s in SETTINGS:
         row = re.search(rf"^\| `{s.name}` \| `([^`]*)` \|", readme, re.M)
         assert row, f"README settings table lacks {s.name}"

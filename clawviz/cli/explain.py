@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import orjson
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from clawviz.recon.advantage import importance_ratios
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 from clawviz.store.decisions import episode_analysis
 from clawviz.store.models import CallRow
-from clawviz.types import EpisodeAnalysis, PathInfo, Rollout
+from clawviz.types import EpisodeAnalysis, PathInfo, Rollout, call_order_key
 
 
 @dataclass(frozen=True)
@@ -32,31 +31,14 @@ class CallFacts:
 
 
 def _facts(session: Session, episode_id: str) -> list[CallFacts]:
+    names = [f.name for f in fields(CallFacts)]
     rows = session.execute(
-        select(
-            CallRow.call_id,
-            CallRow.source_file,
-            CallRow.line,
-            CallRow.seq,
-            CallRow.t_request,
-            CallRow.endpoint,
-            CallRow.http_status,
-            CallRow.output_tokens,
-            CallRow.rollout_json,
-        ).where(CallRow.episode_id == episode_id)
+        select(*(col(getattr(CallRow, n)) for n in names)).where(
+            col(CallRow.episode_id) == episode_id
+        )
     ).all()
     facts = [CallFacts(*r) for r in rows]
-    return sorted(facts, key=_order)
-
-
-def _order(f: CallFacts) -> tuple:
-    return (
-        f.seq if f.seq is not None else math.inf,
-        f.t_request if f.t_request is not None else math.inf,
-        f.source_file,
-        f.line,
-        f.call_id,
-    )
+    return sorted(facts, key=call_order_key)
 
 
 def _path_of(paths: list[PathInfo]) -> dict[str, PathInfo]:

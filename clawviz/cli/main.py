@@ -9,15 +9,17 @@ import sys
 from typing import Any
 
 import orjson
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from clawviz.cli import explain
 from clawviz.cli import tasks as cli_tasks
+from clawviz.cli.common import add_common, settings_of
 from clawviz.ingest.load import IngestReport, ingest_paths
-from clawviz.settings import DEFAULT_SETTINGS, SETTINGS
+from clawviz.settings import DEFAULT_SETTINGS, SETTINGS, Settings, SettingsError, allowed
 from clawviz.store import db, decisions, search
 from clawviz.store.db import session_scope
 from clawviz.store.models import Episode, EpisodeStatus, Result
+from clawviz.store.rewards import result_reward
 
 EXIT_OK = 0
 EXIT_FATAL = 1
@@ -90,7 +92,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     bar = ProgressBar() if sys.stderr.isatty() and not args.json else None
     try:
         with session_scope(args.db) as session:
-            report = ingest_paths(args.paths, session=session, progress=bar)
+            report = ingest_paths(
+                args.paths, session=session, settings=settings_of(args), progress=bar
+            )
     except FileNotFoundError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FATAL
@@ -106,21 +110,24 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return EXIT_REJECTED if report.rejected else EXIT_OK
 
 
-def episode_rows(session: Session) -> list[dict[str, Any]]:
-    """One row per episode with reward, status and reasons."""
-    settings_hash = DEFAULT_SETTINGS.settings_hash
-    decisions.ensure_analysis(session, DEFAULT_SETTINGS)
+def episode_rows(session: Session, settings: Settings = DEFAULT_SETTINGS) -> list[dict[str, Any]]:
+    """One row per episode with reward (the one reward rule), status and reasons."""
+    settings_hash = settings.settings_hash
+    decisions.ensure_analysis(session, settings)
     statuses = {
         s.episode_id: s
         for s in session.exec(
             select(EpisodeStatus).where(EpisodeStatus.settings_hash == settings_hash)
         )
     }
-    rewards = {r.episode_id: r.reward for r in session.exec(select(Result))}
+    rewards = {r.episode_id: result_reward(r, settings) for r in session.exec(select(Result))}
     rows = []
     for ep in session.exec(
         select(Episode).order_by(
-            Episode.task_id, Episode.harness, Episode.attempt, Episode.episode_id
+            col(Episode.task_id),
+            col(Episode.harness),
+            col(Episode.attempt),
+            col(Episode.episode_id),
         )
     ):
         st = statuses.get(ep.episode_id)
@@ -161,7 +168,7 @@ def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
 def cmd_episodes(args: argparse.Namespace) -> int:
     """List episodes."""
     with session_scope(args.db) as session:
-        rows = episode_rows(session)
+        rows = episode_rows(session, settings_of(args))
     if args.json:
         _print_json(rows)
     else:
@@ -214,25 +221,36 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     """Explain one episode call by call."""
+    settings = settings_of(args)
     with session_scope(args.db) as session:
         if session.get(Episode, args.episode_id) is None:
             print(f"error: no episode {args.episode_id!r} in the store", file=sys.stderr)
             return EXIT_FATAL
         if args.json:
-            _print_json(explain.explain_rows(session, args.episode_id, DEFAULT_SETTINGS))
+            _print_json(explain.explain_rows(session, args.episode_id, settings))
         else:
-            print(explain.explain_text(session, args.episode_id, DEFAULT_SETTINGS))
+            print(explain.explain_text(session, args.episode_id, settings))
     return EXIT_OK
 
 
 def cmd_settings(args: argparse.Namespace) -> int:
-    """Print the settings table: name, default, whether it changes decisions, help."""
+    """Print the settings table: name, default, value in use, allowed values, help."""
+    current = settings_of(args)
+
+    def plain(v: Any) -> Any:
+        return list(v) if isinstance(v, tuple) else (dict(v) if hasattr(v, "keys") else v)
+
     rows = [
         {
             "name": s.name,
-            "default": list(s.default) if isinstance(s.default, tuple) else s.default,
-            "value": DEFAULT_SETTINGS.resolved_database_url if s.name == "database_url" else None,
+            "default": plain(s.default),
+            "value": plain(
+                current.resolved_database_url
+                if s.name == "database_url"
+                else getattr(current, s.name)
+            ),
             "affects_decisions": s.affects_decisions,
+            "allowed": allowed(s),
             "help": s.help,
         }
         for s in SETTINGS
@@ -242,28 +260,21 @@ def cmd_settings(args: argparse.Namespace) -> int:
         return EXIT_OK
     for r in rows:
         print(f"{r['name']} = {r['default']!r}")
-        if r["value"] and r["value"] != r["default"]:
-            print(f"    (in use: {r['value']})")
-        print(f"    {r['help']}")
+        if r["value"] != r["default"]:
+            print(f"    (in use: {r['value']!r})")
+        print(f"    {r['help']} [{r['allowed']}]")
+    print(f"settings hash: {current.settings_hash}")
     return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse tree; `--db` and `--json` work before or after the sub-command."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--db",
-        default=argparse.SUPPRESS,
-        help="store URL (default: settings / CLAWVIZ_DATABASE_URL)",
-    )
-    common.add_argument(
-        "--json", action="store_true", default=argparse.SUPPRESS, help="JSON output"
-    )
+    add_common(common)
     parser = argparse.ArgumentParser(
         prog="clawviz", description="Rebuild, prune and review agent episodes from proxy logs."
     )
-    parser.add_argument("--db", default=None, help="store URL (default: settings / env)")
-    parser.add_argument("--json", action="store_true", default=False, help="JSON output")
+    add_common(parser, top=True)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("ingest", parents=[common], help="load logs, results, transcripts, tasks")
@@ -291,13 +302,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("settings", parents=[common], help="the settings table with help")
     p.set_defaults(func=cmd_settings)
 
-    cli_tasks.register(sub)
+    cli_tasks.register(sub, common)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     args = build_parser().parse_args(argv)
+    try:
+        settings_of(args)
+    except SettingsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FATAL
     try:
         return int(args.func(args) or 0)
     except BrokenPipeError:

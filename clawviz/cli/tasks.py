@@ -8,30 +8,33 @@ import json
 import sys
 from typing import Any
 
+from clawviz.cli.common import add_common, settings_of
 from clawviz.review import diagnosis, findings
 from clawviz.review.signoff import DECISIONS, ReviewError, add_review
 from clawviz.review.tasks import task_detail, task_queue, verdict_label
 from clawviz.store.db import session_scope
 
 
-def register(subparsers: Any) -> None:
-    """Add `tasks` and `review` to the clawviz argparse tree."""
-    # SUPPRESS keeps a sub-command's --db/--json from clobbering the same top-level options.
-    p = subparsers.add_parser("tasks", help="benchmark tasks: status and difficulty filter")
-    p.add_argument("--db", default=argparse.SUPPRESS, help="store URL (default: settings)")
-    p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="JSON output")
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    """Add `tasks`, `review`, `diagnose` and `findings` to the clawviz argparse tree (`common`:
+    --db, --json, --set)."""
+    p = subparsers.add_parser(
+        "tasks", parents=[common], help="benchmark tasks: status and difficulty filter"
+    )
     p.set_defaults(func=cmd_tasks)
 
-    r = subparsers.add_parser("review", help="record a sign-off decision for a task")
+    r = subparsers.add_parser(
+        "review", parents=[common], help="record a sign-off decision for a task"
+    )
     r.add_argument("task_id", help="task id")
     r.add_argument("--decision", required=True, choices=DECISIONS)
     r.add_argument("--reviewer", required=True, help="who decides")
     r.add_argument("--note", default="", help="why")
-    r.add_argument("--db", default=argparse.SUPPRESS, help="store URL (default: settings)")
-    r.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="JSON output")
     r.set_defaults(func=cmd_review)
 
-    d = subparsers.add_parser("diagnose", help="LLM diagnosis of tasks (ClawGym-Bench review)")
+    d = subparsers.add_parser(
+        "diagnose", parents=[common], help="LLM diagnosis of tasks (ClawGym-Bench review)"
+    )
     d.add_argument("task_ids", nargs="*", help="task ids")
     d.add_argument("--all-pending", action="store_true", help="every task not yet signed off")
     d.add_argument("--base-url", required=True, help="OpenAI-compatible (or Anthropic) base URL")
@@ -41,14 +44,12 @@ def register(subparsers: Any) -> None:
     d.add_argument("--concurrency", type=int, default=4, help="requests in flight at once")
     d.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
     d.add_argument("--file-budget", type=int, default=40_000, help="characters of input files")
-    d.add_argument("--db", default=argparse.SUPPRESS, help="store URL (default: settings)")
-    d.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="JSON output")
     d.set_defaults(func=cmd_diagnose)
 
-    f = subparsers.add_parser("findings", help="a task's diagnosis findings and their verdicts")
+    f = subparsers.add_parser(
+        "findings", parents=[common], help="a task's diagnosis findings and their verdicts"
+    )
     f.add_argument("task_id", help="task id")
-    f.add_argument("--db", default=argparse.SUPPRESS, help="store URL (default: settings)")
-    f.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="JSON output")
     f.set_defaults(func=cmd_findings)
 
 
@@ -58,13 +59,14 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         base_url=args.base_url, model=args.model, api=args.api, api_key_env=args.api_key_env,
         timeout_s=args.timeout,
     )  # fmt: skip
+    settings = settings_of(args)
     with session_scope(getattr(args, "db", None)) as session:
         ids = list(args.task_ids)
         if args.all_pending:
-            ids += [r.task_id for r in task_queue(session) if r.status == "pending"]
+            ids += [r.task_id for r in task_queue(session, settings) if r.status == "pending"]
         details = []
         for tid in dict.fromkeys(ids):
-            detail = task_detail(session, tid)
+            detail = task_detail(session, tid, settings)
             if detail is None:
                 print(f"error: no task {tid!r} in the store", file=sys.stderr)
                 return 2
@@ -129,7 +131,7 @@ def cmd_findings(args: argparse.Namespace) -> int:
 def cmd_tasks(args: argparse.Namespace) -> int:
     """Print the task queue as a table or as JSON."""
     with session_scope(getattr(args, "db", None)) as session:
-        rows = task_queue(session)
+        rows = task_queue(session, settings_of(args))
     if getattr(args, "json", False):
         print(json.dumps([r.as_dict() for r in rows], indent=2))
         return 0
@@ -176,8 +178,9 @@ def _f(v: float | None) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Stand-alone entry (the main CLI calls `register` instead)."""
     parser = argparse.ArgumentParser(prog="clawviz")
-    parser.add_argument("--db", default=None)
-    parser.add_argument("--json", action="store_true")
-    register(parser.add_subparsers(dest="command", required=True))
+    add_common(parser, top=True)
+    common = argparse.ArgumentParser(add_help=False)
+    add_common(common)
+    register(parser.add_subparsers(dest="command", required=True), common)
     args = parser.parse_args(argv)
     return args.func(args)

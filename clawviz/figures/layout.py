@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from clawviz.figures.palette import CATEGORY_COLOURS
-from clawviz.types import Call, CallDecision, EpisodeAnalysis
+from clawviz.figures.palette import CATEGORY_COLOURS, PRUNED_PREFIX
+from clawviz.types import Call, CallDecision, EpisodeAnalysis, PathInfo, Role, State
 
 MAIN_BAND_GAP = 1.5
 """Empty lanes between the main band and the auxiliary band."""
@@ -88,15 +88,15 @@ def node_category(decision: CallDecision | None) -> str:
     """The legend category of a call: kept, pruned: reason, failed, or the auxiliary kind."""
     if decision is None:
         return "not analysed"
-    if decision.state == "kept":
-        return "kept"
-    if decision.state == "failed":
-        return "failed"
-    if decision.state == "auxiliary":
-        return decision.role if decision.role in CATEGORY_COLOURS else "aux_utility"
-    if decision.state == "pruned":
-        key = f"pruned: {decision.reason}"
-        return key if key in CATEGORY_COLOURS else "pruned"
+    if decision.state == State.KEPT:
+        return State.KEPT
+    if decision.state == State.FAILED:
+        return State.FAILED
+    if decision.state == State.AUXILIARY:
+        return decision.role if decision.role in CATEGORY_COLOURS else Role.AUX_UTILITY
+    if decision.state == State.PRUNED:
+        key = f"{PRUNED_PREFIX}{decision.reason}"
+        return key if key in CATEGORY_COLOURS else State.PRUNED
     return "unattached" if decision.reason == "unattached" else "not analysed"
 
 
@@ -134,20 +134,26 @@ class _Lanes:
         return len(self.max_x)
 
 
-def tree_layout(calls: list[Call], analysis: EpisodeAnalysis | None) -> TreeLayout:
-    """Place calls: depth along x, branch lanes along y (main band on top, auxiliary below).
+@dataclass
+class _Links:
+    """How calls hang together for drawing: tree parent within a lane group, else a cross link."""
 
-    Children of a node stay adjacent (depth-first, first child on the parent's lane); a
-    compaction continuation carries on to the right of the summary it continues; sub-agent and
-    utility threads sit in their own lanes under the main band, below where they happened.
-    """
+    ids: list[str]
+    index: dict[str, int]
+    dec: dict[str, CallDecision | None]
+    group: dict[str, str]
+    tree_parent: dict[str, str | None]
+    cross_parent: dict[str, str | None]
+    children: dict[str, list[str]]
+
+
+def links_of(calls: list[Call], analysis: EpisodeAnalysis | None) -> _Links:
+    """Tree parents (same lane group), cross links (sub-agent, summary, compaction) and children."""
     decisions = analysis.decisions if analysis else {}
     ids = [c.call_id for c in calls]
     known = set(ids)
-    index = {cid: i for i, cid in enumerate(ids)}
     dec = {cid: decisions.get(cid) for cid in ids}
     group = {cid: _group_key(dec[cid], cid) for cid in ids}
-
     tree_parent: dict[str, str | None] = {}
     cross_parent: dict[str, str | None] = {}
     for cid in ids:
@@ -159,108 +165,163 @@ def tree_layout(calls: list[Call], analysis: EpisodeAnalysis | None) -> TreeLayo
             tree_parent[cid] = None
             linked = d.linked_call if d and d.linked_call in known else None
             cross_parent[cid] = parent or linked
-
     children: dict[str, list[str]] = defaultdict(list)
     for cid in ids:
-        if tree_parent[cid]:
-            children[tree_parent[cid]].append(cid)
+        tp = tree_parent[cid]
+        if tp:
+            children[tp].append(cid)
+    index = {cid: i for i, cid in enumerate(ids)}
+    return _Links(ids, index, dec, group, tree_parent, cross_parent, children)
 
-    # x: one step right of whatever this call continues; unlinked roots sit under the latest
-    # main call before them, so auxiliary work appears where it happened in time.
+
+def x_positions(links: _Links) -> dict[str, float]:
+    """x: one step right of whatever a call continues; unlinked roots sit under the latest main
+    call before them, so auxiliary work appears where it happened in time."""
     x: dict[str, float] = {}
     last_main_x = 0.0
-    for cid in ids:
-        anchor = tree_parent[cid] or cross_parent[cid]
+    for cid in links.ids:
+        anchor = links.tree_parent[cid] or links.cross_parent[cid]
+        is_main = links.group[cid] == "main"
         if anchor is not None and anchor in x:
             x[cid] = x[anchor] + 1
-        elif group[cid] == "main":
-            x[cid] = 0.0
         else:
-            x[cid] = last_main_x
-        if group[cid] == "main":
+            x[cid] = 0.0 if is_main else last_main_x
+        if is_main:
             last_main_x = max(last_main_x, x[cid])
+    return x
 
-    subtree_size: dict[str, int] = {}
-    for cid in reversed(ids):
-        subtree_size[cid] = 1 + sum(subtree_size[c] for c in children[cid])
 
-    def child_order(cid: str) -> list[str]:
-        # The kept continuation first, so the spine of the episode is a straight line.
-        def rank(c: str) -> tuple:
-            d = dec[c]
-            return (d is None or d.state != "kept", -subtree_size[c], index[c])
+def subtree_sizes(links: _Links) -> dict[str, int]:
+    """Number of calls in each call's subtree (itself included)."""
+    size: dict[str, int] = {}
+    for cid in reversed(links.ids):
+        size[cid] = 1 + sum(size[c] for c in links.children[cid])
+    return size
 
-        return sorted(children[cid], key=rank)
 
+def child_order(links: _Links, size: dict[str, int], cid: str) -> list[str]:
+    """Children of a call, the kept continuation first (the episode's spine is a straight line),
+    then larger subtrees first, then call order."""
+
+    def rank(c: str) -> tuple[bool, int, int]:
+        d = links.dec[c]
+        return (d is None or d.state != State.KEPT, -size[c], links.index[c])
+
+    return sorted(links.children[cid], key=rank)
+
+
+def place_subtree(
+    root: str,
+    lanes: _Lanes,
+    first_lane: int,
+    x: dict[str, float],
+    order: dict[str, list[str]],
+    lane_of: dict[str, int],
+) -> None:
+    """Depth-first, first child on its parent's lane; a later sibling takes a lane only after the
+    earlier siblings' whole subtrees are placed, so siblings stay adjacent."""
+    stack: list[tuple[str, int | None, int]] = [(root, first_lane, first_lane)]
+    while stack:
+        cid, lane, parent_lane = stack.pop()
+        if lane is None:
+            lane = lanes.take(x[cid], at_least=parent_lane + 1)
+        lane_of[cid] = lane
+        lanes.mark(lane, x[cid])
+        kids = order[cid]
+        for i in range(len(kids) - 1, -1, -1):
+            stack.append((kids[i], lane if i == 0 else None, lane))
+
+
+@dataclass
+class _Placement:
+    """Lanes of every call, and the thread (lane group root) each call belongs to."""
+
+    lane_of: dict[str, int]
+    n_main_lanes: int
+    aux_start: float
+    thread_root: dict[str, str]
+    thread_size: dict[str, int]
+    collapsed_y: dict[str, float]
+
+
+def _members(root: str, children: dict[str, list[str]]) -> list[str]:
+    members = [root]
+    i = 0
+    while i < len(members):
+        members.extend(children[members[i]])
+        i += 1
+    return members
+
+
+def place_all(links: _Links, x: dict[str, float]) -> _Placement:
+    """Main trees in the main band, auxiliary threads below it (and their collapsed rows)."""
+    size = subtree_sizes(links)
+    order = {cid: child_order(links, size, cid) for cid in links.ids}
     lane_of: dict[str, int] = {}
-
-    def place(root: str, lanes: _Lanes, first_lane: int) -> None:
-        # Depth-first, first child on its parent's lane; a later sibling takes a lane only
-        # after the earlier siblings' whole subtrees are placed, so siblings stay adjacent.
-        stack: list[tuple[str, int | None, int]] = [(root, first_lane, first_lane)]
-        while stack:
-            cid, lane, parent_lane = stack.pop()
-            if lane is None:
-                lane = lanes.take(x[cid], at_least=parent_lane + 1)
-            lane_of[cid] = lane
-            lanes.mark(lane, x[cid])
-            kids = child_order(cid)
-            for i in range(len(kids) - 1, -1, -1):
-                stack.append((kids[i], lane if i == 0 else None, lane))
-
     main_lanes = _Lanes()
-    roots = [cid for cid in ids if tree_parent[cid] is None]
+    roots = [cid for cid in links.ids if links.tree_parent[cid] is None]
     for r in roots:
-        if group[r] == "main":
-            place(r, main_lanes, main_lanes.take(x[r]))
+        if links.group[r] == "main":
+            place_subtree(r, main_lanes, main_lanes.take(x[r]), x, order, lane_of)
     aux_start = max(main_lanes.count, 1) - 1 + MAIN_BAND_GAP
-    aux_lanes = _Lanes()
-    collapsed_lanes = _Lanes()
+    aux_lanes, collapsed_lanes = _Lanes(), _Lanes()
     thread_root: dict[str, str] = {}
     thread_size: dict[str, int] = {}
     collapsed_y: dict[str, float] = {}
     for r in roots:
-        if group[r] != "main":
-            place(r, aux_lanes, aux_lanes.take(x[r]))
+        if links.group[r] != "main":
+            place_subtree(r, aux_lanes, aux_lanes.take(x[r]), x, order, lane_of)
             lane = collapsed_lanes.take(x[r])
             collapsed_lanes.mark(lane, x[r])
             collapsed_y[r] = aux_start + lane
-        members = [r]
-        i = 0
-        while i < len(members):
-            members.extend(children[members[i]])
-            i += 1
+        members = _members(r, links.children)
         for m in members:
             thread_root[m] = r
         thread_size[r] = len(members)
+    return _Placement(lane_of, main_lanes.count, aux_start, thread_root, thread_size, collapsed_y)
 
-    paths = {p.path_id: list(p.call_ids) for p in (analysis.paths if analysis else [])}
+
+def kept_values(
+    decision: CallDecision | None, kept_paths: list[PathInfo], analysis: EpisodeAnalysis | None
+) -> tuple[float | None, float | None]:
+    """(advantage, reward) shown on a kept call: its kept paths' values, else the episode's."""
+    if decision is None or decision.state != State.KEPT:
+        return None, None
+    adv = next((p.advantage for p in kept_paths if p.advantage is not None), None)
+    reward = next((p.reward for p in kept_paths if p.reward is not None), None)
+    if analysis is not None:
+        adv = analysis.advantage if adv is None else adv
+        reward = analysis.reward if reward is None else reward
+    return adv, reward
+
+
+def _nodes(
+    calls: list[Call],
+    links: _Links,
+    x: dict[str, float],
+    placed: _Placement,
+    analysis: EpisodeAnalysis | None,
+) -> list[TreeNode]:
+    paths = analysis.paths if analysis else []
     path_of: dict[str, list[str]] = defaultdict(list)
-    for p in analysis.paths if analysis else []:
+    for p in paths:
         for cid in p.call_ids:
             path_of[cid].append(p.path_id)
-    path_by_id = {p.path_id: p for p in (analysis.paths if analysis else [])}
-
+    path_by_id = {p.path_id: p for p in paths}
     nodes: list[TreeNode] = []
     for c in calls:
         cid = c.call_id
-        d = dec[cid]
-        is_aux = group[cid] != "main"
-        y = (aux_start + lane_of[cid]) if is_aux else float(lane_of[cid])
-        kept_paths = [path_by_id[p] for p in path_of[cid] if path_by_id[p].state == "kept"]
-        adv = reward = None
-        if d is not None and d.state == "kept":
-            adv = next((p.advantage for p in kept_paths if p.advantage is not None), None)
-            if adv is None and analysis is not None:
-                adv = analysis.advantage
-            reward = next((p.reward for p in kept_paths if p.reward is not None), None)
-            if reward is None and analysis is not None:
-                reward = analysis.reward
-        root = thread_root.get(cid, cid)
+        d = links.dec[cid]
+        is_aux = links.group[cid] != "main"
+        lane = placed.lane_of[cid]
+        y = (placed.aux_start + lane) if is_aux else float(lane)
+        kept_paths = [path_by_id[p] for p in path_of[cid] if path_by_id[p].state == State.KEPT]
+        adv, reward = kept_values(d, kept_paths, analysis)
+        root = placed.thread_root.get(cid, cid)
         nodes.append(
             TreeNode(
                 call_id=cid,
-                index=index[cid],
+                index=links.index[cid],
                 x=x[cid],
                 y=y,
                 role=d.role if d else "?",
@@ -271,8 +332,8 @@ def tree_layout(calls: list[Call], analysis: EpisodeAnalysis | None) -> TreeLayo
                 segment=d.segment if d else None,
                 is_aux=is_aux,
                 thread_root=root,
-                thread_size=thread_size.get(root, 1),
-                y_collapsed=(collapsed_y.get(cid) if is_aux else y),
+                thread_size=placed.thread_size.get(root, 1),
+                y_collapsed=(placed.collapsed_y.get(cid) if is_aux else y),
                 model=c.model,
                 tokens=c.generated_tokens,
                 http_status=c.http_status,
@@ -282,49 +343,74 @@ def tree_layout(calls: list[Call], analysis: EpisodeAnalysis | None) -> TreeLayo
                 reward=reward,
             )
         )
+    return nodes
 
+
+def edges_of(links: _Links) -> list[TreeEdge]:
+    """A `continues` edge to each tree parent, a styled cross edge to each cross link."""
     edges: list[TreeEdge] = []
-    for cid in ids:
-        if tree_parent[cid]:
-            edges.append(TreeEdge(tree_parent[cid], cid, "continues"))
-        elif cross_parent[cid]:
-            edges.append(TreeEdge(cross_parent[cid], cid, _cross_kind(dec[cid])))
+    for cid in links.ids:
+        tp, cp = links.tree_parent[cid], links.cross_parent[cid]
+        if tp:
+            edges.append(TreeEdge(tp, cid, "continues"))
+        elif cp:
+            edges.append(TreeEdge(cp, cid, _cross_kind(links.dec[cid])))
+    return edges
 
-    boundaries = sorted(
-        {
-            x[cid] - 0.5
-            for cid in ids
-            if group[cid] == "main"
-            and tree_parent[cid] is None
-            and cross_parent[cid] is not None
-            and dec[cid] is not None
-            and dec[cid].linked_call is not None
-        }
-    )
 
-    leaves = [
+def compaction_boundaries(links: _Links, x: dict[str, float]) -> list[float]:
+    """x of each main call that starts a new tree after a linked call (compaction)."""
+    out = set()
+    for cid in links.ids:
+        d = links.dec[cid]
+        starts_tree = links.tree_parent[cid] is None and links.cross_parent[cid] is not None
+        if (
+            links.group[cid] == "main"
+            and starts_tree
+            and d is not None
+            and d.linked_call is not None
+        ):
+            out.add(x[cid] - 0.5)
+    return sorted(out)
+
+
+def leaf_labels(analysis: EpisodeAnalysis | None, known: set[str]) -> list[LeafLabel]:
+    """Reward / advantage labels at the last call of each kept path."""
+    return [
         LeafLabel(p.path_id, p.call_ids[-1], p.reward, p.advantage, p.ppo_return)
         for p in (analysis.paths if analysis else [])
-        if p.state == "kept" and p.call_ids and p.call_ids[-1] in known
+        if p.state == State.KEPT and p.call_ids and p.call_ids[-1] in known
     ]
+
+
+def tree_layout(calls: list[Call], analysis: EpisodeAnalysis | None) -> TreeLayout:
+    """Place calls: depth along x, branch lanes along y (main band on top, auxiliary below).
+
+    Children of a node stay adjacent (depth-first, first child on the parent's lane); a
+    compaction continuation carries on to the right of the summary it continues; sub-agent and
+    utility threads sit in their own lanes under the main band, below where they happened.
+    """
+    links = links_of(calls, analysis)
+    x = x_positions(links)
+    placed = place_all(links, x)
     return TreeLayout(
-        nodes=nodes,
-        edges=edges,
-        boundaries=boundaries,
-        leaves=leaves,
-        paths=paths,
-        n_main_lanes=main_lanes.count,
-        aux_band_start=aux_start,
+        nodes=_nodes(calls, links, x, placed, analysis),
+        edges=edges_of(links),
+        boundaries=compaction_boundaries(links, x),
+        leaves=leaf_labels(analysis, set(links.ids)),
+        paths={p.path_id: list(p.call_ids) for p in (analysis.paths if analysis else [])},
+        n_main_lanes=placed.n_main_lanes,
+        aux_band_start=placed.aux_start,
     )
 
 
 def _cross_kind(d: CallDecision | None) -> str:
     if d is None:
         return "aux"
-    if d.role == "aux_subagent":
+    if d.role == Role.AUX_SUBAGENT:
         return "subagent"
-    if d.role == "aux_summary":
+    if d.role == Role.AUX_SUMMARY:
         return "summary"
-    if d.role == "main":
+    if d.role == Role.MAIN:
         return "compaction"
     return "aux"

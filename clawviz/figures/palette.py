@@ -1,28 +1,66 @@
-"""One palette for every figure and badge: node categories, edge styles, colour scales."""
+"""One palette for every figure and badge: node categories, edge styles, reason badges, scales.
+
+Keys are the vocabulary of `clawviz.types` (`State`, `Role`, `ReasonCode`); a StrEnum member
+equals its string, so lookups by stored strings work too.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-"""Empty lanes between the main band and the auxiliary band."""
+from clawviz.types import ReasonCode, Role, State
+
+BadgeColour = Literal["red", "orange", "yellow", "blue", "green", "violet", "gray", "primary"]
+"""The colours a Streamlit badge takes."""
+
+PRUNED_PREFIX = "pruned: "
+"""Category of a pruned call with a reason: `pruned: <reason>`."""
 
 CATEGORY_COLOURS: dict[str, str] = {
-    "kept": "#2ca02c",
-    "pruned: superseded_retry": "#ff7f0e",
-    "pruned: not_longest": "#e6c229",
-    "pruned": "#c49c94",
-    "failed": "#d62728",
-    "aux_summary": "#17becf",
-    "aux_subagent": "#9467bd",
-    "aux_utility": "#9e9e9e",
-    "aux_heartbeat": "#bcbd22",
-    "aux_cron": "#8c564b",
-    "aux_memory_flush": "#e377c2",
-    "aux_non_model": "#c7c7c7",
+    State.KEPT: "#2ca02c",
+    PRUNED_PREFIX + ReasonCode.SUPERSEDED_RETRY: "#ff7f0e",
+    PRUNED_PREFIX + ReasonCode.NOT_LONGEST: "#e6c229",
+    State.PRUNED: "#c49c94",
+    State.FAILED: "#d62728",
+    Role.AUX_SUMMARY: "#17becf",
+    Role.AUX_SUBAGENT: "#9467bd",
+    Role.AUX_UTILITY: "#9e9e9e",
+    Role.AUX_HEARTBEAT: "#bcbd22",
+    Role.AUX_CRON: "#8c564b",
+    Role.AUX_MEMORY_FLUSH: "#e377c2",
+    Role.AUX_NON_MODEL: "#c7c7c7",
     "unattached": "#7f7f7f",
     "not analysed": "#7f7f7f",
 }
 """Colour per node category: kept / pruned(reason) / failed / auxiliary by kind."""
+
+STATE_BADGE_COLOURS: dict[str, BadgeColour] = {
+    State.KEPT: "green",
+    State.PRUNED: "orange",
+    State.FAILED: "red",
+}
+"""Streamlit badge colour of a call's state (anything else: blue)."""
+
+REASON_COLOURS: dict[str, BadgeColour] = {
+    ReasonCode.TOO_MANY_BRANCHES: "red",
+    ReasonCode.ENDED_IN_ERROR: "red",
+    ReasonCode.UNSUPPORTED_TOOL: "orange",
+    ReasonCode.MISSING_REWARD: "gray",
+    ReasonCode.BELOW_REWARD_THRESHOLD: "orange",
+    ReasonCode.ORPHANED_REQUEST: "red",
+}
+"""Streamlit badge colour of an episode reason (anything else: violet)."""
+
+
+def reason_colour(code: str) -> BadgeColour:
+    """Badge colour of an episode reason code."""
+    return REASON_COLOURS.get(code, "violet")
+
+
+def state_colour(state: str) -> BadgeColour:
+    """Badge colour of a call state."""
+    return STATE_BADGE_COLOURS.get(state, "blue")
+
 
 EDGE_STYLES: dict[str, dict[str, Any]] = {
     "continues": {"color": "#8a8a8a", "width": 1.5, "dash": "solid"},
@@ -42,4 +80,3 @@ NO_VALUE_COLOUR = "#d9d9d9"
 ADVANTAGE_SCALE = "RdBu"
 REWARD_SCALE = "RdYlGn"
 COLOUR_MODES = ("state", "advantage", "reward")
-TREE_WINDOW = 60

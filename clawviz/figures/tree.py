@@ -25,6 +25,7 @@ from clawviz.figures.palette import (
     NO_VALUE_COLOUR,
     REWARD_SCALE,
 )
+from clawviz.types import State
 
 NODE_TRACE_NAME = "calls"
 
@@ -66,36 +67,21 @@ def _value_colours(values: list[float | None], scale: str, lo: float, hi: float)
     return out
 
 
-def tree_figure(
-    layout: TreeLayout,
-    colour_by: str = "state",
-    highlight_path: list[str] | str | None = None,
-    collapse_aux: bool = False,
-    selected_call: str | None = None,
-    height: int | None = None,
-    window: int = TREE_WINDOW,
-) -> go.Figure:
-    """Draw a TreeLayout: one node trace, one line trace per edge kind, legend, leaf labels.
+Pos = dict[str, tuple[float, float]]
 
-    A tree deeper than `window` calls opens on a `window`-wide stretch around the selected call,
-    with a range slider under it to move along the whole tree.
-    """
-    if colour_by not in COLOUR_MODES:
-        raise ValueError(f"colour_by must be one of {COLOUR_MODES}, not {colour_by!r}")
-    if isinstance(highlight_path, str):
-        highlight_path = layout.paths.get(highlight_path)
-    shown = [
-        n for n in layout.nodes if not (collapse_aux and n.is_aux and n.thread_root != n.call_id)
-    ]
-    pos = {n.call_id: (n.x, n.y_collapsed if collapse_aux and n.is_aux else n.y) for n in shown}
-    visible_root = {n.call_id: n.thread_root for n in layout.nodes}
 
-    fig = go.Figure()
-    # Shapes and annotations are collected and set once: add_vline / add_annotation re-validate
-    # the whole layout on every call, which costs seconds on a 1,000-call episode.
+def _shown_y(n: TreeNode, collapse_aux: bool) -> float:
+    """A node's lane: its thread's collapsed row when auxiliary threads are collapsed."""
+    if collapse_aux and n.is_aux and n.y_collapsed is not None:
+        return n.y_collapsed
+    return n.y
+
+
+def _boundary_decor(boundaries: list[float]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A dash-dot vertical line and a `compaction` label at each compaction boundary."""
     shapes: list[dict[str, Any]] = []
     annotations: list[dict[str, Any]] = []
-    for b in layout.boundaries:
+    for b in boundaries:
         shapes.append(
             {
                 "type": "line",
@@ -120,21 +106,27 @@ def tree_figure(
                 "font": {"size": 10, "color": "#5f6b6d"},
             }
         )
+    return shapes, annotations
 
-    if highlight_path:
-        pts = [pos[c] for c in highlight_path if c in pos]
-        fig.add_trace(
-            go.Scatter(
-                x=[p[0] for p in pts],
-                y=[p[1] for p in pts],
-                mode="lines",
-                line={"color": "rgba(255, 200, 0, 0.55)", "width": 14},
-                hoverinfo="skip",
-                name="selected path",
-                showlegend=True,
-            )
-        )
 
+def _highlight_trace(path: list[str], pos: Pos) -> go.Scatter:
+    """A wide translucent band under the selected path."""
+    pts = [pos[c] for c in path if c in pos]
+    return go.Scatter(
+        x=[p[0] for p in pts],
+        y=[p[1] for p in pts],
+        mode="lines",
+        line={"color": "rgba(255, 200, 0, 0.55)", "width": 14},
+        hoverinfo="skip",
+        name="selected path",
+        showlegend=True,
+    )
+
+
+def _edge_points(layout: TreeLayout, pos: Pos) -> dict[str, tuple[list, list]]:
+    """Line coordinates per edge kind (None-separated); edges into collapsed threads go to the
+    thread's shown root."""
+    visible_root = {n.call_id: n.thread_root for n in layout.nodes}
     by_kind: dict[str, tuple[list, list]] = defaultdict(lambda: ([], []))
     for e in layout.edges:
         src = e.src if e.src in pos else visible_root.get(e.src)
@@ -151,90 +143,104 @@ def tree_figure(
         else:
             xs.extend([x0, x1, None])
             ys.extend([y0, y1, None])
-    for kind, (xs, ys) in by_kind.items():
-        style = EDGE_STYLES[kind]
-        fig.add_trace(
-            go.Scatter(
-                x=xs,
-                y=ys,
-                mode="lines",
-                line=style,
-                hoverinfo="skip",
-                name=EDGE_LABELS[kind],
-                legendgroup="edges",
-                legendgrouptitle_text="links",
-                showlegend=kind != "continues",
-            )
-        )
+    return by_kind
 
+
+def _edge_traces(layout: TreeLayout, pos: Pos) -> list[go.Scatter]:
+    return [
+        go.Scatter(
+            x=xs,
+            y=ys,
+            mode="lines",
+            line=EDGE_STYLES[kind],
+            hoverinfo="skip",
+            name=EDGE_LABELS[kind],
+            legendgroup="edges",
+            legendgrouptitle_text="links",
+            showlegend=kind != "continues",
+        )
+        for kind, (xs, ys) in _edge_points(layout, pos).items()
+    ]
+
+
+def _node_colours(fig: go.Figure, shown: list[TreeNode], colour_by: str) -> list[str]:
+    """Marker colours by state category or by a value scale (which also adds its colour bar)."""
     if colour_by == "state":
-        colours = [CATEGORY_COLOURS.get(n.category, "#7f7f7f") for n in shown]
-    elif colour_by == "advantage":
+        return [CATEGORY_COLOURS.get(n.category, "#7f7f7f") for n in shown]
+    if colour_by == "advantage":
         vals = [n.advantage for n in shown]
         m = max([abs(v) for v in vals if v is not None] + [1.0])
-        colours = _value_colours(vals, ADVANTAGE_SCALE, -m, m)
         _add_colourbar(fig, ADVANTAGE_SCALE, -m, m, "advantage")
-    else:
-        colours = _value_colours([n.reward for n in shown], REWARD_SCALE, 0.0, 1.0)
-        _add_colourbar(fig, REWARD_SCALE, 0.0, 1.0, "reward")
+        return _value_colours(vals, ADVANTAGE_SCALE, -m, m)
+    _add_colourbar(fig, REWARD_SCALE, 0.0, 1.0, "reward")
+    return _value_colours([n.reward for n in shown], REWARD_SCALE, 0.0, 1.0)
 
-    symbols = []
-    for n in shown:
-        if n.state == "failed":
-            symbols.append("x")
-        elif collapse_aux and n.is_aux and n.thread_size > 1:
-            symbols.append("square")
-        elif n.is_aux:
-            symbols.append("diamond")
-        else:
-            symbols.append("circle")
-    sizes = [18 if n.call_id == selected_call else 12 for n in shown]
-    line_w = [3 if n.call_id == selected_call else 0.5 for n in shown]
-    fig.add_trace(
-        go.Scatter(
-            x=[pos[n.call_id][0] for n in shown],
-            y=[pos[n.call_id][1] for n in shown],
-            mode="markers",
-            marker={
-                "color": colours,
-                "size": sizes,
-                "symbol": symbols,
-                "line": {"color": "#222222", "width": line_w},
+
+def _symbol(n: TreeNode, collapse_aux: bool) -> str:
+    if n.state == State.FAILED:
+        return "x"
+    if collapse_aux and n.is_aux and n.thread_size > 1:
+        return "square"
+    return "diamond" if n.is_aux else "circle"
+
+
+def _node_trace(
+    shown: list[TreeNode],
+    pos: Pos,
+    colours: list[str],
+    collapse_aux: bool,
+    selected_call: str | None,
+) -> go.Scatter:
+    """ONE marker trace for every shown call, the call id in `customdata`."""
+    return go.Scatter(
+        x=[pos[n.call_id][0] for n in shown],
+        y=[pos[n.call_id][1] for n in shown],
+        mode="markers",
+        marker={
+            "color": colours,
+            "size": [18 if n.call_id == selected_call else 12 for n in shown],
+            "symbol": [_symbol(n, collapse_aux) for n in shown],
+            "line": {
+                "color": "#222222",
+                "width": [3 if n.call_id == selected_call else 0.5 for n in shown],
             },
-            customdata=[n.call_id for n in shown],
-            hovertext=[_hover(n, collapse_aux) for n in shown],
-            hovertemplate="%{hovertext}<extra></extra>",
-            name=NODE_TRACE_NAME,
-            showlegend=False,
-        )
+        },
+        customdata=[n.call_id for n in shown],
+        hovertext=[_hover(n, collapse_aux) for n in shown],
+        hovertemplate="%{hovertext}<extra></extra>",
+        name=NODE_TRACE_NAME,
+        showlegend=False,
     )
 
-    if colour_by == "state":
-        present = []
-        for n in shown:
-            if n.category not in present:
-                present.append(n.category)
-        for cat in CATEGORY_COLOURS:
-            if cat in present:
-                fig.add_trace(
-                    go.Scatter(
-                        x=[None],
-                        y=[None],
-                        mode="markers",
-                        marker={"color": CATEGORY_COLOURS[cat], "size": 10},
-                        name=cat,
-                        legendgroup="states",
-                        legendgrouptitle_text="state",
-                        hoverinfo="skip",
-                    )
-                )
 
+def _legend_traces(shown: list[TreeNode]) -> list[go.Scatter]:
+    """One legend entry per state category present, in palette order."""
+    present = {n.category for n in shown}
+    return [
+        go.Scatter(
+            x=[None],
+            y=[None],
+            mode="markers",
+            marker={"color": colour, "size": 10},
+            name=cat,
+            legendgroup="states",
+            legendgrouptitle_text="state",
+            hoverinfo="skip",
+        )
+        for cat, colour in CATEGORY_COLOURS.items()
+        if cat in present
+    ]
+
+
+def _leaf_annotations(layout: TreeLayout, pos: Pos) -> list[dict[str, Any]]:
+    """`R … · A …` next to the last call of each kept path that has a value."""
+    out = []
     for leaf in layout.leaves:
         if leaf.call_id not in pos or (leaf.reward is None and leaf.advantage is None):
             continue
         lx, ly = pos[leaf.call_id]
         label = f"R {_fmt(leaf.reward)} · A {_fmt(leaf.advantage, True)}"
-        annotations.append(
+        out.append(
             {
                 "x": lx,
                 "y": ly,
@@ -246,16 +252,86 @@ def tree_figure(
                 "bgcolor": "rgba(255,255,255,0.85)",
             }
         )
+    return out
 
-    max_y = max([p[1] for p in pos.values()] + [0])
-    max_x = max([p[0] for p in pos.values()] + [1])
+
+def x_window(max_x: float, window: int, centre: float) -> tuple[list[float], dict[str, Any]]:
+    """x range and range slider: the whole tree, or a `window`-wide stretch around `centre`."""
     x_range = [-0.7, max_x + 2.2]
     slider: dict[str, Any] = {"visible": False}
     if max_x > window:
-        centre = pos.get(selected_call or "", (0, 0))[0]
         start = min(max(-0.7, centre - window / 4), max_x + 2.2 - window)
         x_range = [start, start + window]
         slider = {"visible": True, "thickness": 0.07, "range": [-0.7, max_x + 2.2]}
+    return x_range, slider
+
+
+def _axes(
+    layout: TreeLayout, max_y: float, x_range: list[float], slider: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "xaxis": {
+            "title": {"text": "depth (calls since the root)", "font": {"size": 11}},
+            "showgrid": True,
+            "gridcolor": "#f0f0f0",
+            "zeroline": False,
+            "range": x_range,
+            # Whole depths only: a short tree would otherwise get ticks at 0.5, 1.5, ...
+            "dtick": 1 if x_range[1] - x_range[0] <= 20 else None,
+            "rangeslider": slider,
+        },
+        "yaxis": {
+            "range": [max_y + 0.6, -0.9],
+            "showgrid": False,
+            "zeroline": False,
+            "tickmode": "array",
+            "tickvals": [0, layout.aux_band_start] if layout.aux_band_start <= max_y else [0],
+            "ticktext": ["main", "auxiliary"],
+        },
+    }
+
+
+def tree_figure(
+    layout: TreeLayout,
+    colour_by: str = "state",
+    highlight_path: list[str] | str | None = None,
+    collapse_aux: bool = False,
+    selected_call: str | None = None,
+    height: int | None = None,
+    window: int = TREE_WINDOW,
+) -> go.Figure:
+    """Draw a TreeLayout: one node trace, one line trace per edge kind, legend, leaf labels.
+
+    A tree deeper than `window` calls opens on a `window`-wide stretch around the selected call,
+    with a range slider under it to move along the whole tree.
+    """
+    if colour_by not in COLOUR_MODES:
+        raise ValueError(f"colour_by must be one of {COLOUR_MODES}, not {colour_by!r}")
+    if isinstance(highlight_path, str):
+        highlight_path = layout.paths.get(highlight_path)
+    shown = [
+        n for n in layout.nodes if not (collapse_aux and n.is_aux and n.thread_root != n.call_id)
+    ]
+    pos: Pos = {n.call_id: (n.x, _shown_y(n, collapse_aux)) for n in shown}
+
+    fig = go.Figure()
+    # Shapes and annotations are collected and set once: add_vline / add_annotation re-validate
+    # the whole layout on every call, which costs seconds on a 1,000-call episode.
+    shapes, annotations = _boundary_decor(layout.boundaries)
+    if highlight_path:
+        fig.add_trace(_highlight_trace(highlight_path, pos))
+    for trace in _edge_traces(layout, pos):
+        fig.add_trace(trace)
+    colours = _node_colours(fig, shown, colour_by)
+    fig.add_trace(_node_trace(shown, pos, colours, collapse_aux, selected_call))
+    if colour_by == "state":
+        for trace in _legend_traces(shown):
+            fig.add_trace(trace)
+    annotations.extend(_leaf_annotations(layout, pos))
+
+    max_y = max([p[1] for p in pos.values()] + [0])
+    max_x = max([p[0] for p in pos.values()] + [1])
+    x_range, slider = x_window(max_x, window, pos.get(selected_call or "", (0, 0))[0])
     fig.update_layout(
         shapes=shapes,
         annotations=annotations,
@@ -273,24 +349,7 @@ def tree_figure(
             "yanchor": "top" if colour_by == "state" else "bottom",
             "font": {"size": 11},
         },
-        xaxis={
-            "title": {"text": "depth (calls since the root)", "font": {"size": 11}},
-            "showgrid": True,
-            "gridcolor": "#f0f0f0",
-            "zeroline": False,
-            "range": x_range,
-            # Whole depths only: a short tree would otherwise get ticks at 0.5, 1.5, ...
-            "dtick": 1 if x_range[1] - x_range[0] <= 20 else None,
-            "rangeslider": slider,
-        },
-        yaxis={
-            "range": [max_y + 0.6, -0.9],
-            "showgrid": False,
-            "zeroline": False,
-            "tickmode": "array",
-            "tickvals": [0, layout.aux_band_start] if layout.aux_band_start <= max_y else [0],
-            "ticktext": ["main", "auxiliary"],
-        },
+        **_axes(layout, max_y, x_range, slider),
     )
     return fig
 

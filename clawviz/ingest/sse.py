@@ -37,15 +37,6 @@ _DATA_LINE_LF = re.compile(r"^data: ?(.*)", re.MULTILINE)
 _DONE_LINE = re.compile(r"^data: ?\[DONE\]", re.MULTILINE)
 
 
-def split_frames(text: str) -> FrameSplit:
-    """Split an SSE body into frames; a bad JSON payload is fatal unless it is the last frame."""
-    fast = _split_fast(text)
-    if fast is None:
-        return _split_slow(text)
-    pairs, cut_off = fast
-    return FrameSplit([Frame(event, data) for event, data in pairs], cut_off)
-
-
 def _event_data(text: str) -> tuple[list[tuple[str, Any]], bool]:
     """The frames as (event, data) pairs plus the cut-off flag (no Frame objects: hot path)."""
     fast = _split_fast(text)
@@ -127,62 +118,74 @@ class StreamResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def rebuild_anthropic(text: str) -> StreamResult:
-    """Rebuild an Anthropic Messages response from its SSE events (FORMATS §2)."""
-    frames, cut_off = _event_data(text)
-    message: dict[str, Any] = {"role": "assistant", "content": []}
-    blocks: dict[int, dict[str, Any]] = {}
-    partial_json: dict[int, list[str]] = {}
-    usage: dict[str, Any] = {}
-    complete = False
+@dataclass
+class _AnthropicStream:
+    """What the events of one Anthropic stream have said so far."""
+
+    message: dict[str, Any] = field(default_factory=lambda: {"role": "assistant", "content": []})
+    blocks: dict[int, dict[str, Any]] = field(default_factory=dict)
+    partial_json: dict[int, list[str]] = field(default_factory=dict)
+    usage: dict[str, Any] = field(default_factory=dict)
+    complete: bool = False
     error: str | None = None
-    for event, data in frames:
-        if not isinstance(data, dict):
-            continue
-        kind = data.get("type") or event
-        if kind == "content_block_delta":
-            # Most frames are text deltas: handled here without the generic helper.
-            idx = data.get("index", 0)
-            if type(idx) is not int:
-                idx = int(idx)
-            block = blocks.get(idx)
-            if block is None:
-                block = blocks[idx] = {"type": "text", "text": ""}
-            delta = data.get("delta") or {}
-            if delta.get("type") == "text_delta":
-                block["text"] = block.get("text", "") + delta.get("text", "")
-            else:
-                parts = partial_json.get(idx)
-                if parts is None:
-                    parts = partial_json[idx] = []
-                _apply_anthropic_delta(block, delta, parts)
-        elif kind == "message_start":
+
+    def event(self, kind: str | None, data: dict[str, Any]) -> None:
+        """Every event but content_block_delta (the hot one, handled inline by the caller)."""
+        if kind == "message_start":
             start = data.get("message") or {}
-            message.update({k: v for k, v in start.items() if k not in ("content", "usage")})
-            usage.update(start.get("usage") or {})
+            self.message.update({k: v for k, v in start.items() if k not in ("content", "usage")})
+            self.usage.update(start.get("usage") or {})
         elif kind == "content_block_start":
-            idx = int(data.get("index", len(blocks)))
-            blocks[idx] = dict(data.get("content_block") or {})
+            idx = int(data.get("index", len(self.blocks)))
+            self.blocks[idx] = dict(data.get("content_block") or {})
         elif kind == "content_block_stop":
             idx = int(data.get("index", 0))
-            _finish_tool_input(blocks.get(idx), partial_json.pop(idx, None))
+            _finish_tool_input(self.blocks.get(idx), self.partial_json.pop(idx, None))
         elif kind == "message_delta":
             delta = data.get("delta") or {}
             for key in ("stop_reason", "stop_sequence"):
                 if key in delta:
-                    message[key] = delta[key]
+                    self.message[key] = delta[key]
             # message_delta usage is cumulative, so it replaces the start values it names.
-            usage.update({k: v for k, v in (data.get("usage") or {}).items() if v is not None})
+            usage = data.get("usage") or {}
+            self.usage.update({k: v for k, v in usage.items() if v is not None})
         elif kind == "message_stop":
-            complete = True
+            self.complete = True
         elif kind == "error":
             err = data.get("error") or {}
-            error = f"{err.get('type', 'error')}: {err.get('message', '')}".strip()
+            self.error = f"{err.get('type', 'error')}: {err.get('message', '')}".strip()
+
+
+def rebuild_anthropic(text: str) -> StreamResult:
+    """Rebuild an Anthropic Messages response from its SSE events (FORMATS §2)."""
+    frames, cut_off = _event_data(text)
+    st = _AnthropicStream()
+    blocks, partial_json = st.blocks, st.partial_json
+    for event, data in frames:
+        if not isinstance(data, dict):
+            continue
+        kind = data.get("type") or event
+        if kind != "content_block_delta":
+            st.event(kind, data)
+            continue
+        # Most frames are text deltas: handled here without the generic helper.
+        idx = data.get("index", 0)
+        if type(idx) is not int:
+            idx = int(idx)
+        block = blocks.get(idx)
+        if block is None:
+            block = blocks[idx] = {"type": "text", "text": ""}
+        delta = data.get("delta") or {}
+        if delta.get("type") == "text_delta":
+            block["text"] = block.get("text", "") + delta.get("text", "")
+        else:
+            _apply_anthropic_delta(block, delta, partial_json.setdefault(idx, []))
     for idx, parts in partial_json.items():
         _finish_tool_input(blocks.get(idx), parts)
+    message = st.message
     message["content"] = [blocks[i] for i in sorted(blocks)]
-    message["usage"] = usage
-    return StreamResult(message, complete and error is None and not cut_off, error)
+    message["usage"] = st.usage
+    return StreamResult(message, st.complete and st.error is None and not cut_off, st.error)
 
 
 def _apply_anthropic_delta(block: dict[str, Any], delta: dict[str, Any], parts: list[str]) -> None:
@@ -211,16 +214,76 @@ def _finish_tool_input(block: dict[str, Any] | None, parts: list[str] | None) ->
         block["input"] = {"_partial_json": joined}
 
 
+_CHAT_HEADER_KEYS = ("id", "model", "created", "system_fingerprint")
+
+
+def _chat_tool_fragments(frags: list[Any], calls: dict[int, dict[str, Any]]) -> None:
+    """Add one delta's tool-call fragments to a choice's tool calls (by tool index)."""
+    for frag in frags:
+        tidx = int(frag.get("index", 0))
+        tc = calls.get(tidx)
+        if tc is None:
+            tc = calls[tidx] = {
+                "id": None,
+                "type": "function",
+                "function": {"name": "", "arguments": ""},
+            }
+        if frag.get("id"):
+            tc["id"] = frag["id"]
+        fn = frag.get("function") or {}
+        if fn.get("name"):
+            tc["function"]["name"] += fn["name"]
+        if fn.get("arguments"):
+            tc["function"]["arguments"] += fn["arguments"]
+
+
+def _chat_choice(
+    ch: dict[str, Any],
+    choices: dict[int, dict[str, Any]],
+    tool_calls: dict[int, dict[int, dict[str, Any]]],
+) -> bool:
+    """Fold one chunk's choice delta into the choice it continues; True when it finished."""
+    idx = ch.get("index", 0)
+    if type(idx) is not int:
+        idx = int(idx)
+    choice = choices.get(idx)
+    if choice is None:
+        choice = choices[idx] = {"index": idx, "message": {"role": "assistant", "content": None}}
+    msg = choice["message"]
+    delta = ch.get("delta") or {}
+    for key in ("content", "reasoning_content", "reasoning"):
+        piece = delta.get(key)
+        if piece:
+            msg[key] = (msg.get(key) or "") + piece
+    frags = delta.get("tool_calls")
+    if frags:
+        _chat_tool_fragments(frags, tool_calls.setdefault(idx, {}))
+    finished = False
+    if ch.get("finish_reason"):
+        choice["finish_reason"] = ch["finish_reason"]
+        finished = True
+    lp = (ch.get("logprobs") or {}).get("content")
+    if lp:
+        choice.setdefault("logprobs", {"content": []})["content"].extend(lp)
+    if ch.get("token_ids"):
+        choice.setdefault("token_ids", []).extend(ch["token_ids"])
+    return finished
+
+
+def _chat_error(data: dict[str, Any]) -> str:
+    err = data["error"]
+    return err.get("message", str(err)) if isinstance(err, dict) else str(err)
+
+
 def rebuild_openai_chat(text: str) -> StreamResult:
     """Rebuild a Chat Completions response from `chat.completion.chunk` frames."""
     frames, cut_off = _event_data(text)
     body: dict[str, Any] = {"object": "chat.completion", "choices": []}
     choices: dict[int, dict[str, Any]] = {}
     tool_calls: dict[int, dict[int, dict[str, Any]]] = {}
-    done = False
-    finished = False
+    done = finished = False
     error: str | None = None
-    header_keys = ["id", "model", "created", "system_fingerprint"]
+    header_keys = list(_CHAT_HEADER_KEYS)
     for _event, data in frames:
         if data == "[DONE]":
             done = True
@@ -228,8 +291,7 @@ def rebuild_openai_chat(text: str) -> StreamResult:
         if not isinstance(data, dict):
             continue
         if "error" in data and not data.get("choices"):
-            err = data["error"]
-            error = err.get("message", str(err)) if isinstance(err, dict) else str(err)
+            error = _chat_error(data)
             continue
         if header_keys:
             # The first chunk that carries each of these names it for the whole response.
@@ -241,47 +303,28 @@ def rebuild_openai_chat(text: str) -> StreamResult:
         if data.get("prompt_token_ids") is not None:
             body["prompt_token_ids"] = data["prompt_token_ids"]
         for ch in data.get("choices") or []:
-            idx = ch.get("index", 0)
-            if type(idx) is not int:
-                idx = int(idx)
-            choice = choices.get(idx)
-            if choice is None:
-                choice = choices[idx] = {
-                    "index": idx,
-                    "message": {"role": "assistant", "content": None},
-                }
-            msg = choice["message"]
-            delta = ch.get("delta") or {}
-            for key in ("content", "reasoning_content", "reasoning"):
-                piece = delta.get(key)
-                if piece:
-                    msg[key] = (msg.get(key) or "") + piece
-            for frag in delta.get("tool_calls") or []:
-                tidx = int(frag.get("index", 0))
-                tc = tool_calls.setdefault(idx, {}).setdefault(
-                    tidx,
-                    {"id": None, "type": "function", "function": {"name": "", "arguments": ""}},
-                )
-                if frag.get("id"):
-                    tc["id"] = frag["id"]
-                fn = frag.get("function") or {}
-                if fn.get("name"):
-                    tc["function"]["name"] += fn["name"]
-                if fn.get("arguments"):
-                    tc["function"]["arguments"] += fn["arguments"]
-            if ch.get("finish_reason"):
-                choice["finish_reason"] = ch["finish_reason"]
-                finished = True
-            lp = (ch.get("logprobs") or {}).get("content")
-            if lp:
-                choice.setdefault("logprobs", {"content": []})["content"].extend(lp)
-            if ch.get("token_ids"):
-                choice.setdefault("token_ids", []).extend(ch["token_ids"])
+            finished = _chat_choice(ch, choices, tool_calls) or finished
     for idx, calls in tool_calls.items():
         choices[idx]["message"]["tool_calls"] = [calls[i] for i in sorted(calls)]
     body["choices"] = [choices[i] for i in sorted(choices)]
     complete = (done or finished) and error is None and not cut_off
     return StreamResult(body, complete, error)
+
+
+def _responses_text_delta(items: dict[int, dict[str, Any]], data: dict[str, Any]) -> None:
+    item = items.setdefault(
+        int(data.get("output_index", 0)), {"type": "message", "role": "assistant"}
+    )
+    content = item.setdefault("content", [])
+    cidx = int(data.get("content_index", 0))
+    while len(content) <= cidx:
+        content.append({"type": "output_text", "text": ""})
+    content[cidx]["text"] = content[cidx].get("text", "") + data.get("delta", "")
+
+
+def _responses_error(data: dict[str, Any]) -> str:
+    err = (data.get("response") or {}).get("error") or data.get("error") or data
+    return err.get("message", str(err)) if isinstance(err, dict) else str(err)
 
 
 def rebuild_openai_responses(text: str) -> StreamResult:
@@ -297,29 +340,18 @@ def rebuild_openai_responses(text: str) -> StreamResult:
         kind = data.get("type") or event
         if kind in ("response.created", "response.in_progress"):
             body.update({k: v for k, v in (data.get("response") or {}).items() if k != "output"})
-        elif kind == "response.output_item.added":
+        elif kind in ("response.output_item.added", "response.output_item.done"):
             items[int(data.get("output_index", len(items)))] = dict(data.get("item") or {})
         elif kind == "response.output_text.delta":
-            item = items.setdefault(
-                int(data.get("output_index", 0)), {"type": "message", "role": "assistant"}
-            )
-            content = item.setdefault("content", [])
-            cidx = int(data.get("content_index", 0))
-            while len(content) <= cidx:
-                content.append({"type": "output_text", "text": ""})
-            content[cidx]["text"] = content[cidx].get("text", "") + data.get("delta", "")
+            _responses_text_delta(items, data)
         elif kind == "response.function_call_arguments.delta":
             item = items.setdefault(int(data.get("output_index", 0)), {"type": "function_call"})
             item["arguments"] = item.get("arguments", "") + data.get("delta", "")
-        elif kind == "response.output_item.done":
-            items[int(data.get("output_index", len(items)))] = dict(data.get("item") or {})
         elif kind in ("response.completed", "response.incomplete"):
-            final = data.get("response") or {}
-            body.update(final)
+            body.update(data.get("response") or {})
             complete = True
         elif kind in ("response.failed", "error"):
-            err = (data.get("response") or {}).get("error") or data.get("error") or data
-            error = err.get("message", str(err)) if isinstance(err, dict) else str(err)
+            error = _responses_error(data)
     if not body.get("output"):
         body["output"] = [items[i] for i in sorted(items)]
     return StreamResult(body, complete and error is None and not cut_off, error)

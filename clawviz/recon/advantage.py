@@ -5,9 +5,13 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 from clawviz.types import Call, Rollout
+
+K = TypeVar("K", bound=Hashable)
+"""An attempt's key in a GRPO group (an episode id in the pipeline)."""
 
 
 def _mean(values: list[float]) -> float | None:
@@ -30,10 +34,10 @@ def reward_from_result(
             (float(weights.get("checks", 0.0)), _mean(check_vals)),
             (float(weights.get("rubric", 0.0)), _mean(rubric_vals)),
         ]
-        parts = [(w, v) for w, v in parts if v is not None and w > 0]
-        total = sum(w for w, _ in parts)
+        weighted = [(w, v) for w, v in parts if v is not None and w > 0]
+        total = sum(w for w, _ in weighted)
         if total > 0:
-            return sum(w * v for w, v in parts) / total
+            return sum(w * v for w, v in weighted) / total
     if reward is not None:
         return float(reward)
     return _mean(check_vals)
@@ -53,10 +57,10 @@ class GroupStats:
 
 
 def grpo_advantages(
-    rewards: Mapping[Hashable, float | None],
-    valid: Mapping[Hashable, bool],
+    rewards: Mapping[K, float | None],
+    valid: Mapping[K, bool],
     settings: Settings = DEFAULT_SETTINGS,
-) -> tuple[dict[Hashable, float | None], GroupStats]:
+) -> tuple[dict[K, float | None], GroupStats]:
     """GRPO advantage per attempt of ONE group (each attempt counts once, PIPELINE §5).
 
     Valid attempts: not abnormal and with a reward. Population std (ddof 0);
@@ -66,7 +70,7 @@ def grpo_advantages(
     eps = float(settings.grpo_eps)
     ids = [a for a in rewards if valid.get(a) and rewards[a] is not None]
     vals = {a: float(rewards[a]) for a in ids}  # type: ignore[arg-type]
-    out: dict[Hashable, float | None] = {a: None for a in rewards}
+    out: dict[K, float | None] = {a: None for a in rewards}
     n = len(ids)
     if n == 0:
         return out, GroupStats(0, None, None)

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
+from typing import IO
 
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 
@@ -95,7 +95,7 @@ class _Budget:
                 f"{self.max_bytes} bytes (archive_max_bytes)"
             )
 
-    def write(self, member: str, src: BinaryIO, dest: Path) -> int:
+    def write(self, member: str, src: IO[bytes], dest: Path) -> int:
         """Copy src to dest, counting real bytes (declared sizes can lie)."""
         written = 0
         with dest.open("wb") as out:
@@ -184,11 +184,11 @@ def _extract_tar(archive: Path, target: Path, budget: _Budget) -> ExtractReport:
                 n_files += 1
             elif m.isfile():
                 dest.parent.mkdir(parents=True, exist_ok=True)
-                fh = tf.extractfile(m)
-                if fh is None:
+                data = tf.extractfile(m)
+                if data is None:
                     raise ArchiveError(f"{archive.name}: member {m.name!r} has no data")
-                with fh:
-                    budget.write(m.name, fh, dest)
+                with data:
+                    budget.write(m.name, data, dest)
                 dest.chmod(0o644 | (m.mode & 0o111))
                 n_files += 1
     return ExtractReport(n_files, n_dirs, n_links, budget.n_bytes)
@@ -198,7 +198,7 @@ def _extract_zip(archive: Path, target: Path, budget: _Budget) -> ExtractReport:
     n_files = n_dirs = n_links = 0
     with zipfile.ZipFile(archive) as zf:
         infos = zf.infolist()
-        checked = []
+        checked: list[tuple[zipfile.ZipInfo, PurePosixPath, str | None]] = []
         for info in infos:
             budget.entry(info.filename)
             rel = _safe_relpath(archive, info.filename)
@@ -217,13 +217,13 @@ def _extract_zip(archive: Path, target: Path, budget: _Budget) -> ExtractReport:
             if not info.is_dir():
                 budget.declared(info.filename, info.file_size)
             checked.append((info, rel, None))
-        for info, rel, link_target in checked:
+        for info, rel, link_to in checked:
             if rel == PurePosixPath("."):
                 continue
             dest = _prepare(target, rel, archive, info.filename)
-            if link_target is not None:
+            if link_to is not None:
                 dest.parent.mkdir(parents=True, exist_ok=True)
-                dest.symlink_to(link_target)
+                dest.symlink_to(link_to)
                 n_links += 1
             elif info.is_dir():
                 dest.mkdir(parents=True, exist_ok=True)

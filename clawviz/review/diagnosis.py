@@ -191,7 +191,7 @@ async def _complete(client: Any, ep: Endpoint, messages: list[dict[str, str]]) -
 
 
 def _client(ep: Endpoint) -> Any:
-    kw = {"api_key": ep.api_key(), "base_url": ep.base_url, "timeout": ep.timeout_s,
+    kw: dict[str, Any] = {"api_key": ep.api_key(), "base_url": ep.base_url, "timeout": ep.timeout_s,
           "max_retries": ep.max_retries}  # fmt: skip
     if ep.api == "anthropic":
         from anthropic import AsyncAnthropic

@@ -35,7 +35,8 @@ def save_diagnosis(session: Session, d: Diagnosis, *, source: str = "llm") -> mo
     )  # fmt: skip
     session.add(run)
     session.flush()
-    for f in d.findings:
+    for found in d.findings:
+        f: dict[str, Any] = dict(found)
         session.add(
             models.Finding(
                 run_id=run.id, task_id=d.task_id, model=d.model, prompt_hash=d.prompt_hash, **f

@@ -84,12 +84,6 @@ def review_history(session: Session, task_id: str) -> list[models.Review]:
     return list(session.exec(stmt))
 
 
-def latest_status(session: Session, task_id: str) -> str:
-    """The latest decision on a task, or 'pending' when nobody has reviewed it."""
-    history = review_history(session, task_id)
-    return history[-1].decision if history else "pending"
-
-
 def latest_reviews(session: Session) -> dict[str, models.Review]:
     """The latest review of every reviewed task."""
     out: dict[str, models.Review] = {}

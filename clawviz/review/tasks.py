@@ -1,8 +1,9 @@
 """Benchmark tasks: load ClawGym folders and PinchBench markdown, build the review queue.
 
 The queue shows, per task, the difficulty filter of ClawGym-Bench (PIPELINE.md §7) over the
-attempts recorded in the Result table: s_strong >= 0.2, s_small <= 0.6, s_strong > s_small, where
-s_<role> is the mean reward of the attempts whose model_role is that role.
+attempts recorded in the Result table: s_strong >= difficulty_strong_min (0.2), s_small <=
+difficulty_small_max (0.6), s_strong > s_small, where s_<role> is the mean reward (the one reward
+rule, `clawviz.store.rewards`) of the attempts whose model_role is that role.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from sqlmodel import Session, col, func, select
 
 from clawviz.review.signoff import latest_reviews, review_history
 from clawviz.review.solvability import Solvability, solvable_status
+from clawviz.settings import DEFAULT_SETTINGS, Settings
 from clawviz.store import models
+from clawviz.store.rewards import result_reward
 
-STRONG_MIN = 0.2
-SMALL_MAX = 0.6
 # Means of a few float rewards are compared with a tolerance so that 0.2 means 0.2.
 _EPS = 1e-9
 _MAX_DEPTH = 4
@@ -72,7 +73,7 @@ def _load_clawgym(folder: Path) -> models.Task:
         raise TaskFormatError(f"{entry_path}: not valid JSON ({exc})") from exc
     if not isinstance(data, dict):
         raise TaskFormatError(f"{entry_path}: expected a JSON object")
-    meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    meta = data["metadata"] if isinstance(data.get("metadata"), dict) else {}
     return models.Task(
         task_id=str(data.get("task_id") or folder.name),
         name=str(data.get("name") or folder.name),
@@ -229,14 +230,17 @@ def _fmt(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.3f}"
 
 
-def difficulty_filter(s_strong: float | None, s_small: float | None) -> DifficultyFilter:
-    """Evaluate s_strong >= 0.2, s_small <= 0.6 and s_strong > s_small."""
-    t1 = None if s_strong is None else s_strong >= STRONG_MIN - _EPS
-    t2 = None if s_small is None else s_small <= SMALL_MAX + _EPS
+def difficulty_filter(
+    s_strong: float | None, s_small: float | None, settings: Settings = DEFAULT_SETTINGS
+) -> DifficultyFilter:
+    """Evaluate s_strong >= strong_min, s_small <= small_max and s_strong > s_small."""
+    strong_min, small_max = settings.difficulty_strong_min, settings.difficulty_small_max
+    t1 = None if s_strong is None else s_strong >= strong_min - _EPS
+    t2 = None if s_small is None else s_small <= small_max + _EPS
     t3 = None if s_strong is None or s_small is None else s_strong > s_small + _EPS
     terms = [
-        FilterTerm(f"s_strong >= {STRONG_MIN}", _fmt(s_strong), t1),
-        FilterTerm(f"s_small <= {SMALL_MAX}", _fmt(s_small), t2),
+        FilterTerm(f"s_strong >= {strong_min}", _fmt(s_strong), t1),
+        FilterTerm(f"s_small <= {small_max}", _fmt(s_small), t2),
         FilterTerm("s_strong > s_small", f"{_fmt(s_strong)} vs {_fmt(s_small)}", t3),
     ]
     values = [t.passed for t in terms]
@@ -288,15 +292,11 @@ def _num_checks(text: str | None) -> dict[str, float]:
     return out
 
 
-def _reward(result: models.Result) -> float | None:
-    if result.reward is not None:
-        return float(result.reward)
-    checks = _num_checks(result.checks_json)
-    return sum(checks.values()) / len(checks) if checks else None
-
-
 def _attempt_row(
-    episode_id: str, result: models.Result | None, ep: models.Episode | None
+    episode_id: str,
+    result: models.Result | None,
+    ep: models.Episode | None,
+    settings: Settings = DEFAULT_SETTINGS,
 ) -> AttemptRow:
     """One attempt from its result line and/or its episode (the result wins where both say)."""
 
@@ -310,7 +310,7 @@ def _attempt_row(
         model=pick("model"),
         model_role=pick("model_role"),
         attempt=pick("attempt"),
-        reward=_reward(result) if result is not None else None,
+        reward=result_reward(result, settings),
         checks=_num_checks(result.checks_json) if result is not None else {},
         workspace_before=result.workspace_before if result is not None else None,
         workspace_after=result.workspace_after if result is not None else None,
@@ -323,7 +323,9 @@ def _sort_key(a: AttemptRow) -> tuple:
     return (a.model_role or "", a.harness or "", a.attempt or 0, a.episode_id)
 
 
-def task_attempts(session: Session, task_id: str) -> list[AttemptRow]:
+def task_attempts(
+    session: Session, task_id: str, settings: Settings = DEFAULT_SETTINGS
+) -> list[AttemptRow]:
     """Every attempt of a task: its result lines and its episodes (with or without a result)."""
     episodes = {
         e.episode_id: e
@@ -339,7 +341,7 @@ def task_attempts(session: Session, task_id: str) -> list[AttemptRow]:
         stmt = select(models.Result).where(col(models.Result.episode_id).in_(missing))
         results.update({r.episode_id: r for r in session.exec(stmt)})
     rows = [
-        _attempt_row(eid, results.get(eid), episodes.get(eid))
+        _attempt_row(eid, results.get(eid), episodes.get(eid), settings)
         for eid in set(results) | set(episodes)
     ]
     for row in rows:
@@ -401,7 +403,7 @@ class TaskRow:
         }
 
 
-def task_queue(session: Session) -> list[TaskRow]:
+def task_queue(session: Session, settings: Settings = DEFAULT_SETTINGS) -> list[TaskRow]:
     """Every known task (from the Task table and from results) with status and filter terms."""
     tasks = {t.task_id: t for t in session.exec(select(models.Task))}
     results = session.exec(select(models.Result)).all()
@@ -416,13 +418,15 @@ def task_queue(session: Session) -> list[TaskRow]:
     seen: set[str] = set()
     for r in results:
         ep = ep_by_id.get(r.episode_id)
-        row = _attempt_row(r.episode_id, r, ep)
+        row = _attempt_row(r.episode_id, r, ep, settings)
         if row.task_id:
             attempts_by_task.setdefault(row.task_id, []).append(row)
             seen.add(r.episode_id)
     for e in episodes:
         if e.task_id and e.episode_id not in seen:
-            attempts_by_task.setdefault(e.task_id, []).append(_attempt_row(e.episode_id, None, e))
+            attempts_by_task.setdefault(e.task_id, []).append(
+                _attempt_row(e.episode_id, None, e, settings)
+            )
     rows = []
     for tid in sorted(task_ids):
         t = tasks.get(tid)
@@ -444,7 +448,7 @@ def task_queue(session: Session) -> list[TaskRow]:
                 s_small,
                 n_strong,
                 n_small,
-                difficulty_filter(s_strong, s_small),
+                difficulty_filter(s_strong, s_small, settings),
                 open_findings.get(tid, 0),
                 solvable.get(tid),
             )
@@ -541,10 +545,12 @@ def read_task_file(root: Path, rel: str, max_bytes: int = 200_000) -> tuple[byte
     return data[:max_bytes], len(data) > max_bytes
 
 
-def task_detail(session: Session, task_id: str) -> TaskDetail | None:
+def task_detail(
+    session: Session, task_id: str, settings: Settings = DEFAULT_SETTINGS
+) -> TaskDetail | None:
     """Instruction, files, checker, rubric, attempts, matrix, filter and reviews of one task."""
     task = session.get(models.Task, task_id)
-    attempts = task_attempts(session, task_id)
+    attempts = task_attempts(session, task_id, settings)
     if task is None:
         if not attempts:
             return None
@@ -587,14 +593,10 @@ def task_detail(session: Session, task_id: str) -> TaskDetail | None:
         attempts=attempts,
         matrix=check_matrix(attempts),
         filter=difficulty_filter(
-            means.get("strong", (None, 0))[0], means.get("small", (None, 0))[0]
+            means.get("strong", (None, 0))[0], means.get("small", (None, 0))[0], settings
         ),
         reviews=review_history(session, task_id),
     )
-
-
-def _role_mean(means: dict[str, tuple[float | None, int]], role: str) -> float | None:
-    return means.get(role, (None, 0))[0]
 
 
 def _strip_fence(text: str | None) -> str | None:
@@ -618,7 +620,9 @@ class AttemptWorkspaces:
     task: models.Task | None
 
 
-def attempt_for_episode(session: Session, episode_id: str) -> AttemptRow | None:
+def attempt_for_episode(
+    session: Session, episode_id: str, settings: Settings = DEFAULT_SETTINGS
+) -> AttemptRow | None:
     """The attempt (result line and/or episode) with this episode id."""
     result = session.exec(
         select(models.Result).where(models.Result.episode_id == episode_id)
@@ -626,12 +630,14 @@ def attempt_for_episode(session: Session, episode_id: str) -> AttemptRow | None:
     ep = session.get(models.Episode, episode_id)
     if result is None and ep is None:
         return None
-    return _attempt_row(episode_id, result, ep)
+    return _attempt_row(episode_id, result, ep, settings)
 
 
-def attempt_workspaces(session: Session, episode_id: str) -> AttemptWorkspaces | None:
+def attempt_workspaces(
+    session: Session, episode_id: str, settings: Settings = DEFAULT_SETTINGS
+) -> AttemptWorkspaces | None:
     """Before/after of an attempt; a missing before falls back to the task's input files."""
-    attempt = attempt_for_episode(session, episode_id)
+    attempt = attempt_for_episode(session, episode_id, settings)
     if attempt is None:
         return None
     task = session.get(models.Task, attempt.task_id) if attempt.task_id else None
@@ -645,5 +651,5 @@ def attempt_workspaces(session: Session, episode_id: str) -> AttemptWorkspaces |
 
 def attempts_with_workspaces(session: Session) -> list[str]:
     """Episode ids of every attempt whose result names an after-workspace."""
-    stmt = select(models.Result.episode_id).where(models.Result.workspace_after.is_not(None))
+    stmt = select(models.Result.episode_id).where(col(models.Result.workspace_after).is_not(None))
     return sorted(session.exec(stmt))

@@ -202,7 +202,7 @@ def diff_workspaces(before: str | Path | None, after: str | Path | None) -> Work
             entry = FileEntry(rel, "modified", bs, as_)
             entry.lines_added, entry.lines_removed = _line_counts(bs, as_)
         entries.append(entry)
-    counts = {s: 0 for s in STATUSES}
+    counts: dict[str, int] = {s: 0 for s in STATUSES}
     for e in entries:
         counts[e.status] += 1
     return WorkspaceDiff(entries, counts)

@@ -239,7 +239,7 @@ def plan_task_0002(m: Mistakes) -> list[AgentTurn]:
         rev[region] += units * price
         prod[product] = prod.get(product, 0.0) + units * price
     by_region = {k: round(v, 2) for k, v in rev.items()}
-    top = max(prod, key=prod.get)
+    top = max(prod, key=lambda k: prod[k])
     if "wrong_top" in m:
         top = "kayak paddle"
     summary = {

@@ -208,6 +208,7 @@ class ClaudeCode:
             uses, [b for b in response["content"] if b["type"] == "tool_use"], strict=True
         ):
             if a.kind == "task":
+                assert subagent is not None, "a task tool call needs its sub-agent"
                 text, err = subagent.run(th), False
             else:
                 text, err = self.result_text(a)
@@ -349,7 +350,11 @@ class ClaudeCode:
                 "first_id": SONNET,
                 "last_id": HAIKU,
             }
-            wire = {"method": "GET", "path": "/v1/models?limit=1000", "json": body}
+            wire: dict[str, Any] = {
+                "method": "GET",
+                "path": "/v1/models?limit=1000",
+                "json": body,
+            }
         else:
             msgs = self.main.messages + self.main.pending
             body = {"input_tokens": 1800 + sum(len(dumps(m)) for m in msgs) // 4}
@@ -477,118 +482,134 @@ def run_episode(ep: Episode, ws: Path, query: str, plan: list[AgentTurn]) -> Non
     if "orphan_title" in q:
         cc.orphaned_title()
     main.pending = [first_user(query)]
-    spawn = None
-    final = len(plan) - 1
+    spawn: Spawn | None = None
     for i, turn in enumerate(plan):
-        sub = None
-        if i == 1 and ("subagent_sync" in q or "subagent_async" in q or "explore_subagent" in q):
-            if "explore_subagent" in q:
-                spawn = cc.subagent(
-                    "Explore",
-                    "List every file under /workspace with its purpose.",
-                    [Action("list")],
-                    "The workspace holds data/, src/ and tests/; "
-                    "src/inventory.py is the restock script, tests/run_tests.py its tests.",
-                )
-            else:
-                spawn = cc.subagent(
-                    "general-purpose",
-                    "Read /workspace/data/announcement.txt and list the facts a short rewrite must "
-                    "keep (date, time, meeting point, what to bring, contact). Reply with a bullet "
-                    "list.",
-                    [Action("read", "data/announcement.txt")],
-                    "- Saturday, April 18, 9:00\n- Willow Creek boat ramp\n- gloves, grabbers, "
-                    "bags and vests provided\n- closed shoes, water, sun protection\n"
-                    "- contact: Sam",
-                    asynchronous="subagent_async" in q,
-                )
-            sub = spawn
+        sub: Spawn | None = None
+        if i == 1 and q & {"subagent_sync", "subagent_async", "explore_subagent"}:
+            spawn = sub = _spawn_subagent(cc, q)
         if spawn is not None and "subagent_async" in q and i == 4:
             cc.notify(spawn)
-        if i == 2 and "retry_529" in q:
-            failed = cc.turn(
-                main,
-                turn,
-                status=529,
-                failure="failed_http",
-                wire={"retry_count": 0},
-                note="HTTP 529 overloaded",
-            )
-            spec = cc.turn(
-                main,
-                turn,
-                retry_of=failed,
-                wire={"retry_count": 1},
-                note="SDK retry, identical body",
-            )
-            continue
-        if i == 2 and "truncated_stream" in q:
-            failed = cc.turn(
-                main, turn, failure="truncated_stream", note="stream cut before message_stop"
-            )
-            cc.turn(
-                main,
-                turn,
-                retry_of=failed,
-                wire={"retry_count": 1},
-                note="retry after truncated stream",
-            )
-            continue
-        if i == 2 and "resend_branch" in q:
-            snap = (list(main.messages), list(main.pending), main.tip)
-            a = cc.turn(main, turn, note="branch later abandoned")
-            b = cc.turn(main, plan[i + 1], note="continued, then abandoned")
-            main.messages, main.pending, main.tip = list(snap[0]), list(snap[1]), snap[2]
-            cc.turn(main, turn, retry_of=a, note="re-sent request (same body as the abandoned one)")
-            for s in (a, b):
-                s.state, s.reason = "pruned", "superseded_retry"
-            continue
-        if i == final and "ends_in_error" in q:
-            f1 = cc.turn(
-                main,
-                turn,
-                status=500,
-                failure="failed_http",
-                wire={"retry_count": 0},
-                note="HTTP 500",
-            )
-            cc.turn(
-                main,
-                turn,
-                status=500,
-                failure="failed_http",
-                retry_of=f1,
-                wire={"retry_count": 1},
-                note="HTTP 500 again; harness gives up",
-            )
+        outcome = _quirk_turn(cc, q, plan, i)
+        if outcome == "end":
             return
-        if i == 5 and "compaction" in q:
-            cc.compact()
-            spec = cc.turn(main, turn, note="continuation after compaction")
-            spec.linked = cc.continuation_of
+        if outcome == "done":
             continue
         if i == 3 and "count_tokens" in q:
             cc.non_model("count_tokens")
         cc.turn(main, turn, subagent=sub)
     if "rewinds" in q:
+        _rewinds(cc)
+
+
+def _spawn_subagent(cc: ClaudeCode, q: set[str]) -> Spawn:
+    """The sub-agent of the second turn: Explore, or general-purpose (sync or async)."""
+    if "explore_subagent" in q:
+        return cc.subagent(
+            "Explore",
+            "List every file under /workspace with its purpose.",
+            [Action("list")],
+            "The workspace holds data/, src/ and tests/; "
+            "src/inventory.py is the restock script, tests/run_tests.py its tests.",
+        )
+    return cc.subagent(
+        "general-purpose",
+        "Read /workspace/data/announcement.txt and list the facts a short rewrite must "
+        "keep (date, time, meeting point, what to bring, contact). Reply with a bullet "
+        "list.",
+        [Action("read", "data/announcement.txt")],
+        "- Saturday, April 18, 9:00\n- Willow Creek boat ramp\n- gloves, grabbers, "
+        "bags and vests provided\n- closed shoes, water, sun protection\n"
+        "- contact: Sam",
+        asynchronous="subagent_async" in q,
+    )
+
+
+def _quirk_turn(cc: ClaudeCode, q: set[str], plan: list[AgentTurn], i: int) -> str | None:
+    """Play turn `i` with its quirk if it has one: "done", "end" (the harness gave up) or None
+    (an ordinary turn, played by the caller)."""
+    main, turn = cc.main, plan[i]
+    if i == 2 and "retry_529" in q:
+        failed = cc.turn(
+            main,
+            turn,
+            status=529,
+            failure="failed_http",
+            wire={"retry_count": 0},
+            note="HTTP 529 overloaded",
+        )
+        cc.turn(
+            main, turn, retry_of=failed, wire={"retry_count": 1}, note="SDK retry, identical body"
+        )
+        return "done"
+    if i == 2 and "truncated_stream" in q:
+        failed = cc.turn(
+            main, turn, failure="truncated_stream", note="stream cut before message_stop"
+        )
+        cc.turn(
+            main,
+            turn,
+            retry_of=failed,
+            wire={"retry_count": 1},
+            note="retry after truncated stream",
+        )
+        return "done"
+    if i == 2 and "resend_branch" in q:
         snap = (list(main.messages), list(main.pending), main.tip)
-        asks = [
-            "Can you also add a short total line at the end of the report?",
-            "Please double-check the north region figure.",
-            "Make the report title mention the week.",
-            "Could you sort the table by revenue instead?",
-            "Add the number of orders per region too.",
-            "Please round everything to whole dollars.",
-            "Write the summary in one sentence for Slack.",
-            "List the products that sold fewer than 5 units.",
-            "What would next week look like with 10% more units?",
-        ]
-        for k, ask in enumerate(asks):
-            main.messages, main.pending, main.tip = list(snap[0]), list(snap[1]), snap[2]
-            reply = f"Sure - here is a quick answer to that ({k + 1}): " + " ".join(
-                ["the figures in output/summary.json stay as computed."] * (1 + k % 3)
-            )
-            cc.send(main, _text(reply), extra=[_user(ask)], note=f"user rewind #{k + 1}")
+        a = cc.turn(main, turn, note="branch later abandoned")
+        b = cc.turn(main, plan[i + 1], note="continued, then abandoned")
+        main.messages, main.pending, main.tip = list(snap[0]), list(snap[1]), snap[2]
+        cc.turn(main, turn, retry_of=a, note="re-sent request (same body as the abandoned one)")
+        for s in (a, b):
+            s.state, s.reason = "pruned", "superseded_retry"
+        return "done"
+    if i == len(plan) - 1 and "ends_in_error" in q:
+        f1 = cc.turn(
+            main,
+            turn,
+            status=500,
+            failure="failed_http",
+            wire={"retry_count": 0},
+            note="HTTP 500",
+        )
+        cc.turn(
+            main,
+            turn,
+            status=500,
+            failure="failed_http",
+            retry_of=f1,
+            wire={"retry_count": 1},
+            note="HTTP 500 again; harness gives up",
+        )
+        return "end"
+    if i == 5 and "compaction" in q:
+        cc.compact()
+        spec = cc.turn(main, turn, note="continuation after compaction")
+        spec.linked = cc.continuation_of
+        return "done"
+    return None
+
+
+def _rewinds(cc: ClaudeCode) -> None:
+    """Nine user rewinds to the same point (the too_many_branches episode)."""
+    main = cc.main
+    snap = (list(main.messages), list(main.pending), main.tip)
+    asks = [
+        "Can you also add a short total line at the end of the report?",
+        "Please double-check the north region figure.",
+        "Make the report title mention the week.",
+        "Could you sort the table by revenue instead?",
+        "Add the number of orders per region too.",
+        "Please round everything to whole dollars.",
+        "Write the summary in one sentence for Slack.",
+        "List the products that sold fewer than 5 units.",
+        "What would next week look like with 10% more units?",
+    ]
+    for k, ask in enumerate(asks):
+        main.messages, main.pending, main.tip = list(snap[0]), list(snap[1]), snap[2]
+        reply = f"Sure - here is a quick answer to that ({k + 1}): " + " ".join(
+            ["the figures in output/summary.json stay as computed."] * (1 + k % 3)
+        )
+        cc.send(main, _text(reply), extra=[_user(ask)], note=f"user rewind #{k + 1}")
 
 
 def _iso(t: float) -> str:
@@ -704,8 +725,8 @@ def record(ep: Episode, spec: Spec) -> dict[str, Any]:
                 rng,
                 msg_id=msg_id,
                 model=spec.model,
-                content=spec.response["content"],
-                stop_reason=spec.stop_reason,
+                content=spec.reply["content"],
+                stop_reason=spec.stop,
                 usage=usage,
                 truncate_after=5 if spec.failure == "truncated_stream" else None,
             )
@@ -725,7 +746,7 @@ def record(ep: Episode, spec: Spec) -> dict[str, Any]:
                     "type": "message",
                     "role": "assistant",
                     "model": spec.model,
-                    "content": spec.response["content"],
+                    "content": spec.reply["content"],
                     "stop_reason": spec.stop_reason,
                     "stop_sequence": None,
                     "usage": usage,

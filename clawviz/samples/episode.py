@@ -56,6 +56,18 @@ class Spec:
     line: int = 0
 
     @property
+    def reply(self) -> Msg:
+        """The response of a call that has one (the generator knows which do)."""
+        assert self.response is not None, f"{self.key} has no response"
+        return self.response
+
+    @property
+    def stop(self) -> str:
+        """The stop reason of a call that has a response."""
+        assert self.stop_reason is not None, f"{self.key} has no stop reason"
+        return self.stop_reason
+
+    @property
     def failed(self) -> bool:
         return self.failure is not None
 
@@ -189,7 +201,25 @@ def label_episode(ep: Episode, settings: Settings = DEFAULT_SETTINGS) -> dict[st
     for s in main:
         if s.failed:
             s.state, s.reason = "failed", s.failure
-    live = [s for s in main if not s.state]
+    roots, children = _main_forest([s for s in main if not s.state])
+    n_leaves = sum(_label_segment(seg, root, children) for seg, root in enumerate(roots))
+    for s in main:
+        if s.segment is None and s.parent is not None:
+            s.segment = s.parent.segment
+    for s in specs:
+        if s.role != "main" and not s.state:
+            s.state, s.reason = ("failed", s.failure) if s.failed else ("auxiliary", s.role)
+    reasons = _intended_reasons(ep, main, n_leaves, settings)
+    return {
+        "status": "dropped" if reasons else "kept",
+        "reasons": reasons,
+        "n_main_leaves": n_leaves,
+        "n_segments": len(roots),
+    }
+
+
+def _main_forest(live: list[Spec]) -> tuple[list[Spec], dict[str, list[Spec]]]:
+    """Roots and children of the live (not failed) main calls, by their intended parents."""
     children: dict[str, list[Spec]] = {s.key: [] for s in live}
     roots = []
     for s in live:
@@ -197,30 +227,30 @@ def label_episode(ep: Episode, settings: Settings = DEFAULT_SETTINGS) -> dict[st
             children[s.parent.key].append(s)
         else:
             roots.append(s)
-    n_leaves = 0
-    for seg, root in enumerate(roots):
-        paths = _paths(root, children)
-        for p in paths:
-            for c in p:
-                c.segment = seg
-        n_leaves += len(paths)
-        best = max(
-            paths,
-            key=lambda p: (sum(c.output_tokens for c in p), p[-1].t_request),
-        )
-        keep = {c.key for c in best}
-        for p in paths:
-            for c in p:
-                if c.key in keep:
-                    c.state, c.reason = "kept", None
-                elif not c.state:
-                    c.state, c.reason = "pruned", "not_longest"
-    for s in main:
-        if s.segment is None and s.parent is not None:
-            s.segment = s.parent.segment
-    for s in specs:
-        if s.role != "main" and not s.state:
-            s.state, s.reason = ("failed", s.failure) if s.failed else ("auxiliary", s.role)
+    return roots, children
+
+
+def _label_segment(seg: int, root: Spec, children: dict[str, list[Spec]]) -> int:
+    """Keep the path with most generated tokens (latest on ties), prune the rest; leaf count."""
+    paths = _paths(root, children)
+    for p in paths:
+        for c in p:
+            c.segment = seg
+    best = max(paths, key=lambda p: (sum(c.output_tokens for c in p), p[-1].t_request))
+    keep = {c.key for c in best}
+    for p in paths:
+        for c in p:
+            if c.key in keep:
+                c.state, c.reason = "kept", None
+            elif not c.state:
+                c.state, c.reason = "pruned", "not_longest"
+    return len(paths)
+
+
+def _intended_reasons(
+    ep: Episode, main: list[Spec], n_leaves: int, settings: Settings
+) -> list[dict[str, str]]:
+    """Every episode reason the generator meant, with its evidence, in PIPELINE §4 order."""
     reasons: list[dict[str, str]] = []
     if n_leaves > settings.max_leaves:
         reasons.append(
@@ -247,12 +277,7 @@ def label_episode(ep: Episode, settings: Settings = DEFAULT_SETTINGS) -> dict[st
                 "evidence": f"{ep.reward:.3f} < {settings.reward_threshold}",
             }
         )
-    return {
-        "status": "dropped" if reasons else "kept",
-        "reasons": reasons,
-        "n_main_leaves": n_leaves,
-        "n_segments": len(roots),
-    }
+    return reasons
 
 
 def _paths(root: Spec, children: dict[str, list[Spec]]) -> list[list[Spec]]:

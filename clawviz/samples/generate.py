@@ -184,11 +184,11 @@ def _archive(folder: Path, target: Path, kind: str) -> None:
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
         for p in files:
             data = p.read_bytes()
-            info = tarfile.TarInfo(str(p.relative_to(folder)))
-            info.size, info.mtime, info.mode = len(data), 1776297600, 0o644
-            info.uid = info.gid = 0
-            info.uname = info.gname = "root"
-            tf.addfile(info, io.BytesIO(data))
+            member = tarfile.TarInfo(str(p.relative_to(folder)))
+            member.size, member.mtime, member.mode = len(data), 1776297600, 0o644
+            member.uid = member.gid = 0
+            member.uname = member.gname = "root"
+            tf.addfile(member, io.BytesIO(data))
     target.write_bytes(_gzip(buf.getvalue()))
 
 
@@ -342,6 +342,7 @@ def _write_workspaces(ep: Episode, plan: Plan, out: Path) -> dict[str, str]:
     """Before/after workspaces as folders or archives; paths relative to `out`."""
     folder = out / "workspaces" / plan.key
     folder.mkdir(parents=True, exist_ok=True)
+    assert ep.workspace is not None, f"{plan.key}: the agent wrote no workspace"
     paths = {}
     for side, src in (
         ("before", out / "tasks" / plan.task / "input_files"),

@@ -565,8 +565,8 @@ def record(ep: Episode, spec: Spec) -> dict[str, Any]:
                 resp_id=resp_id,
                 created=created,
                 model=spec.model,
-                message=spec.response,
-                finish_reason=spec.stop_reason,
+                message=spec.reply,
+                finish_reason=spec.stop,
                 prompt_ids=prompt,
             )
             if not token_ids:
@@ -583,8 +583,8 @@ def record(ep: Episode, spec: Spec) -> dict[str, Any]:
                 resp_id=resp_id,
                 created=created,
                 model=spec.model,
-                message=spec.response,
-                finish_reason=spec.stop_reason,
+                message=spec.reply,
+                finish_reason=spec.stop,
                 prompt_ids=prompt,
                 with_token_ids=token_ids,
             )

@@ -88,6 +88,7 @@ def anthropic_sse(
     ]
     for i, block in enumerate(content):
         kind = block["type"]
+        start: dict[str, Any]
         if kind == "text":
             start = {"type": "text", "text": ""}
             deltas = [

@@ -27,7 +27,16 @@ from sqlmodel import Session, select
 
 from clawviz.ingest.exchange import ParsedExchange, system_text
 from clawviz.recon.canonical import message_hash
-from clawviz.store.models import Blob, CallRow, Episode, MessageRow, RejectedLine, Result, Source
+from clawviz.store.models import (
+    Blob,
+    CallRow,
+    Episode,
+    MessageRow,
+    RejectedLine,
+    Result,
+    Source,
+    call_order_by,
+)
 from clawviz.types import Call, Message, Rollout, Usage
 
 _CHUNK = 500
@@ -345,13 +354,10 @@ _EPISODE_COLS = (
 )
 
 
-def refresh_episodes(session: Session, episode_ids: Iterable[str]) -> None:
-    """Create or update Episode rows from their calls; fill missing facts from results."""
-    ids = sorted({e for e in episode_ids if e})
-    session.flush()
-    table = Episode.__table__
-    for chunk in _chunks(ids):
-        stats = session.execute(
+def _call_stats(session: Session, chunk: list[str]) -> list[Any]:
+    """Per episode: call count, first and last time, and the facts its calls name."""
+    return list(
+        session.execute(
             select(
                 CallRow.episode_id,
                 func.count(),
@@ -366,29 +372,73 @@ def refresh_episodes(session: Session, episode_ids: Iterable[str]) -> None:
             .where(CallRow.episode_id.in_(chunk))
             .group_by(CallRow.episode_id)
         ).all()
-        models: dict[str, Counter[str]] = {}
-        for eid, model, n in session.execute(
-            select(CallRow.episode_id, CallRow.model, func.count())
-            .where(
-                CallRow.episode_id.in_(chunk),
-                CallRow.model.is_not(None),
-                CallRow.endpoint != "non_model",
-            )
-            .group_by(CallRow.episode_id, CallRow.model)
-        ).all():
-            models.setdefault(eid, Counter())[model] = n
-        results = {
-            r.episode_id: r
-            for r in session.execute(
-                select(
-                    Result.episode_id,
-                    Result.task_id,
-                    Result.harness,
-                    Result.attempt,
-                    Result.model_role,
-                ).where(Result.episode_id.in_(chunk))
-            )
-        }
+    )
+
+
+def _model_counts(session: Session, chunk: list[str]) -> dict[str, Counter[str]]:
+    """Per episode: how many model calls each model answered."""
+    models: dict[str, Counter[str]] = {}
+    for eid, model, n in session.execute(
+        select(CallRow.episode_id, CallRow.model, func.count())
+        .where(
+            CallRow.episode_id.in_(chunk),
+            CallRow.model.is_not(None),
+            CallRow.endpoint != "non_model",
+        )
+        .group_by(CallRow.episode_id, CallRow.model)
+    ).all():
+        models.setdefault(eid, Counter())[model] = n
+    return models
+
+
+def _result_facts(session: Session, chunk: list[str]) -> dict[str, Any]:
+    return {
+        r.episode_id: r
+        for r in session.execute(
+            select(
+                Result.episode_id,
+                Result.task_id,
+                Result.harness,
+                Result.attempt,
+                Result.model_role,
+            ).where(Result.episode_id.in_(chunk))
+        )
+    }
+
+
+def _merged_episode(
+    old: dict[str, Any] | None,
+    stats: Any,
+    models: Counter[str] | None,
+    res: Any,
+) -> dict[str, Any]:
+    """An episode's columns: counts and times from its calls; task, harness, attempt and role
+    kept when known, else from its calls, else from its result."""
+    eid, n, t0, t1, task, harness, attempt, role, kind = stats
+    ep = dict(old) if old else _new_episode(eid)
+    ep["n_calls"] = n
+    ep["first_ts"], ep["last_ts"] = t0, t1
+    ep["source_kind"] = kind or ep["source_kind"]
+    if models:
+        ep["model"] = models.most_common(1)[0][0]
+    ep["task_id"] = ep["task_id"] or task or (res.task_id if res else None)
+    ep["harness"] = ep["harness"] or harness or (res.harness if res else None)
+    ep["attempt"] = ep["attempt"] if ep["attempt"] is not None else attempt
+    if ep["attempt"] is None and res is not None:
+        ep["attempt"] = res.attempt
+    ep["model_role"] = ep["model_role"] or role or (res.model_role if res else None)
+    return ep
+
+
+def refresh_episodes(session: Session, episode_ids: Iterable[str]) -> None:
+    """Create or update Episode rows from their calls; fill missing facts from results."""
+    ids = sorted({e for e in episode_ids if e})
+    session.flush()
+    table = Episode.__table__
+    for chunk in _chunks(ids):
+        stats = _call_stats(session, chunk)
+        models = _model_counts(session, chunk)
+        results = _result_facts(session, chunk)
         # Plain rows rather than ORM objects: per-attribute instrumentation dominated this step.
         existing = {
             r.episode_id: r._asdict()
@@ -398,21 +448,10 @@ def refresh_episodes(session: Session, episode_ids: Iterable[str]) -> None:
         }
         inserts: list[tuple[Any, ...]] = []
         updates: list[dict[str, Any]] = []
-        for eid, n, t0, t1, task, harness, attempt, role, kind in stats:
+        for row in stats:
+            eid = row[0]
             old = existing.get(eid)
-            ep = dict(old) if old else _new_episode(eid)
-            res = results.get(eid)
-            ep["n_calls"] = n
-            ep["first_ts"], ep["last_ts"] = t0, t1
-            ep["source_kind"] = kind or ep["source_kind"]
-            if models.get(eid):
-                ep["model"] = models[eid].most_common(1)[0][0]
-            ep["task_id"] = ep["task_id"] or task or (res.task_id if res else None)
-            ep["harness"] = ep["harness"] or harness or (res.harness if res else None)
-            ep["attempt"] = ep["attempt"] if ep["attempt"] is not None else attempt
-            if ep["attempt"] is None and res is not None:
-                ep["attempt"] = res.attempt
-            ep["model_role"] = ep["model_role"] or role or (res.model_role if res else None)
+            ep = _merged_episode(old, row, models.get(eid), results.get(eid))
             if old is None:
                 inserts.append(tuple(ep[c] for c in _EPISODE_COLS))
             elif ep != old:
@@ -545,14 +584,7 @@ def load_calls(session: Session, episode_id: str) -> list[Call]:
         session.exec(
             select(CallRow)
             .where(CallRow.episode_id == episode_id)
-            .order_by(
-                CallRow.seq.is_(None),
-                CallRow.seq,
-                CallRow.t_request.is_(None),
-                CallRow.t_request,
-                CallRow.source_file,
-                CallRow.line,
-            )
+            .order_by(*call_order_by(CallRow.__table__.c))
         )
     )
     hashes: set[str] = set()
@@ -615,15 +647,7 @@ def load_calls_many(session: Session, episode_ids: Sequence[str]) -> dict[str, l
         query = (
             select(*cols)
             .where(table.c.episode_id.in_(chunk))
-            .order_by(
-                table.c.episode_id,
-                table.c.seq.is_(None),
-                table.c.seq,
-                table.c.t_request.is_(None),
-                table.c.t_request,
-                table.c.source_file,
-                table.c.line,
-            )
+            .order_by(table.c.episode_id, *call_order_by(table.c))
         )
         for r in session.execute(query):
             rows[r.episode_id].append(r)

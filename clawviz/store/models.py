@@ -10,6 +10,8 @@ from sqlalchemy import BigInteger, String, TypeDecorator, UniqueConstraint
 from sqlalchemy.engine import Dialect
 from sqlmodel import AutoString, Field, SQLModel
 
+from clawviz.types import CALL_ORDER
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
@@ -340,3 +342,17 @@ def _nul_safe_strings() -> None:
 
 
 _nul_safe_strings()
+
+
+def call_order_by(columns: Any) -> list[Any]:
+    """`clawviz.types.CALL_ORDER` as SQL ORDER BY terms over a table's columns (`table.c`).
+
+    A missing seq or request time sorts after every known one, as in `call_order_key`.
+    """
+    out: list[Any] = []
+    for name in CALL_ORDER:
+        col = columns[name]
+        if name in ("seq", "t_request"):
+            out.append(col.is_(None))
+        out.append(col)
+    return out

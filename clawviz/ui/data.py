@@ -15,6 +15,7 @@ from sqlmodel import Session
 
 from clawviz.settings import Settings
 from clawviz.store import models, queries
+from clawviz.store.rewards import result_reward
 from clawviz.types import Call, EpisodeAnalysis
 from clawviz.ui.state import _engine_for
 
@@ -28,6 +29,8 @@ class EpisodeView:
     calls: list[Call]
     analysis: EpisodeAnalysis | None
     analysis_error: str | None = None
+    reward: float | None = None
+    """The one reward rule: the analysis's reward, else the result's under the settings."""
 
 
 def _session(url: str) -> Session:
@@ -122,7 +125,10 @@ def episode_view(
             analysis = episode_analysis(s, episode_id, _settings)
         except Exception as exc:  # noqa: BLE001 - shown on the page, the calls still display
             error = f"{type(exc).__name__}: {exc}"
-    return EpisodeView(episode, result_d, calls, analysis, error)
+    reward = analysis.reward if analysis is not None else None
+    if reward is None:
+        reward = result_reward(result, _settings)
+    return EpisodeView(episode, result_d, calls, analysis, error, reward)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)

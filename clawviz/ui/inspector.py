@@ -105,17 +105,3 @@ def path_rows(analysis: EpisodeAnalysis) -> list[dict[str, Any]]:
             }
         )
     return rows
-
-
-REASON_COLOURS: dict[str, str] = {
-    "too_many_branches": "red",
-    "ended_in_error": "red",
-    "unsupported_tool": "orange",
-    "missing_reward": "gray",
-    "below_reward_threshold": "orange",
-    "orphaned_request": "red",
-}
-
-
-def reason_colour(code: str) -> str:
-    return REASON_COLOURS.get(code, "violet")

@@ -7,8 +7,9 @@ from typing import Any
 
 import streamlit as st
 
+from clawviz.figures.palette import reason_colour
 from clawviz.types import Message, Reason
-from clawviz.ui.inspector import block_text, escape_md, reason_colour, tool_input_json
+from clawviz.ui.inspector import block_text, escape_md, tool_input_json
 
 MAX_BLOCK_CHARS = 20_000
 """Longer text blocks are cut for display (the raw JSON view still has everything)."""

@@ -31,8 +31,6 @@ KEY_EPISODE_LOADED = "episode_page_loaded"
 """Episode id the Episode page's widgets were last initialised for."""
 KEY_INGEST_REPORT = "ingest_last_report"
 KEY_RELOAD = "sidebar_reload"
-KEY_FRAME_REDIRECTED = "frame_redirected"
-"""Set once a page run directly by Streamlit's legacy pages/ mode was re-run through app.py."""
 
 # Widget keys: Runs page.
 KEY_RUNS_TABLE = "runs_episodes_table"
@@ -66,25 +64,6 @@ KEY_INGEST_RUN = "ingest_run"
 KEY_SETTINGS_FORM = "settings_form"
 
 NONE_OPTION = "—"
-
-
-def require_app_frame() -> None:
-    """Re-run through app.py when Streamlit ran a page file directly (legacy pages/ mode).
-
-    Streamlit 1.67 treats an app with a `pages/` folder as a legacy multipage app until app.py
-    first calls st.navigation; a deep link opened first on a fresh server would otherwise show
-    its page without the app frame (menu, sidebar, settings, analysis).
-    """
-    from streamlit.runtime.pages_manager import PagesManager
-
-    if not PagesManager.uses_pages_directory:
-        return
-    PagesManager.uses_pages_directory = False
-    # Once per session: AppTest resets the flag before every run, and a rerun there would
-    # swallow the widget event that triggered the run.
-    if not st.session_state.get(KEY_FRAME_REDIRECTED):
-        st.session_state[KEY_FRAME_REDIRECTED] = True
-        st.rerun()
 
 
 def database_url() -> str:

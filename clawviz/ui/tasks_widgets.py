@@ -19,12 +19,12 @@ from clawviz.review.archive import extract_archive, is_archive
 from clawviz.review.checker import CheckerResult
 from clawviz.review.tasks import CheckMatrix
 from clawviz.review.workspace import csv_rows, highlight_lexer_name, is_binary_bytes, is_csv
+from clawviz.ui import pages
 from clawviz.ui.inspector import escape_md
 
-PAGES_DIR = Path(__file__).resolve().parents[2] / "pages"
-TASKS_PAGE = PAGES_DIR / "tasks.py"
-WORKSPACE_PAGE = PAGES_DIR / "workspace.py"
-EPISODE_PAGE = PAGES_DIR / "episode.py"
+TASKS_PAGE = pages.page_file(pages.TASKS)
+WORKSPACE_PAGE = pages.page_file(pages.WORKSPACE)
+EPISODE_PAGE = pages.page_file(pages.EPISODE)
 
 # Query parameter of the Workspace page's selected file (episode/task names are in ui.state).
 QP_FILE = "file"

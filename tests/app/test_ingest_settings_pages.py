@@ -105,3 +105,26 @@ def test_upload_of_an_archive_and_a_gz_log(empty_db_url, on_store, tmp_path, mon
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Episodes"] == "2"
     assert not (tmp_path / "home" / "escape.jsonl").exists()
+
+
+def test_settings_form_has_a_widget_per_setting_and_refuses_bad_text(sample_db_url, on_store):
+    from clawviz.settings import DEFAULT_SETTINGS
+    from clawviz.ui.settings_form import FORM_SETTINGS
+
+    on_store(sample_db_url)
+    at = open_page("pages/settings.py")
+    no_exception(at)
+    widgets = [*at.number_input, *at.checkbox, *at.selectbox, *at.text_input]
+    assert {s.name for s in FORM_SETTINGS} <= {w.label for w in widgets}
+    weights = next(t for t in at.text_input if t.label == "reward_weights")
+    weights.input("checks=lots")
+    next(b for b in at.button if b.label == "Apply").click().run()
+    no_exception(at)
+    assert any("reward_weights" in e.value for e in at.error)
+    assert DEFAULT_SETTINGS.settings_hash in at.markdown[0].value
+    weights = next(t for t in at.text_input if t.label == "reward_weights")
+    weights.input("checks=1, rubric=3")
+    next(b for b in at.button if b.label == "Apply").click().run()
+    no_exception(at)
+    want = DEFAULT_SETTINGS.with_(reward_weights={"checks": 1, "rubric": 3}).settings_hash
+    assert want in at.markdown[0].value

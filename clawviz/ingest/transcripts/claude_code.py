@@ -400,6 +400,19 @@ class _Spawn:
     used: bool = False
 
 
+def _response_parts(group: list[_Rec]) -> tuple[list[dict[str, Any]], str | None, dict[str, Any]]:
+    """Content blocks, stop reason and usage of one response's records (the last ones win)."""
+    blocks: list[dict[str, Any]] = []
+    stop_reason = None
+    usage: dict[str, Any] = {}
+    for rec in group:
+        blocks.extend(_blocks(rec.msg.get("content")))
+        stop_reason = rec.msg.get("stop_reason") or stop_reason
+        if isinstance(rec.msg.get("usage"), dict):
+            usage = rec.msg["usage"]
+    return blocks, stop_reason, usage
+
+
 class _Replay:
     """Turns the record graph into calls."""
 
@@ -537,40 +550,8 @@ class _Replay:
             "transcript_segment": self._segment(path),
         }
         if is_sub:
-            first_user = next((m for m in messages if m["role"] == "user"), None)
-            spawn = self._spawn_for(
-                path, first, text_of(first_user["content"]) if first_user else ""
-            )
-            sub = self.g.sub_files.get(first.file)
-            meta = sub.meta if sub else {}
-            extra.update(
-                parent_tool_use_id=meta.get("toolUseId"),
-                agent_type=meta.get("agentType"),
-                description=meta.get("description"),
-            )
-            if spawn:
-                extra.update(
-                    spawned_by_call=spawn.call_id,
-                    parent_tool_use_id=spawn.tool_use_id,
-                    agent_type=meta.get("agentType") or spawn.agent_type,
-                    description=meta.get("description") or spawn.description,
-                )
-                if not messages or messages[0]["role"] != "user":
-                    # The sub-agent's first request is the Task prompt; old files may omit it.
-                    messages = [
-                        {"role": "user", "content": [{"type": "text", "text": spawn.prompt}]}
-                    ] + messages
-            agent = (sub.agent_id if sub else None) or first.record.get("agentId")
-            if agent:
-                extra["agent_id"] = agent
-        blocks: list[dict[str, Any]] = []
-        stop_reason = None
-        usage: dict[str, Any] = {}
-        for rec in group:
-            blocks.extend(_blocks(rec.msg.get("content")))
-            stop_reason = rec.msg.get("stop_reason") or stop_reason
-            if isinstance(rec.msg.get("usage"), dict):
-                usage = rec.msg["usage"]
+            messages = self._subagent_facts(path, first, messages, extra)
+        blocks, stop_reason, usage = _response_parts(group)
         failure = error = None
         status: int | None = 200
         response: Message | None = {"role": "assistant", "content": blocks}
@@ -616,6 +597,37 @@ class _Replay:
                 extra=extra,
             )
         )
+
+    def _subagent_facts(
+        self, path: list[_Rec], first: _Rec, messages: list[Message], extra: dict[str, Any]
+    ) -> list[Message]:
+        """Spawn link and agent facts of a sub-agent call (into `extra`); its messages, with
+        the Task prompt first when the file omits it."""
+        first_user = next((m for m in messages if m["role"] == "user"), None)
+        spawn = self._spawn_for(path, first, text_of(first_user["content"]) if first_user else "")
+        sub = self.g.sub_files.get(first.file)
+        meta = sub.meta if sub else {}
+        extra.update(
+            parent_tool_use_id=meta.get("toolUseId"),
+            agent_type=meta.get("agentType"),
+            description=meta.get("description"),
+        )
+        if spawn:
+            extra.update(
+                spawned_by_call=spawn.call_id,
+                parent_tool_use_id=spawn.tool_use_id,
+                agent_type=meta.get("agentType") or spawn.agent_type,
+                description=meta.get("description") or spawn.description,
+            )
+            if not messages or messages[0]["role"] != "user":
+                # The sub-agent's first request is the Task prompt; old files may omit it.
+                messages = [
+                    {"role": "user", "content": [{"type": "text", "text": spawn.prompt}]}
+                ] + messages
+        agent = (sub.agent_id if sub else None) or first.record.get("agentId")
+        if agent:
+            extra["agent_id"] = agent
+        return messages
 
     def _compaction_call(self, boundary: _Rec) -> None:
         """Rebuild the summary call a compact boundary stands for: tip + prompt -> summary."""

@@ -188,6 +188,15 @@ def _size_mtime(path: Path) -> tuple[int, int] | None:
 
 
 def _compute(root: Path, names: list[str], key_to_session: dict[str, str]) -> Links:
+    spawns, children = _read_sessions(root, names)
+    links, rest = _link_by_session(spawns, children, key_to_session)
+    _link_by_task(rest, children, links)
+    _drop_cycles(links)
+    return Links(links)
+
+
+def _read_sessions(root: Path, names: list[str]) -> tuple[list[Spawn], dict[str, Child]]:
+    """Every spawn call and every child session (by file name) of the session files."""
     spawns: list[Spawn] = []
     children: dict[str, Child] = {}
     for name in names:
@@ -203,6 +212,14 @@ def _compute(root: Path, names: list[str], key_to_session: dict[str, str]) -> Li
             children[child.name] = child
         if SPAWN_TOOL.encode() in data:
             spawns.extend(_spawns_in(name, data))
+    return spawns, children
+
+
+def _link_by_session(
+    spawns: list[Spawn], children: dict[str, Child], key_to_session: dict[str, str]
+) -> tuple[dict[str, Link], list[Spawn]]:
+    """Links a spawn's child key names (through sessions.json, else its session id); the
+    spawns left over, in time order."""
     by_session = {c.session_id: c for c in children.values() if c.session_id}
     links: dict[str, Link] = {}
     rest: list[Spawn] = []
@@ -218,6 +235,11 @@ def _compute(root: Path, names: list[str], key_to_session: dict[str, str]) -> Li
             continue
         links[child.name] = Link(child.name, spawn, how)
     rest.sort(key=lambda s: (s.time is None, s.time or 0.0, s.parent, s.line))
+    return links, rest
+
+
+def _link_by_task(rest: list[Spawn], children: dict[str, Child], links: dict[str, Link]) -> None:
+    """The remaining spawns find the earliest unlinked child whose first message is the task."""
     by_task: dict[str, list[Child]] = {}
     for c in children.values():
         by_task.setdefault(c.task, []).append(c)
@@ -242,8 +264,6 @@ def _compute(root: Path, names: list[str], key_to_session: dict[str, str]) -> Li
             continue
         best = min(candidates, key=lambda c: (c.time is None, c.time or 0.0, c.name))
         links[best.name] = Link(best.name, spawn, "task_text")
-    _drop_cycles(links)
-    return Links(links)
 
 
 def _is_session_file(path: Path) -> bool:

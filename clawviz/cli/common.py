@@ -1,0 +1,49 @@
+"""Options every CLI command takes: `--db`, `--json` and `--set name=value` (repeatable).
+
+`--set` reads the typed settings table (`clawviz.settings`), so every command takes every
+setting by the same name the Settings page and the README use.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from clawviz.settings import DEFAULT_SETTINGS, SETTINGS, Settings, allowed, parse_assignment
+
+SET_HELP = (
+    "override a setting, e.g. --set max_leaves=12 (repeatable; `clawviz settings` lists "
+    + (", ".join(s.name for s in SETTINGS if s.editable))
+    + ")"
+)
+
+
+def add_common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
+    """Add --db, --json and --set; on a sub-command they default to SUPPRESS so that the same
+    options given before the sub-command are not clobbered."""
+    default = None if top else argparse.SUPPRESS
+    parser.add_argument(
+        "--db", default=default, help="store URL (default: settings / CLAWVIZ_DATABASE_URL)"
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        default=False if top else argparse.SUPPRESS,
+        help="JSON output",
+    )
+    parser.add_argument(
+        "--set",
+        dest="set",
+        action="append",
+        metavar="NAME=VALUE",
+        default=[] if top else argparse.SUPPRESS,
+        help=SET_HELP,
+    )
+
+
+def settings_of(args: argparse.Namespace) -> Settings:
+    """DEFAULT_SETTINGS with the command line's --set values (raises SettingsError)."""
+    changes = dict(parse_assignment(a) for a in getattr(args, "set", None) or [])
+    return DEFAULT_SETTINGS.with_(**changes)
+
+
+__all__ = ["add_common", "allowed", "settings_of"]
