@@ -158,3 +158,15 @@ def test_cli_diagnose_and_findings(tmp_path):
         capture_output=True, text=True, cwd=REPO,
     )  # fmt: skip
     assert unknown.returncode == 2 and "no task 'nope'" in unknown.stderr
+
+
+def test_diagnosis_runs_inside_a_running_event_loop(session):
+    """A caller that already runs an event loop (Streamlit, a notebook) can diagnose too."""
+    import asyncio
+
+    async def inside() -> list[diagnosis.Diagnosis]:
+        with ScriptedLLM([("json", GOOD)]) as server:
+            return diagnosis.diagnose_tasks([task_detail(session, "task_0001")], _ep(server))
+
+    (d,) = asyncio.run(inside())
+    assert d.error is None and len(d.findings) == 2

@@ -273,4 +273,17 @@ def diagnose_tasks(
         finally:
             await client.close()
 
-    return asyncio.run(run())
+    return _run_sync(run)
+
+
+def _run_sync(make: Callable[[], Any]) -> Any:
+    """asyncio.run of `make()`, also when this thread already runs an event loop (a server,
+    a notebook, a test harness): then in a worker thread of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(lambda: asyncio.run(make())).result()
