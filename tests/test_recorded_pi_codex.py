@@ -26,7 +26,12 @@ from clawviz.store.models import CallRow
 from tests.dburl import memory_engine
 
 RECORDED = Path(__file__).parent / "data" / "recorded"
-FOLDERS = sorted(p.parent for p in RECORDED.glob("*/*/expected.json"))
+# Claude Code recordings have their own expected writer and tests (test_recorded_claude_code.py).
+FOLDERS = sorted(
+    p.parent
+    for p in RECORDED.glob("*/*/expected.json")
+    if not p.parent.parent.name.startswith("claude-code-")
+)
 IDS = [f"{p.parent.name}/{p.name}" for p in FOLDERS]
 HARNESS_OF = {"pi": "pi", "codex": "codex"}
 XFAIL: dict[str, str] = {}

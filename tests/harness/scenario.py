@@ -66,7 +66,8 @@ DEFAULT_SUMMARY = (
 SUMMARY_MARKERS: list[tuple[str, str, str]] = [
     # Claude Code
     ("last_user", "startswith", "Your task is to create a detailed summary of the conversation"),
-    ("last_user", "startswith", "CRITICAL: Respond with TEXT ONLY. Do NOT call any tools."),
+    # 2.1 partial compaction appends it to the last kept user prompt, in the same message.
+    ("last_user", "contains", "CRITICAL: Respond with TEXT ONLY. Do NOT call any tools."),
     ("system", "contains", "You are a helpful AI assistant tasked with summarizing conversations"),
     # OpenClaw / pi
     ("system", "startswith", "You are a context summarization assistant"),
