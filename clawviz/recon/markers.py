@@ -109,7 +109,9 @@ HARNESS_MARKERS: tuple[HarnessMarkers, ...] = (
         ),
         spawn_tools=(SpawnTool("Task", ("prompt",)), SpawnTool("Agent", ("prompt",))),
         ignore_patterns=_rx(
-            r"<system-reminder>.*?</system-reminder>",
+            # Innermost spans only: `strip_patterns` repeats until none is left, so a reminder
+            # that quotes a file holding its own reminder (2.0 re-read attachments) goes whole.
+            r"<system-reminder>[^<]*(?:<(?!/?system-reminder>)[^<]*)*</system-reminder>",
             r"x-anthropic-billing-header:[^\n]*",
         ),
     ),
