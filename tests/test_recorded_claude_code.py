@@ -19,8 +19,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from sqlalchemy.pool import StaticPool
-from sqlmodel import Session, create_engine, select
+from sqlmodel import Session, select
 
 from clawviz.cli.explain import explain_rows
 from clawviz.ingest.load import ingest_paths
@@ -31,6 +30,7 @@ from clawviz.store.calls import list_episodes, load_calls
 from clawviz.store.db import init_db
 from clawviz.store.decisions import ensure_analysis, episode_analysis
 from clawviz.store.models import CallRow
+from tests.dburl import memory_engine
 
 RECORDED = Path(__file__).parent / "data" / "recorded"
 FOLDERS = sorted(p.parent for p in RECORDED.glob("claude-code-*/*/expected.json"))
@@ -39,7 +39,7 @@ SESSION = "c1a0de00-0000-4000-8000-00000000c0de"
 
 
 def _engine():
-    engine = create_engine("sqlite://", poolclass=StaticPool)
+    engine = memory_engine()
     init_db(engine)
     return engine
 
