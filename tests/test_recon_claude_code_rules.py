@@ -172,3 +172,19 @@ def test_repeated_answered_warmup_is_not_a_retry_but_a_failed_one_is():
     assert d[f1.call_id].retry_of is None  # w2 was answered: f1 asks again, it retries nothing
     assert d[w3.call_id].retry_of == f1.call_id
     assert d[main.call_id].state == "kept"
+
+
+# -- 2.1 partial compaction: the instruction follows a kept prompt (claude-code-2.1.332) -------
+
+
+def test_text_only_instruction_after_a_kept_prompt_marks_a_summary():
+    e = Ep()
+    m1 = e.call([user("first")], asst("one"))
+    summary = e.turn(
+        m1,
+        user("Ask two sub-agents.\nCRITICAL: Respond with TEXT ONLY. Do NOT call any tools.\n"),
+    )
+    quoted = e.turn(m1, user("Please grep for 'CRITICAL: Respond with TEXT ONLY. Do NOT'"))
+    d = analyse_episode(e.calls, reward=1.0).decisions
+    assert d[summary.call_id].role == "aux_summary"
+    assert d[quoted.call_id].role == "main"

@@ -95,7 +95,8 @@ HARNESS_MARKERS: tuple[HarnessMarkers, ...] = (
         summary_system=_rx(r"You are a helpful AI assistant tasked with summarizing conversations"),
         summary_last_user=_rx(
             r"Your task is to create a detailed summary of the (?:conversation so far|RECENT)",
-            r"^\s*CRITICAL: Respond with TEXT ONLY\. Do NOT call any tools\.",
+            # 2.1 appends it to the last kept user prompt when it compacts only the head.
+            r"(?:^|\n)\s*CRITICAL: Respond with TEXT ONLY\. Do NOT call any tools\.",
         ),
         continuation_user=_rx(
             r"^\s*This session is being continued from a previous conversation that ran out of "
