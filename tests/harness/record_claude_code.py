@@ -17,7 +17,9 @@ server.jsonl (the scripted server's own log), scenario.json, the session's trans
 included), Claude Code's stream-json output and expected.json
 (tests/harness/expect_claude_code.py, from the scenario and the server log only).
 
-Scenario keys used here besides the steps: `versions` (which releases it is for), `prompts`,
+Scenario keys used here besides the steps: `versions` (which releases it is for), `prompts`
+(each a string, or `{"prompt": ..., "interrupt_on_hang": true}`: press Ctrl-C on that run once
+the server leaves a request of it hanging),
 `files` ({name: text} created in the work folder), `allowed_tools` (default: the tools the
 scenario's steps call, plus Read/Bash/Task/Agent).
 
@@ -31,9 +33,11 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -93,17 +97,16 @@ def record(version: str, scenario_file: Path, npm_dir: Path, keep: bool) -> Path
             env = offline_env(home, dict(ENV, ANTHROPIC_BASE_URL=rig.base_url("")))
             out = tmp / "stream.jsonl"
             err = (tmp / "claude.stderr").open("w")
-            for k, prompt in enumerate(scn["prompts"]):
+            for k, item in enumerate(scn["prompts"]):
+                spec = item if isinstance(item, dict) else {"prompt": item}
+                prompt = spec["prompt"]
                 cmd = [str(exe), "-p", prompt, "--output-format", "stream-json", "--verbose"]
                 cmd += ["--allowedTools", *_tools(scn)]
                 cmd += ["--session-id", SESSION_ID] if k == 0 else ["--resume", SESSION_ID]
                 with out.open("a") as fh:
                     p = procs.start(cmd, cwd=work, env=env, stdout=fh, stderr=err)
-                    try:
-                        rc = p.wait(timeout=scn.get("timeout", 180))
-                    except subprocess.TimeoutExpired:
-                        procs.stop(p)
-                        rc = -1
+                    hang = rig.server_log if spec.get("interrupt_on_hang") else None
+                    rc = _wait(p, procs, scn.get("timeout", 180), hang)
                 print(f"  claude -p {prompt!r}: exit {rc}", file=sys.stderr)
         dest = RECORDED / f"claude-code-{version}" / name
         save(dest, tmp, rig, scenario_file)
@@ -115,6 +118,25 @@ def record(version: str, scenario_file: Path, npm_dir: Path, keep: bool) -> Path
             shutil.copytree(tmp, kept / "run", symlinks=True)
             print(f"kept a copy in {kept}", file=sys.stderr)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _wait(p: subprocess.Popen, procs: Procs, timeout: float, hang_log: Path | None) -> int:
+    """Wait for one `claude -p` run; with `hang_log`, press Ctrl-C (SIGINT) once the scripted
+    server logs a request it leaves hanging (a new `hang` line in its log)."""
+    if hang_log is not None:
+        seen = hang_log.read_text().count('"action": "hang"')
+        end = time.time() + timeout
+        while p.poll() is None and time.time() < end:
+            if hang_log.read_text().count('"action": "hang"') > seen:
+                time.sleep(1.0)  # the request is in flight: the user gives up
+                p.send_signal(signal.SIGINT)
+                break
+            time.sleep(0.1)
+    try:
+        return p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        procs.stop(p)
+        return -1
 
 
 def _replacements(rig: Rig) -> dict[str, str]:
