@@ -292,7 +292,8 @@ def test_truncated_gzip_transcript_loads_what_it_holds(tmp_path):
     """A .jsonl.gz cut short loads the lines before the cut and rejects the rest clearly."""
     from clawviz.ingest.transcripts import read_transcript
 
-    src = FOLDERS[0] / "transcripts" / "-tmp-rig-claude-code-work" / f"{SESSION}.jsonl"
+    src = RECORDED / "claude-code-2.0.77" / "session" / "transcripts" / "-tmp-rig-claude-code-work"
+    src = src / f"{SESSION}.jsonl"
     whole = gzip.compress(src.read_bytes())
     cut = tmp_path / f"{SESSION}.jsonl.gz"
     cut.write_bytes(whole[: len(whole) * 2 // 3])

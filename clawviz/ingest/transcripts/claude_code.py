@@ -430,8 +430,12 @@ def _messages(path: list[_Rec]) -> list[Message]:
     out: list[Message] = []
     last_key: str | None = None
     for rec in path:
-        if rec.type == "user":
-            blocks = _blocks(rec.msg.get("content"))
+        local = rec.type == "system" and rec.record.get("subtype") == "local_command"
+        if rec.type == "user" or local:
+            # 2.1 writes a slash command's output as a `system` / `local_command` record; it is
+            # sent as user text, as 2.0's `<local-command-stdout>` user record is.
+            content = rec.record.get("content") if local else rec.msg.get("content")
+            blocks = _blocks(content)
             if out and out[-1]["role"] == "user":
                 out[-1] = {"role": "user", "content": out[-1]["content"] + blocks}
             else:
