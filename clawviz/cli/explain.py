@@ -152,6 +152,9 @@ def _line(r: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> str:
         parts.append(f"linked to {name(r['linked_call'])}")
     if r["role"] != "main" and r["role_reason"]:
         parts.append(f"why: {r['role_reason'][:70]}")
+    elif r["role_reason"] and "; parent by rule " in r["role_reason"]:
+        # A tolerance rule found this call's parent (recon/tree.py): say which and why.
+        parts.append(r["role_reason"].split("; ", 1)[1][:110])
     if r["http_status"] is not None and not 200 <= r["http_status"] < 300:
         parts.append(f"HTTP {r['http_status']}")
     if r["advantage"] is not None:

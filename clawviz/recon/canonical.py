@@ -106,12 +106,18 @@ def _literal_prefix(pattern: re.Pattern[str]) -> str:
 
 
 def strip_patterns(text: str, patterns: Sequence[re.Pattern[str]]) -> str:
-    """Remove every match of `patterns` (a literal pre-check skips the regex on most texts)."""
+    """Remove every match of `patterns` (a literal pre-check skips the regex on most texts).
+
+    Each pattern is applied until it no longer matches, so a pattern written for the innermost
+    of nested spans removes the outer ones too (Claude Code nests `<system-reminder>` blocks).
+    """
     for p in patterns:
         prefix = _literal_prefix(p)
-        if prefix and prefix not in text:
-            continue
-        text = p.sub("", text)
+        while not prefix or prefix in text:
+            stripped = p.sub("", text)
+            if stripped == text:
+                break
+            text = stripped
     return text
 
 

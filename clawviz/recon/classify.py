@@ -74,8 +74,18 @@ class Classification:
     """Sub-agent roots that took a spawn call of their own: never re-sends of an earlier root."""
 
     def resend_of(self, tree: CallTree, call_id: str) -> str | None:
-        """The earlier identical request this call re-sends (parallel sub-agents excepted)."""
-        return None if call_id in self.own_spawn else tree.resend_of.get(call_id)
+        """The earlier identical request this call retries (parallel sub-agents excepted).
+
+        A side request that repeats an answered one is asked again, not retried: Claude Code
+        sends the same `Warmup` per sub-agent type at the start of every `claude -p` run, and
+        the same path-extraction request after the same command (rule `aux_repeat_not_retry`).
+        """
+        earlier = None if call_id in self.own_spawn else tree.resend_of.get(call_id)
+        if earlier is None or self.roles[call_id].role == "main":
+            return earlier
+        if earlier in tree.failed or tree.by_id[earlier].delivered is False:
+            return earlier
+        return None
 
     def main_parent(self, tree: CallTree, call_id: str) -> str | None:
         """Nearest ancestor that is a main call (skipping tip extensions in the history)."""

@@ -60,6 +60,9 @@ class HarnessMarkers:
     retry_last_user: tuple[re.Pattern[str], ...] = ()
     wrapper_user: tuple[re.Pattern[str], ...] = ()
     """User messages a harness appends around a turn (runtime context); markers look past them."""
+    context_user: tuple[re.Pattern[str], ...] = ()
+    """User messages a harness puts before the user's own first words (environment, AGENTS.md):
+    the first-user text (sub-agent spawn prompts, cron markers) looks past them."""
     spawn_tools: tuple[SpawnTool, ...] = ()
     ignore_patterns: tuple[re.Pattern[str], ...] = field(default=())
     """Spans removed before matching (they change between otherwise identical turns)."""
@@ -92,7 +95,8 @@ HARNESS_MARKERS: tuple[HarnessMarkers, ...] = (
         summary_system=_rx(r"You are a helpful AI assistant tasked with summarizing conversations"),
         summary_last_user=_rx(
             r"Your task is to create a detailed summary of the (?:conversation so far|RECENT)",
-            r"^\s*CRITICAL: Respond with TEXT ONLY\. Do NOT call any tools\.",
+            # 2.1 appends it to the last kept user prompt when it compacts only the head.
+            r"(?:^|\n)\s*CRITICAL: Respond with TEXT ONLY\. Do NOT call any tools\.",
         ),
         continuation_user=_rx(
             r"^\s*This session is being continued from a previous conversation that ran out of "
@@ -106,7 +110,9 @@ HARNESS_MARKERS: tuple[HarnessMarkers, ...] = (
         ),
         spawn_tools=(SpawnTool("Task", ("prompt",)), SpawnTool("Agent", ("prompt",))),
         ignore_patterns=_rx(
-            r"<system-reminder>.*?</system-reminder>",
+            # Innermost spans only: `strip_patterns` repeats until none is left, so a reminder
+            # that quotes a file holding its own reminder (2.0 re-read attachments) goes whole.
+            r"<system-reminder>[^<]*(?:<(?!/?system-reminder>)[^<]*)*</system-reminder>",
             r"x-anthropic-billing-header:[^\n]*",
         ),
     ),
@@ -158,6 +164,11 @@ HARNESS_MARKERS: tuple[HarnessMarkers, ...] = (
             r"^\s*Another language model started to solve this problem and produced a summary "
             r"of its thinking process\."
         ),
+        context_user=_rx(
+            r"^\s*<environment_context>",
+            r"^\s*# AGENTS\.md instructions for ",
+            r"^\s*<user_instructions>",
+        ),
         spawn_tools=(SpawnTool("spawn_agent", ("message", "prompt", "task", "items")),),
     ),
 )
@@ -183,6 +194,9 @@ _SUMMARY_HEADERS: tuple[str, ...] = tuple(
 )
 _RETRY_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
     p for m in HARNESS_MARKERS for p in m.retry_last_user
+)
+_CONTEXT_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
+    p for m in HARNESS_MARKERS for p in m.context_user
 )
 _SPAWN_NAMES = frozenset(t.name for m in HARNESS_MARKERS for t in m.spawn_tools)
 
@@ -281,9 +295,10 @@ def call_text(call: Call, cache: TextCache | None = None) -> CallText:
             last = text
             break
     headers = {k.lower(): str(v) for k, v in (call.headers or {}).items()} if call.headers else {}
+    own = [t for t in first if _first_hit(_CONTEXT_PATTERNS, t) is None]
     return CallText(
         system=call.system or "",
-        first_user=first[0] if first else "",
+        first_user=own[0] if own else (first[0] if first else ""),
         last_user=last or raw,
         last_user_raw=raw,
         user_texts=first,

@@ -221,7 +221,11 @@ def prune_episode(
             role=cr.role,
             state=state,
             reason=reason,
-            role_reason=cr.reason,
+            role_reason=(
+                f"{cr.reason}; parent by rule {tree.tolerated[cid]}"
+                if cid in tree.tolerated
+                else cr.reason
+            ),
             parent_call=tree.parent[cid],
             retry_of=retry_of.get(cid) or cls.resend_of(tree, cid),
             segment=cr.segment,

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from itertools import islice
 
 import networkx as nx
 
-from clawviz.recon.canonical import match_key, normalize_ws
+from clawviz.recon.canonical import match_items, match_key, normalize_ws, strip_patterns
 from clawviz.recon.markers import ALL_IGNORE_PATTERNS
 from clawviz.types import Call, Message
 
@@ -34,6 +34,8 @@ class CallTree:
     """For an identical re-send (same canonical messages and system): the latest earlier one."""
     failed: frozenset[str] = frozenset()
     """Ids of the calls `is_failed` holds for (asked many times per call downstream)."""
+    tolerated: dict[str, str] = field(default_factory=dict)
+    """Calls whose parent only a tolerance rule found: rule code and what it ignored."""
 
     @cached_property
     def graph(self) -> nx.DiGraph:
@@ -89,10 +91,42 @@ def order_key(call: Call) -> tuple:
 @lru_cache(maxsize=256)
 def system_fingerprint(system: str) -> str:
     """Hash of the system prompt without volatile spans (billing header, reminders)."""
-    text = system
-    for p in ALL_IGNORE_PATTERNS:
-        text = p.sub("", text)
+    text = strip_patterns(system, ALL_IGNORE_PATTERNS)
     return hashlib.blake2b(normalize_ws(text).encode(), digest_size=8).hexdigest()
+
+
+def _context_only(message: Message) -> bool:
+    """A user message whose every block is text made only of ignored spans (context blocks)."""
+    if message.get("role") != "user":
+        return False
+    content = message.get("content")
+    blocks = [content] if isinstance(content, str) else content
+    if not isinstance(blocks, list) or not blocks:
+        return False
+    seen = False
+    for b in blocks:
+        text = b if isinstance(b, str) else b.get("text") if isinstance(b, dict) else None
+        if not isinstance(text, str) or (isinstance(b, dict) and b.get("type") != "text"):
+            return False
+        if text.strip():
+            if strip_patterns(text, ALL_IGNORE_PATTERNS).strip():
+                return False
+            seen = True
+    return seen
+
+
+def history_messages(messages: list[Message]) -> list[Message]:
+    """The messages a request matches on: leading context-only user messages left out.
+
+    Claude Code 2.0 opens the first request after a compaction with a user message of
+    `<system-reminder>` attachments (files it re-read, the todo list) before the summary
+    message; the history it keeps, and re-sends on --resume, starts at the summary
+    (rule `leading_context_block`, DECISIONS.md).
+    """
+    k = 0
+    while k < len(messages) - 1 and _context_only(messages[k]):
+        k += 1
+    return messages[k:] if k else messages
 
 
 class _Trie:
@@ -150,6 +184,76 @@ class _Trie:
         return self.n_nodes
 
 
+_TOOL_ITEMS = ("tool_use", "tool_result")
+_LOSSY_WINDOW = 200
+"""Earlier calls a diverging request is compared with by `_lossy_parent` (latest first)."""
+
+
+class _Items:
+    """Match items per message object, computed on demand (messages stay alive meanwhile)."""
+
+    def __init__(self) -> None:
+        self.memo: dict[int, tuple[str, list]] = {}
+
+    def __call__(self, message: Message) -> tuple[str, list]:
+        got = self.memo.get(id(message))
+        if got is None:
+            role = "user" if message.get("role") == "tool" else str(message.get("role"))
+            items = match_items(message, ignore_patterns=ALL_IGNORE_PATTERNS)
+            got = self.memo[id(message)] = (role, items)
+        return got
+
+
+def _dropped_tools(old: tuple[str, list], new: tuple[str, list]) -> int | None:
+    """How many tool calls / results `new` lacks, if it is `old` with only some of them left."""
+    if old[0] != new[0]:
+        return None
+    rest_old = [i for i in old[1] if i[0] not in _TOOL_ITEMS]
+    rest_new = [i for i in new[1] if i[0] not in _TOOL_ITEMS]
+    if rest_old != rest_new:
+        return None
+    pool = [i for i in old[1] if i[0] in _TOOL_ITEMS]
+    n_old = len(pool)
+    for item in (i for i in new[1] if i[0] in _TOOL_ITEMS):
+        if item not in pool:
+            return None
+        pool.remove(item)
+    return n_old - (len(new[1]) - len(rest_new)) or None
+
+
+def _lossy_parent(
+    msgs: list[Message], owners: list[tuple[str, list[Message]]], covered: int, items: _Items
+) -> tuple[str, int, int] | None:
+    """The earlier call whose messages + response `msgs` starts with, but for tool calls.
+
+    Claude Code 2.0 rebuilds the history from its transcript on `--resume` and keeps only one
+    branch of a reply with parallel tool calls: the re-sent assistant message lacks some of its
+    tool calls and the next user message their results (rule `resume_dropped_tool_calls`).
+    Returns (call id, messages covered, tool items dropped) for the longest such prefix that
+    covers more than `covered` messages; equal messages must match as usual.
+    """
+    best: tuple[str, int, int] | None = None
+    for cid, path in reversed(owners[-_LOSSY_WINDOW:]):
+        n = len(path)
+        if n > len(msgs) or n <= covered or (best is not None and n <= best[1]):
+            continue
+        dropped = 0
+        for old, new in zip(path, msgs, strict=False):
+            if old is new:
+                continue
+            a, b = items(old), items(new)
+            if a == b:
+                continue
+            lost = _dropped_tools(a, b)
+            if lost is None:
+                break
+            dropped += lost
+        else:
+            if dropped:
+                best = (cid, n, dropped)
+    return best
+
+
 def build_call_tree(calls: list[Call]) -> CallTree:
     """Rebuild parent links for the calls of one episode (independent of input order)."""
     ordered = sorted(calls, key=order_key)
@@ -162,6 +266,11 @@ def build_call_tree(calls: list[Call]) -> CallTree:
     failed: set[str] = set()
     by_obj = trie.by_obj
     step = trie.step
+    items = _Items()
+    owners: list[tuple[str, list[Message]]] = []
+    """Successful calls in order with their messages + response (for `_lossy_parent`)."""
+    covered: dict[str, int] = {}
+    tolerated: dict[str, str] = {}
 
     # The previous request's messages, and the node and best owner after each of them.
     prev: list[Message] = []
@@ -169,7 +278,7 @@ def build_call_tree(calls: list[Call]) -> CallTree:
     prev_best: list[str | None] = []
     for call in ordered:
         cid = call.call_id
-        msgs = call.messages
+        msgs = history_messages(call.messages)
         # A request usually re-sends the previous one plus new turns: resume its walk after
         # the shared messages (equal messages take the same edges). Only the previous call
         # has set an owner since, one node below its own messages, so the prefix is unchanged.
@@ -181,15 +290,36 @@ def build_call_tree(calls: list[Call]) -> CallTree:
         best: str | None = bests[-1] if k else None
         # One walk finds the deepest owned prefix and lays down this request's own path, so
         # an identical later request finds it.
-        for m in islice(msgs, k, None):
+        diverged: int | None = None
+        for i, m in enumerate(islice(msgs, k, None), start=k):
             nxt = by_obj.get((node, id(m)))
-            node = step(node, m) if nxt is None else nxt
+            if nxt is None:
+                n_before = trie.n_nodes
+                node = step(node, m)
+                if diverged is None and trie.n_nodes != n_before:
+                    diverged = i
+            else:
+                node = nxt
             hit = owner.get(node)
             if hit is not None:
                 best = hit
             nodes.append(node)
             bests.append(best)
         prev, prev_nodes, prev_best = msgs, nodes, bests
+        if (
+            diverged is not None
+            and diverged < len(msgs) - 1
+            and any(i[0] in _TOOL_ITEMS for i in items(msgs[diverged])[1])
+        ):
+            # No earlier request sent this message here, yet more follow: a re-rendered
+            # history. Look for an earlier call it re-sends with some tool calls left out.
+            lossy = _lossy_parent(msgs, owners, covered.get(best, 0) if best else 0, items)
+            if lossy is not None:
+                best = lossy[0]
+                tolerated[cid] = (
+                    f"resume_dropped_tool_calls: {lossy[2]} tool call(s) or result(s) of "
+                    f"the re-sent history are missing"
+                )
         req_key = (node, system_fingerprint(call.system)) if call.messages else None
         earlier = requests.get(req_key) if req_key else None
         if earlier is not None and parent[earlier] != best:
@@ -206,6 +336,8 @@ def build_call_tree(calls: list[Call]) -> CallTree:
             failed.add(cid)
         elif call.response is not None and call.endpoint != "non_model":
             owner[step(node, call.response)] = cid
+            owners.append((cid, [*msgs, call.response]))
+            covered[cid] = len(msgs) + 1
 
     return CallTree(
         calls=ordered,
@@ -215,4 +347,5 @@ def build_call_tree(calls: list[Call]) -> CallTree:
         children=children,
         resend_of=resend_of,
         failed=frozenset(failed),
+        tolerated=tolerated,
     )

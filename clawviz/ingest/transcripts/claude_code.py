@@ -29,6 +29,7 @@ from clawviz.ingest.transcripts.common import (
     read_lines,
     text_of,
 )
+from clawviz.ingest.transcripts.files import jsonl_files, jsonl_sibling, jsonl_stem, read_head
 from clawviz.types import Call, Message, Usage
 
 FORMAT = "transcript_claude_code"
@@ -197,9 +198,9 @@ def read_claude_code(path: str | Path, lines: list[Line], rejects: list[Reject])
     for sub in _agent_files_of(p):
         sub_lines, sub_rejects = read_lines(sub)
         graph.add_file(str(sub), sub_lines, sub_rejects)
-        graph.sub_files[str(sub)] = _meta_for(sub) or _SubFile(str(sub), sub.stem[6:])
+        graph.sub_files[str(sub)] = _meta_for(sub) or _SubFile(str(sub), jsonl_stem(sub)[6:])
         read.extra_files.append(str(sub))
-    episode_id = graph.session_id or p.stem
+    episode_id = graph.session_id or jsonl_stem(p)
     calls = _Replay(graph, episode_id).run()
     read.calls = calls
     read.episode_id = episode_id
@@ -219,11 +220,11 @@ def _session_file_of(p: Path) -> Path | None:
     if not p.name.startswith("agent-"):
         return None
     if p.parent.name == "subagents":
-        parent = p.parent.parent.with_suffix(".jsonl")
-        return parent if parent.is_file() else None
+        session_dir = p.parent.parent
+        return jsonl_sibling(session_dir.parent, session_dir.name)
     sid = _head_session_id(p)
-    parent = p.parent / f"{sid}.jsonl" if sid else None
-    return parent if parent is not None and parent.is_file() and parent != p else None
+    parent = jsonl_sibling(p.parent, sid) if sid else None
+    return parent if parent is not None and parent != p else None
 
 
 def _agent_files_of(session_file: Path) -> list[Path]:
@@ -231,11 +232,11 @@ def _agent_files_of(session_file: Path) -> list[Path]:
     if session_file.name.startswith("agent-"):
         return []
     out: list[Path] = []
-    sub_dir = session_file.with_suffix("") / "subagents"
+    sub_dir = session_file.parent / jsonl_stem(session_file) / "subagents"
     if sub_dir.is_dir():
-        out.extend(sorted(sub_dir.glob("agent-*.jsonl")))
+        out.extend(jsonl_files(sub_dir, "agent-"))
     # Older layout: only siblings that name this file's session (a folder holds many sessions).
-    out.extend(_flat_agent_index(session_file.parent).get(session_file.stem, []))
+    out.extend(_flat_agent_index(session_file.parent).get(jsonl_stem(session_file), []))
     return out
 
 
@@ -253,7 +254,7 @@ def _flat_agent_index(folder: Path) -> dict[str, list[Path]]:
     if cached is not None and cached[0] == mtime:
         return cached[1]
     index: dict[str, list[Path]] = {}
-    for agent_file in sorted(folder.glob("agent-*.jsonl")):
+    for agent_file in jsonl_files(folder, "agent-"):
         sid = _head_session_id(agent_file)
         if sid is not None:
             index.setdefault(sid, []).append(agent_file)
@@ -265,18 +266,14 @@ def _flat_agent_index(folder: Path) -> dict[str, list[Path]]:
 
 def _head_session_id(path: Path, max_lines: int = 20) -> str | None:
     """The first `sessionId` among a file's first lines, without reading the whole file."""
-    try:
-        with path.open("rb") as fh:
-            for _, raw in zip(range(max_lines), fh, strict=False):
-                try:
-                    record = json.loads(raw)
-                except ValueError:
-                    continue
-                sid = record.get("sessionId") if isinstance(record, dict) else None
-                if isinstance(sid, str) and sid:
-                    return sid
-    except OSError:
-        return None
+    for raw in read_head(path, max_lines):
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            continue
+        sid = record.get("sessionId") if isinstance(record, dict) else None
+        if isinstance(sid, str) and sid:
+            return sid
     return None
 
 
@@ -284,7 +281,7 @@ def _meta_for(agent_file: Path) -> _SubFile | None:
     """The sub-agent description of `agent-<id>.jsonl`, when the file is one."""
     if not agent_file.name.startswith("agent-"):
         return None
-    meta_path = agent_file.with_suffix(".meta.json")
+    meta_path = agent_file.parent / f"{jsonl_stem(agent_file)}.meta.json"
     meta: dict[str, Any] = {}
     if meta_path.is_file():
         try:
@@ -292,7 +289,7 @@ def _meta_for(agent_file: Path) -> _SubFile | None:
             meta = loaded if isinstance(loaded, dict) else {}
         except (OSError, ValueError):
             meta = {}
-    return _SubFile(str(agent_file), agent_file.stem[len("agent-") :], meta)
+    return _SubFile(str(agent_file), jsonl_stem(agent_file)[len("agent-") :], meta)
 
 
 class _Graph:
@@ -305,6 +302,9 @@ class _Graph:
         self.notes: list[str] = []
         self.sub_files: dict[str, _SubFile] = {}
         self.session_id: str | None = None
+        self.children: dict[str, list[_Rec]] = {}
+        self.preserved: dict[str, tuple[str, str]] = {}
+        """Anchor uuid -> (head, tail) of the records a partial compaction kept verbatim."""
 
     def add_file(self, path: str, lines: list[Line], rejects: list[Reject]) -> None:
         bad = self.rejects.setdefault(path, [])
@@ -333,9 +333,17 @@ class _Graph:
                 continue
             self.by_uuid[uuid] = rec
             self.records.append(rec)
+            if rec.parent is not None:
+                self.children.setdefault(rec.parent, []).append(rec)
+            if rec.is_boundary:
+                seg = (rec.record.get("compactMetadata") or {}).get("preservedSegment")
+                if isinstance(seg, dict) and all(
+                    isinstance(seg.get(k), str) for k in ("anchorUuid", "headUuid", "tailUuid")
+                ):
+                    self.preserved[seg["anchorUuid"]] = (seg["headUuid"], seg["tailUuid"])
 
-    def path(self, leaf: _Rec | None) -> list[_Rec]:
-        """Records from the chain's start (root or compact boundary) to `leaf`."""
+    def _up(self, leaf: _Rec | None, stop: str | None = None) -> list[_Rec]:
+        """Records from the chain's start (root, compact boundary or `stop`) to `leaf`."""
         out: list[_Rec] = []
         seen: set[str] = set()
         current = leaf
@@ -345,30 +353,106 @@ class _Graph:
                 break  # a sub-agent's chain may hang off the main chain; its request does not
             seen.add(current.uuid)
             out.append(current)
-            if current.is_boundary:
+            if current.is_boundary or current.uuid == stop:
                 break
             current = self.by_uuid.get(current.parent) if current.parent else None
         out.reverse()
         return out
 
+    def path(self, leaf: _Rec | None) -> list[_Rec]:
+        """Records from the chain's start (root or compact boundary) to `leaf`, as sent.
+
+        Two things the parent chain alone does not hold are put back. Claude Code 2.1 compacts
+        only the head of a conversation: the boundary's `preservedSegment` names the records
+        (head to tail) kept verbatim right after the summary record (the anchor). Claude Code
+        2.0 hangs the results of parallel tool calls as siblings under the response: the
+        results off the chain join the on-chain one, in file order.
+        """
+        out = self._up(leaf)
+        for i, rec in enumerate(out):
+            kept = self.preserved.get(rec.uuid)
+            if kept is not None:
+                head, tail = kept
+                segment = self._up(self.by_uuid.get(tail), stop=head)
+                if segment and segment[0].uuid == head:
+                    out[i + 1 : i + 1] = segment
+                break
+        return self._with_sibling_results(out)
+
+    def _with_sibling_results(self, path: list[_Rec]) -> list[_Rec]:
+        on_path = {r.uuid for r in path}
+        have = {
+            b.get("tool_use_id")
+            for r in path
+            if r.type == "user"
+            for b in _blocks(r.msg.get("content"))
+            if b.get("type") == "tool_result"
+        }
+        out: list[_Rec] = []
+        pending: list[_Rec] = []
+        for rec in path:
+            if rec.type == "assistant":
+                for child in self.children.get(rec.uuid, []):
+                    blocks = _blocks(child.msg.get("content"))
+                    if (
+                        child.uuid not in on_path
+                        and child.type == "user"
+                        and child.sidechain == rec.sidechain
+                        and _only_tool_results(blocks)
+                        and not {b.get("tool_use_id") for b in blocks} & have
+                    ):
+                        pending.append(child)
+                        have |= {b.get("tool_use_id") for b in blocks}
+                out.append(rec)
+            elif (
+                rec.type == "user"
+                and pending
+                and _only_tool_results(_blocks(rec.msg.get("content")))
+            ):
+                out.extend(sorted([*pending, rec], key=lambda r: r.order))
+                pending = []
+            else:
+                out.append(rec)
+        return out
+
+
+def _only_tool_results(blocks: list[dict[str, Any]]) -> bool:
+    return bool(blocks) and all(b.get("type") == "tool_result" for b in blocks)
+
 
 def _messages(path: list[_Rec]) -> list[Message]:
-    """The API messages of a chain: user records joined, a response's blocks joined."""
+    """The API messages of a chain: user records joined, a response's blocks joined.
+
+    A response's records may have tool results between them: Claude Code 2.1 writes the result
+    of an async Agent call before the response's next tool_use record. Such pieces still make
+    one assistant message, followed by one user message with all their results, as sent.
+    """
     out: list[Message] = []
     last_key: str | None = None
     for rec in path:
-        if rec.type == "user":
-            blocks = _blocks(rec.msg.get("content"))
+        local = rec.type == "system" and rec.record.get("subtype") == "local_command"
+        if rec.type == "user" or local:
+            # 2.1 writes a slash command's output as a `system` / `local_command` record; it is
+            # sent as user text, as 2.0's `<local-command-stdout>` user record is.
+            content = rec.record.get("content") if local else rec.msg.get("content")
+            blocks = _blocks(content)
             if out and out[-1]["role"] == "user":
                 out[-1] = {"role": "user", "content": out[-1]["content"] + blocks}
             else:
                 out.append({"role": "user", "content": blocks})
-            last_key = None
-        elif rec.type == "assistant" and not rec.is_synthetic:
+            if not _only_tool_results(out[-1]["content"]):
+                last_key = None
+        elif rec.type == "assistant" and not rec.is_api_error:
+            # Synthetic replies such as `No response requested.` (after a local command) are
+            # sent back; API error messages are not.
             key = rec.msg.get("id") or rec.uuid
             blocks = _blocks(rec.msg.get("content"))
             if out and out[-1]["role"] == "assistant" and last_key == key:
                 out[-1] = {"role": "assistant", "content": out[-1]["content"] + blocks}
+            elif len(out) > 1 and out[-1]["role"] == "user" and last_key == key:
+                # Only tool results since this response's last piece: the piece belongs to it.
+                prev = out[-2]
+                out[-2] = {"role": "assistant", "content": prev["content"] + blocks}
             else:
                 out.append({"role": "assistant", "content": blocks})
             last_key = key
@@ -429,27 +513,54 @@ class _Replay:
         """The response's message.id: the same API call read from a copied file keeps its id."""
         return self.group_ids[group[0].uuid]
 
+    def _piece_of(self, rec: _Rec, same: list[list[_Rec]]) -> list[_Rec] | None:
+        """The group `rec` continues: its parent is in it, or only tool results lie between."""
+        parent = self.g.by_uuid.get(rec.parent) if rec.parent else None
+        while parent is not None and parent.type == "user":
+            if not _only_tool_results(_blocks(parent.msg.get("content"))):
+                return None
+            parent = self.g.by_uuid.get(parent.parent) if parent.parent else None
+        if parent is None:
+            return None
+        return next((g for g in same if parent.uuid in {r.uuid for r in g}), None)
+
     def _groups(self) -> list[list[_Rec]]:
-        """Assistant records of one response (same message.id, chained), in file order."""
+        """Assistant records of one response (same message.id, chained), in file order.
+
+        A response written again under the same parent (Claude Code 2.0 re-writes the history
+        it resumes, keeping one branch of parallel tool calls), or under a re-written tool
+        result, is the same API call: its records stay in the chain, but it makes no call.
+        """
         groups: list[list[_Rec]] = []
         by_key: dict[str, list[list[_Rec]]] = {}
+        rewritten: set[str] = set()
         for rec in self.g.records:
+            if rec.type == "user" and rec.parent in rewritten:
+                if _only_tool_results(_blocks(rec.msg.get("content"))):
+                    rewritten.add(rec.uuid)
+                continue
             if rec.type != "assistant":
                 continue
             if rec.is_synthetic and not rec.is_api_error:
                 continue
             key = str(rec.msg.get("id") or rec.uuid)
             same = by_key.setdefault(key, [])
-            group = next((g for g in same if rec.parent in {r.uuid for r in g}), None)
-            if group is None:
-                group = [rec]
-                # A message.id seen on another chain (a copied response) gets its own call.
-                suffix = f"#{len(same) + 1}" if same else ""
-                self.group_ids[rec.uuid] = f"{self.episode_id}:{key}{suffix}"
-                same.append(group)
-                groups.append(group)
-            else:
+            group = self._piece_of(rec, same)
+            if group is not None:
                 group.append(rec)
+                if group[0].uuid in rewritten:
+                    rewritten.add(rec.uuid)
+                continue
+            if any(g[0].parent == rec.parent or rec.parent in rewritten for g in same):
+                rewritten.add(rec.uuid)
+                same.append([rec])
+                continue
+            group = [rec]
+            # A message.id seen on another chain (a copied response) gets its own call.
+            suffix = f"#{len(same) + 1}" if same else ""
+            self.group_ids[rec.uuid] = f"{self.episode_id}:{key}{suffix}"
+            same.append(group)
+            groups.append(group)
         return groups
 
     def run(self) -> list[Call]:
