@@ -24,6 +24,7 @@ from clawviz.recon.markers import (
 )
 from clawviz.recon.tree import CallTree
 from clawviz.types import Call
+from clawviz.types import call_label as _label
 
 AUX_ROLES = (
     "aux_utility",
@@ -190,7 +191,7 @@ def classify_calls(tree: CallTree) -> Classification:
         elif marker is not None and parent is None:
             cr = CallRole("main", f"after compaction: {marker.evidence!r}", continuation=True)
         elif parent is not None:
-            anc = parent
+            anc: str | None = parent
             while anc is not None and roles[anc].role in TIP_EXTENSIONS:
                 anc = tree.parent[anc]
             role = roles[anc].role if anc is not None else "main"
@@ -250,10 +251,6 @@ def _main_fingerprint(tree: CallTree) -> tuple[str | None, bool]:
             return _identity(call.system), True
         fallback = fallback or _identity(call.system)
     return fallback, False
-
-
-def _label(call: Call) -> str:
-    return str(call.seq) if call.seq is not None else call.call_id
 
 
 def _classify_root(

@@ -13,6 +13,7 @@ from clawviz.recon.markers import is_harness_retry, tool_names_used
 from clawviz.recon.tree import CallTree, build_call_tree, failure_code
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 from clawviz.types import Call, CallDecision, PathInfo, Reason
+from clawviz.types import call_label as label
 
 ABNORMAL_CODES = frozenset(
     {
@@ -44,11 +45,6 @@ class PruneResult:
     reasons: list[Reason]
     retry_groups: list[RetryGroup] = field(default_factory=list)
     n_leaves: int = 0
-
-
-def label(call: Call) -> str:
-    """How evidence names a call: its seq when logged, else its id."""
-    return str(call.seq) if call.seq is not None else call.call_id
 
 
 class _UnionFind:
