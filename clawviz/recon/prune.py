@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from clawviz.recon.classify import Classification, classify_calls
+from clawviz.recon.classify import Classification
 from clawviz.recon.markers import is_harness_retry, tool_names_used
-from clawviz.recon.tree import CallTree, build_call_tree, failure_code
+from clawviz.recon.tree import CallTree, failure_code
 from clawviz.settings import DEFAULT_SETTINGS, Settings
-from clawviz.types import Call, CallDecision, PathInfo, Reason
+from clawviz.types import CallDecision, PathInfo, Reason
 from clawviz.types import call_label as label
 
 ABNORMAL_CODES = frozenset(
@@ -329,11 +329,3 @@ def _episode_reasons(
             )
         )
     return reasons
-
-
-def prune_calls(
-    calls: list[Call], *, reward: float | None, settings: Settings = DEFAULT_SETTINGS
-) -> PruneResult:
-    """Tree, classification and pruning in one step (convenience for tests and tools)."""
-    tree = build_call_tree(calls)
-    return prune_episode(tree, classify_calls(tree), reward=reward, settings=settings)
