@@ -12,7 +12,7 @@ from clawviz.recon.classify import Classification
 from clawviz.recon.markers import is_harness_retry, tool_names_used
 from clawviz.recon.tree import CallTree, failure_code
 from clawviz.settings import DEFAULT_SETTINGS, Settings
-from clawviz.types import CallDecision, PathInfo, Reason
+from clawviz.types import Call, CallDecision, PathInfo, Reason, ReasonCode, Role, State
 from clawviz.types import call_label as label
 
 ABNORMAL_CODES = frozenset(
@@ -159,6 +159,37 @@ def prune_episode(
 ) -> PruneResult:
     """Decide every call's state and the episode's reasons (PIPELINE §4)."""
     kids = _main_children(tree, cls)
+    superseded, retry_of, groups = _supersede_retries(tree, cls, kids)
+    leaves_by_seg, n_leaves = _main_leaves(tree, cls, kids, superseded)
+
+    paths, kept = _select_paths(tree, cls, leaves_by_seg, settings)
+    reasons = _episode_reasons(tree, cls, n_leaves, reward, settings)
+
+    decisions: dict[str, CallDecision] = {}
+    for call in tree.calls:
+        cid = call.call_id
+        cr = cls.roles[cid]
+        state, reason = _state_of(call, cr.role, tree, superseded, kept, has_episode)
+        decisions[cid] = CallDecision(
+            call_id=cid,
+            role=cr.role,
+            state=state,
+            reason=reason,
+            role_reason=cr.reason,
+            parent_call=tree.parent[cid],
+            retry_of=retry_of.get(cid) or cls.resend_of(tree, cid),
+            segment=cr.segment,
+            thread=cr.thread,
+            linked_call=cr.linked_call,
+            depth=tree.depths[cid],
+        )
+    return PruneResult(decisions, paths, reasons, groups, n_leaves)
+
+
+def _supersede_retries(
+    tree: CallTree, cls: Classification, kids: dict[str, list[str]]
+) -> tuple[set[str], dict[str, str], list[RetryGroup]]:
+    """Calls superseded by a retry (with their subtrees), who retries whom, and the groups."""
     superseded: set[str] = set()
     retry_of: dict[str, str] = {}
     groups: list[RetryGroup] = []
@@ -173,6 +204,13 @@ def prune_episode(
         for m in members:
             if m != keeper:
                 superseded.update(_subtree(kids, m))
+    return superseded, retry_of, groups
+
+
+def _main_leaves(
+    tree: CallTree, cls: Classification, kids: dict[str, list[str]], superseded: set[str]
+) -> tuple[dict[int, list[str]], int]:
+    """Leaves of the valid main calls per segment, and how many count as branches."""
 
     def valid(cid: str) -> bool:
         return cls.roles[cid].role == "main" and cid not in superseded and cid not in tree.failed
@@ -190,42 +228,32 @@ def prune_episode(
         if cr.continuation and (s := cr.linked_call) is not None and s in cls.roles
     }
     n_leaves = sum(1 for v in leaves_by_seg.values() for leaf in v if leaf not in continued)
+    return leaves_by_seg, n_leaves
 
-    paths, kept = _select_paths(tree, cls, leaves_by_seg, settings)
-    reasons = _episode_reasons(tree, cls, n_leaves, reward, settings)
 
-    decisions: dict[str, CallDecision] = {}
-    for call in tree.calls:
-        cid = call.call_id
-        cr = cls.roles[cid]
-        if not has_episode:
-            state, reason = "auxiliary", "unattached"
-        elif cr.role == "aux_non_model":
-            state, reason = "auxiliary", "aux_non_model"
-        elif cid in tree.failed:
-            state, reason = "failed", failure_code(call)
-        elif cr.role != "main":
-            state, reason = "auxiliary", cr.role
-        elif cid in superseded:
-            state, reason = "pruned", "superseded_retry"
-        elif cid in kept:
-            state, reason = "kept", None
-        else:
-            state, reason = "pruned", "not_longest"
-        decisions[cid] = CallDecision(
-            call_id=cid,
-            role=cr.role,
-            state=state,
-            reason=reason,
-            role_reason=cr.reason,
-            parent_call=tree.parent[cid],
-            retry_of=retry_of.get(cid) or cls.resend_of(tree, cid),
-            segment=cr.segment,
-            thread=cr.thread,
-            linked_call=cr.linked_call,
-            depth=tree.depths[cid],
-        )
-    return PruneResult(decisions, paths, reasons, groups, n_leaves)
+def _state_of(
+    call: Call,
+    role: str,
+    tree: CallTree,
+    superseded: set[str],
+    kept: set[str],
+    has_episode: bool,
+) -> tuple[State, str | None]:
+    """A call's one state and its reason (PIPELINE §4), first rule that applies."""
+    cid = call.call_id
+    if not has_episode:
+        return State.AUXILIARY, "unattached"
+    if role == Role.AUX_NON_MODEL:
+        return State.AUXILIARY, Role.AUX_NON_MODEL
+    if cid in tree.failed:
+        return State.FAILED, failure_code(call)
+    if role != Role.MAIN:
+        return State.AUXILIARY, role
+    if cid in superseded:
+        return State.PRUNED, ReasonCode.SUPERSEDED_RETRY
+    if cid in kept:
+        return State.KEPT, None
+    return State.PRUNED, ReasonCode.NOT_LONGEST
 
 
 def _select_paths(
