@@ -52,6 +52,13 @@ REASON_COLOURS: dict[str, BadgeColour] = {
 """Streamlit badge colour of an episode reason (anything else: violet)."""
 
 
+SEVERITY_COLOURS: dict[str, BadgeColour] = {"high": "red", "medium": "orange", "low": "gray"}
+"""Badge colour of a diagnosis finding's severity (anything else: gray)."""
+
+VERDICT_COLOURS: dict[str, BadgeColour] = {"valid": "green", "not valid": "gray"}
+"""Badge colour of a finding's verdict label (open: blue)."""
+
+
 def reason_colour(code: str) -> BadgeColour:
     """Badge colour of an episode reason code."""
     return REASON_COLOURS.get(code, "violet")

@@ -24,6 +24,7 @@ from clawviz.recon.markers import (
 )
 from clawviz.recon.tree import CallTree
 from clawviz.types import Call
+from clawviz.types import call_label as _label
 
 AUX_ROLES = (
     "aux_utility",
@@ -166,18 +167,25 @@ class _SpawnIndex:
         return self.entries[pick][0]
 
 
+@dataclass
+class _Walk:
+    """What classifying the calls so far has learnt (spawns, summaries, the last main call)."""
+
+    spawns: _SpawnIndex = field(default_factory=lambda: _SpawnIndex())
+    summaries: list[str] = field(default_factory=list)
+    summary_snippets: dict[str, list[str]] = field(default_factory=dict)
+    last_main_ok: str | None = None
+    own_spawn: set[str] = field(default_factory=set)
+
+
 def classify_calls(tree: CallTree) -> Classification:
     """Assign every call a role (first PIPELINE §3 rule that matches), link, segment, thread."""
     roles: dict[str, CallRole] = {}
-    spawns = _SpawnIndex()
+    walk = _Walk()
     main_root: str | None = None
     main_identity, main_tools = _main_fingerprint(tree)
-    summaries: list[str] = []
-    summary_snippets: dict[str, list[str]] = {}
-    last_main_ok: str | None = None
     texts: dict[str, CallText] = {}
     text_cache = TextCache()
-    own_spawn: set[str] = set()
 
     for call in tree.calls:
         cid = call.call_id
@@ -190,58 +198,92 @@ def classify_calls(tree: CallTree) -> Classification:
         # markers (heartbeat, memory flush, summary) behind it.
         marker = detect_marker(call, text, continuation=parent is None, cache=text_cache)
         gt = _ground_truth(call, marker)
-        cr: CallRole
-        if gt is not None:
-            cr = CallRole(gt[0], gt[1])
-            if gt[0] == "main" and marker is not None and marker.kind == "continuation":
-                cr.continuation = parent is None
-        elif marker is not None and marker.kind != "continuation":
-            cr = CallRole(marker.kind, f"{marker.harness} marker {marker.evidence!r}")
-        elif marker is not None and parent is None:
-            cr = CallRole("main", f"after compaction: {marker.evidence!r}", continuation=True)
-        elif parent is not None:
-            anc = parent
-            while anc is not None and roles[anc].role in TIP_EXTENSIONS:
-                anc = tree.parent[anc]
-            role = roles[anc].role if anc is not None else "main"
-            cr = CallRole(role, f"continues call {_label(tree.by_id[parent])}")
-        else:
-            cr = _classify_root(
-                tree, call, text.first_user, spawns, roles, main_identity, main_tools
-            )
-
-        if cr.role == "aux_subagent" and parent is None and cr.linked_call is None:
-            cr.linked_call = spawns.match(text.first_user)
-            if cr.linked_call is not None and spawns.fresh:
-                own_spawn.add(cid)
-        if cr.role == "aux_summary":
-            cr.linked_call = parent if parent is not None else last_main_ok
-            summaries.append(cid)
-        if cr.continuation:
-            cr.linked_call = _find_summary(tree, call, summaries, summary_snippets)
-            tip = roles[cr.linked_call].linked_call if cr.linked_call else None
-            if gt is None and tip is not None and roles[tip].role not in ("main", *TIP_EXTENSIONS):
-                # A sub-agent (or cron run) that compacted goes on in its own thread.
-                cr = CallRole(
-                    roles[tip].role,
-                    f"{roles[tip].role} after compaction: {cr.reason}",
-                    linked_call=cr.linked_call,
-                )
+        cr = _rule_role(tree, call, text, marker, gt, roles, walk.spawns, main_identity, main_tools)
+        cr = _link_role(tree, call, text, cr, gt, roles, walk)
         if cr.role == "main" and main_root is None and parent is None:
             main_root = cid
             if main_identity is None:
                 main_identity, main_tools = _identity(call.system), bool(call.tools)
         if cr.role == "main" and cid not in tree.failed:
-            last_main_ok = cid
+            walk.last_main_ok = cid
         if cr.role in ("main", "aux_subagent") and cid not in tree.failed:
-            spawns.add(call)
+            walk.spawns.add(call)
         roles[cid] = cr
 
     n_segments = _assign_segments(tree, roles)
     _assign_threads(tree, roles)
     return Classification(
-        roles=roles, n_segments=n_segments, main_root=main_root, texts=texts, own_spawn=own_spawn
+        roles=roles,
+        n_segments=n_segments,
+        main_root=main_root,
+        texts=texts,
+        own_spawn=walk.own_spawn,
     )
+
+
+def _rule_role(
+    tree: CallTree,
+    call: Call,
+    text: CallText,
+    marker: Marker | None,
+    gt: tuple[str, str] | None,
+    roles: dict[str, CallRole],
+    spawns: _SpawnIndex,
+    main_identity: str | None,
+    main_tools: bool,
+) -> CallRole:
+    """The first PIPELINE §3 rule that places the call: ground truth, a marker, the call it
+    continues, else the root rules."""
+    parent = tree.parent[call.call_id]
+    if gt is not None:
+        cr = CallRole(gt[0], gt[1])
+        if gt[0] == "main" and marker is not None and marker.kind == "continuation":
+            cr.continuation = parent is None
+        return cr
+    if marker is not None and marker.kind != "continuation":
+        return CallRole(marker.kind, f"{marker.harness} marker {marker.evidence!r}")
+    if marker is not None and parent is None:
+        return CallRole("main", f"after compaction: {marker.evidence!r}", continuation=True)
+    if parent is not None:
+        anc: str | None = parent
+        while anc is not None and roles[anc].role in TIP_EXTENSIONS:
+            anc = tree.parent[anc]
+        role = roles[anc].role if anc is not None else "main"
+        return CallRole(role, f"continues call {_label(tree.by_id[parent])}")
+    return _classify_root(tree, call, text.first_user, spawns, roles, main_identity, main_tools)
+
+
+def _link_role(
+    tree: CallTree,
+    call: Call,
+    text: CallText,
+    cr: CallRole,
+    gt: tuple[str, str] | None,
+    roles: dict[str, CallRole],
+    walk: _Walk,
+) -> CallRole:
+    """Link a sub-agent root to its spawn, a summary to the tip it summarises, a continuation
+    to its summary (a compacted sub-agent or cron run goes on in its own thread)."""
+    cid = call.call_id
+    parent = tree.parent[cid]
+    if cr.role == "aux_subagent" and parent is None and cr.linked_call is None:
+        cr.linked_call = walk.spawns.match(text.first_user)
+        if cr.linked_call is not None and walk.spawns.fresh:
+            walk.own_spawn.add(cid)
+    if cr.role == "aux_summary":
+        cr.linked_call = parent if parent is not None else walk.last_main_ok
+        walk.summaries.append(cid)
+    if cr.continuation:
+        cr.linked_call = _find_summary(tree, call, walk.summaries, walk.summary_snippets)
+        tip = roles[cr.linked_call].linked_call if cr.linked_call else None
+        if gt is None and tip is not None and roles[tip].role not in ("main", *TIP_EXTENSIONS):
+            # A sub-agent (or cron run) that compacted goes on in its own thread.
+            cr = CallRole(
+                roles[tip].role,
+                f"{roles[tip].role} after compaction: {cr.reason}",
+                linked_call=cr.linked_call,
+            )
+    return cr
 
 
 def _main_fingerprint(tree: CallTree) -> tuple[str | None, bool]:
@@ -260,10 +302,6 @@ def _main_fingerprint(tree: CallTree) -> tuple[str | None, bool]:
             return _identity(call.system), True
         fallback = fallback or _identity(call.system)
     return fallback, False
-
-
-def _label(call: Call) -> str:
-    return str(call.seq) if call.seq is not None else call.call_id
 
 
 def _classify_root(

@@ -14,7 +14,7 @@ from clawviz.recon.classify import classify_calls
 from clawviz.recon.prune import ABNORMAL_CODES, prune_episode
 from clawviz.recon.tree import build_call_tree
 from clawviz.settings import DEFAULT_SETTINGS, Settings
-from clawviz.types import Call, EpisodeAnalysis, Reason
+from clawviz.types import Call, EpisodeAnalysis, Reason, State
 
 UNATTACHED = ""
 """DecisionRow.episode_id of calls no episode could be determined for."""
@@ -31,7 +31,7 @@ def analyse_episode(
         tree, cls, reward=reward, settings=settings, has_episode=episode_id is not None
     )
     for p in result.paths:
-        if p.state == "kept":
+        if p.state == State.KEPT:
             p.reward = reward
             p.ppo_return = reward
     return EpisodeAnalysis(
@@ -67,7 +67,7 @@ def apply_grpo(
         for a in members:
             a.advantage = adv[a.episode_id]
             for p in a.paths:
-                p.advantage = a.advantage if p.state == "kept" else None
+                p.advantage = a.advantage if p.state == State.KEPT else None
 
 
 def _group_key(episode_id: str, group: tuple[str | None, str | None] | None) -> Hashable:

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from clawviz.recon.classify import Classification, classify_calls
+from clawviz.recon.classify import Classification
 from clawviz.recon.markers import is_harness_retry, tool_names_used
-from clawviz.recon.tree import CallTree, build_call_tree, failure_code
+from clawviz.recon.tree import CallTree, failure_code
 from clawviz.settings import DEFAULT_SETTINGS, Settings
-from clawviz.types import Call, CallDecision, PathInfo, Reason
+from clawviz.types import Call, CallDecision, PathInfo, Reason, ReasonCode, Role, State
+from clawviz.types import call_label as label
 
 ABNORMAL_CODES = frozenset(
     {
@@ -44,11 +45,6 @@ class PruneResult:
     reasons: list[Reason]
     retry_groups: list[RetryGroup] = field(default_factory=list)
     n_leaves: int = 0
-
-
-def label(call: Call) -> str:
-    """How evidence names a call: its seq when logged, else its id."""
-    return str(call.seq) if call.seq is not None else call.call_id
 
 
 class _UnionFind:
@@ -163,37 +159,8 @@ def prune_episode(
 ) -> PruneResult:
     """Decide every call's state and the episode's reasons (PIPELINE §4)."""
     kids = _main_children(tree, cls)
-    superseded: set[str] = set()
-    retry_of: dict[str, str] = {}
-    groups: list[RetryGroup] = []
-    for members in find_retry_groups(tree, cls):
-        for prev, cur in zip(members, members[1:], strict=False):
-            retry_of[cur] = prev
-        if any(m in superseded for m in members):
-            superseded.update(x for m in members for x in _subtree(kids, m))
-            continue
-        keeper, why = _choose_keeper(tree, members, kids)
-        groups.append(RetryGroup(members, keeper, why))
-        for m in members:
-            if m != keeper:
-                superseded.update(_subtree(kids, m))
-
-    def valid(cid: str) -> bool:
-        return cls.roles[cid].role == "main" and cid not in superseded and cid not in tree.failed
-
-    leaves_by_seg: dict[int, list[str]] = {}
-    for call in tree.calls:
-        cid = call.call_id
-        if valid(cid) and not any(valid(k) for k in kids[cid]):
-            leaves_by_seg.setdefault(cls.roles[cid].segment or 0, []).append(cid)
-    # A segment's tip that a compaction continued is no terminal branch of the episode: the
-    # summary call hangs below it and the next segment carries on from its summary.
-    continued = {
-        cls.roles[s].linked_call
-        for cr in cls.roles.values()
-        if cr.continuation and (s := cr.linked_call) is not None and s in cls.roles
-    }
-    n_leaves = sum(1 for v in leaves_by_seg.values() for leaf in v if leaf not in continued)
+    superseded, retry_of, groups = _supersede_retries(tree, cls, kids)
+    leaves_by_seg, n_leaves = _main_leaves(tree, cls, kids, superseded)
 
     paths, kept = _select_paths(tree, cls, leaves_by_seg, settings)
     reasons = _episode_reasons(tree, cls, n_leaves, reward, settings)
@@ -202,20 +169,7 @@ def prune_episode(
     for call in tree.calls:
         cid = call.call_id
         cr = cls.roles[cid]
-        if not has_episode:
-            state, reason = "auxiliary", "unattached"
-        elif cr.role == "aux_non_model":
-            state, reason = "auxiliary", "aux_non_model"
-        elif cid in tree.failed:
-            state, reason = "failed", failure_code(call)
-        elif cr.role != "main":
-            state, reason = "auxiliary", cr.role
-        elif cid in superseded:
-            state, reason = "pruned", "superseded_retry"
-        elif cid in kept:
-            state, reason = "kept", None
-        else:
-            state, reason = "pruned", "not_longest"
+        state, reason = _state_of(call, cr.role, tree, superseded, kept, has_episode)
         decisions[cid] = CallDecision(
             call_id=cid,
             role=cr.role,
@@ -234,6 +188,76 @@ def prune_episode(
             depth=tree.depths[cid],
         )
     return PruneResult(decisions, paths, reasons, groups, n_leaves)
+
+
+def _supersede_retries(
+    tree: CallTree, cls: Classification, kids: dict[str, list[str]]
+) -> tuple[set[str], dict[str, str], list[RetryGroup]]:
+    """Calls superseded by a retry (with their subtrees), who retries whom, and the groups."""
+    superseded: set[str] = set()
+    retry_of: dict[str, str] = {}
+    groups: list[RetryGroup] = []
+    for members in find_retry_groups(tree, cls):
+        for prev, cur in zip(members, members[1:], strict=False):
+            retry_of[cur] = prev
+        if any(m in superseded for m in members):
+            superseded.update(x for m in members for x in _subtree(kids, m))
+            continue
+        keeper, why = _choose_keeper(tree, members, kids)
+        groups.append(RetryGroup(members, keeper, why))
+        for m in members:
+            if m != keeper:
+                superseded.update(_subtree(kids, m))
+    return superseded, retry_of, groups
+
+
+def _main_leaves(
+    tree: CallTree, cls: Classification, kids: dict[str, list[str]], superseded: set[str]
+) -> tuple[dict[int, list[str]], int]:
+    """Leaves of the valid main calls per segment, and how many count as branches."""
+
+    def valid(cid: str) -> bool:
+        return cls.roles[cid].role == "main" and cid not in superseded and cid not in tree.failed
+
+    leaves_by_seg: dict[int, list[str]] = {}
+    for call in tree.calls:
+        cid = call.call_id
+        if valid(cid) and not any(valid(k) for k in kids[cid]):
+            leaves_by_seg.setdefault(cls.roles[cid].segment or 0, []).append(cid)
+    # A segment's tip that a compaction continued is no terminal branch of the episode: the
+    # summary call hangs below it and the next segment carries on from its summary.
+    continued = {
+        cls.roles[s].linked_call
+        for cr in cls.roles.values()
+        if cr.continuation and (s := cr.linked_call) is not None and s in cls.roles
+    }
+    n_leaves = sum(1 for v in leaves_by_seg.values() for leaf in v if leaf not in continued)
+    return leaves_by_seg, n_leaves
+
+
+def _state_of(
+    call: Call,
+    role: str,
+    tree: CallTree,
+    superseded: set[str],
+    kept: set[str],
+    has_episode: bool,
+) -> tuple[State, str | None]:
+    """A call's one state and its reason (PIPELINE §4), first rule that applies."""
+    cid = call.call_id
+    if not has_episode:
+        return State.AUXILIARY, "unattached"
+    if role == Role.AUX_NON_MODEL:
+        return State.AUXILIARY, Role.AUX_NON_MODEL
+    if cid in tree.failed:
+        return State.FAILED, failure_code(call)
+    if role != Role.MAIN:
+        return State.AUXILIARY, role
+    if cid in superseded:
+        return State.PRUNED, ReasonCode.SUPERSEDED_RETRY
+    if cid in kept:
+        return State.KEPT, None
+    return State.PRUNED, ReasonCode.NOT_LONGEST
 
 
 def _select_paths(
@@ -337,11 +361,3 @@ def _episode_reasons(
             )
         )
     return reasons
-
-
-def prune_calls(
-    calls: list[Call], *, reward: float | None, settings: Settings = DEFAULT_SETTINGS
-) -> PruneResult:
-    """Tree, classification and pruning in one step (convenience for tests and tools)."""
-    tree = build_call_tree(calls)
-    return prune_episode(tree, classify_calls(tree), reward=reward, settings=settings)

@@ -8,7 +8,6 @@ the deepest owned node on its own message path. Walking the trie is linear in th
 from __future__ import annotations
 
 import hashlib
-import math
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from itertools import islice
@@ -18,6 +17,7 @@ import networkx as nx
 from clawviz.recon.canonical import match_items, match_key, normalize_ws, strip_patterns
 from clawviz.recon.markers import ALL_IGNORE_PATTERNS
 from clawviz.types import Call, Message
+from clawviz.types import call_order_key as order_key
 
 
 @dataclass
@@ -75,17 +75,6 @@ def failure_code(call: Call) -> str:
     if call.response is None and call.http_status is None:
         return "orphaned_request"
     return "failed_http"
-
-
-def order_key(call: Call) -> tuple:
-    """Reconstruction order: seq if present, else request timestamp, then file position."""
-    return (
-        call.seq if call.seq is not None else math.inf,
-        call.t_request if call.t_request is not None else math.inf,
-        call.source_file,
-        call.line,
-        call.call_id,
-    )
 
 
 @lru_cache(maxsize=256)

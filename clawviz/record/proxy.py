@@ -158,7 +158,7 @@ def _decode(data: bytes, encoding: str) -> bytes | None:
 
             return brotli.decompress(data)
         if enc == "zstd":
-            import zstandard  # type: ignore[import-not-found]
+            import zstandard
 
             return zstandard.ZstdDecompressor().decompressobj().decompress(data)
     except Exception:  # noqa: BLE001 - undecodable bytes are logged as base64 instead
@@ -455,7 +455,8 @@ async def serve(
             loop.add_signal_handler(sig, stop.set)
         except (NotImplementedError, RuntimeError, ValueError):
             pass
-    bound = site._server.sockets[0].getsockname() if site._server else (host, port)  # type: ignore[union-attr]
+    server: Any = site._server
+    bound = server.sockets[0].getsockname() if server else (host, port)
     err.write(
         f"clawviz record: listening on http://{bound[0]}:{bound[1]} -> {upstream}, "
         f"logging to {out_dir}/" + (f", ingesting into {db_url}" if db_url else "") + "\n"

@@ -38,18 +38,6 @@ from clawviz.types import CallDecision, EpisodeAnalysis, PathInfo, Reason
 Progress = Callable[[int, int, str], None]
 
 
-def result_reward(result: Result | None, settings: Settings = DEFAULT_SETTINGS) -> float | None:
-    """An episode's reward from its Result row (logged reward, else mean of checks)."""
-    if result is None:
-        return None
-    return reward_from_result(
-        result.reward,
-        orjson.loads(result.checks_json or "{}"),
-        orjson.loads(result.rubric_json or "{}"),
-        weights=settings.reward_weights,
-    )
-
-
 ANALYSIS_VERSION = 2
 """Bump when reconstruction logic changes: stored decisions of older versions are recomputed."""
 

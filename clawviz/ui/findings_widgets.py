@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from clawviz.figures.palette import SEVERITY_COLOURS, VERDICT_COLOURS
 from clawviz.review import diagnosis, findings
 from clawviz.review.tasks import TaskDetail
 from clawviz.store import models
@@ -18,7 +19,6 @@ KEY_MODEL = "diagnose_model"
 KEY_API = "diagnose_api"
 KEY_KEY_ENV = "diagnose_api_key_env"
 KEY_FLASH = "findings_flash"
-SEVERITY_COLOUR = {"high": "red", "medium": "orange", "low": "gray"}
 VERDICT_LABEL = {None: "open", "valid": "valid", "not_valid": "not valid"}
 AREA_TITLE = {
     "instruction": "instruction",
@@ -59,9 +59,9 @@ def area_findings(task_id: str, area: str, rows: list[models.Finding]) -> None:
 
 def finding_card(task_id: str, f: models.Finding) -> None:
     head = st.columns([1, 1, 4], vertical_alignment="center")
-    head[0].badge(f.severity, color=SEVERITY_COLOUR.get(f.severity, "gray"))
+    head[0].badge(f.severity, color=SEVERITY_COLOURS.get(f.severity, "gray"))
     verdict = VERDICT_LABEL.get(f.verdict, f.verdict or "open")
-    head[1].badge(verdict, color={"valid": "green", "not valid": "gray"}.get(verdict, "blue"))
+    head[1].badge(verdict, color=VERDICT_COLOURS.get(verdict, "blue"))
     head[2].caption(f"#{f.id} · {escape_md(f.model)} · prompt {escape_md(f.prompt_hash or '—')}")
     st.text(f"Problem: {f.problem}")
     if f.suggestion:
@@ -153,14 +153,19 @@ def endpoint_form(d: TaskDetail) -> None:
         st.error("A base URL and a model are needed.")
         return
     ep = diagnosis.Endpoint(
-        base_url=base_url.strip(), model=model.strip(), api=api,
+        base_url=base_url.strip(), model=model.strip(),
+        api="anthropic" if api == "anthropic" else "openai",
         api_key_env=key_env.strip() or None, timeout_s=settings.diagnose_timeout_s,
     )  # fmt: skip
     bar = st.progress(0.0, text=f"Asking {model} about {d.task.task_id}…")
+
+    def progress(done: int, total: int, _r: diagnosis.Diagnosis) -> None:
+        bar.progress(done / total, text="Storing findings…")
+
     try:
         (result,) = diagnosis.diagnose_tasks(
             [d], ep, file_budget=settings.diagnose_file_budget,
-            progress=lambda done, total, _r: bar.progress(done / total, text="Storing findings…"),
+            progress=progress,
         )  # fmt: skip
     except diagnosis.DiagnosisError as exc:
         st.error(escape_md(str(exc)))
