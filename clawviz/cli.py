@@ -280,6 +280,9 @@ def build_parser() -> argparse.ArgumentParser:
     cli_tasks = _optional("clawviz.cli_tasks")
     if cli_tasks is not None and hasattr(cli_tasks, "register"):
         cli_tasks.register(sub)
+    from clawviz.record.cli import register as register_record
+
+    register_record(sub)
     return parser
 
 
