@@ -766,7 +766,7 @@ def replicate_episodes(engine: Any, n_episodes: int) -> int:
     """
     from sqlalchemy import func, select, text
 
-    from clawviz import models
+    from clawviz.store import models
 
     status = models.EpisodeStatus.__table__
     with engine.connect() as conn:

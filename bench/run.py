@@ -221,10 +221,10 @@ def fresh_db(b: Bench, name: str) -> tuple[str, Path]:
 
 def ingest_into(url: str, paths: list[Path]) -> Any:
     """Ingest `paths` into the store at `url` with the real pipeline; returns the report."""
-    ingest = need("clawviz.ingest", "ingest_paths")
+    ingest = need("clawviz.ingest.load", "ingest_paths")
     from sqlmodel import Session
 
-    from clawviz.db import get_engine
+    from clawviz.store.db import get_engine
 
     with Session(get_engine(url)) as s:
         report = ingest.ingest_paths(paths, session=s)
@@ -236,7 +236,7 @@ def store_bytes(url: str, path: Path) -> int:
     """Size of a SQLite store on disk after folding the WAL back into the main file."""
     from sqlalchemy import text
 
-    from clawviz.db import get_engine
+    from clawviz.store.db import get_engine
 
     engine = get_engine(url)
     with engine.connect() as conn:
@@ -289,13 +289,13 @@ def fig_ingest(b: Bench) -> list[Figure]:
     rows[2].baseline = f"raw log: {size / MB:.1f} MB"
     rows[3].baseline = f"distinct messages: {meta['distinct_bytes'] / MB:.1f} MB"
     try:
-        need("clawviz.ingest", "ingest_paths")
+        need("clawviz.ingest.load", "ingest_paths")
     except NotBuilt:
         for r in rows:
             r.value = "n/a (not built yet)"
         return rows
 
-    from clawviz.db import get_engine
+    from clawviz.store.db import get_engine
 
     runs, cpus = [], []
     report = None
@@ -376,7 +376,7 @@ def fig_peak_rss(b: Bench) -> list[Figure]:
         )
     fig = Figure(f"peak RSS ingesting {log.stat().st_size / MB:.0f} MB log", target="<= 300 MB")
     try:
-        need("clawviz.ingest", "ingest_paths")
+        need("clawviz.ingest.load", "ingest_paths")
     except NotBuilt:
         fig.value = "n/a (not built yet)"
         return [fig]
@@ -415,8 +415,8 @@ def peak_rss_kb() -> int:
 def child_ingest(log: str, url: str) -> None:
     """--child-ingest: ingest one log and print this process's peak RSS (KB) as JSON."""
     # Imports count towards the baseline, not towards the ingest.
-    importlib.import_module("clawviz.db")
-    importlib.import_module("clawviz.ingest")
+    importlib.import_module("clawviz.store.db")
+    importlib.import_module("clawviz.ingest.load")
 
     imports_kb = peak_rss_kb()
     report = ingest_into(url, [Path(log)])
@@ -434,13 +434,13 @@ def child_ingest(log: str, url: str) -> None:
 
 def long_episode_calls(b: Bench, n: int) -> list[Any]:
     """Calls of one generated n-call episode, through the real ingest and store."""
-    store = need("clawviz.store", "load_calls")
+    store = need("clawviz.store.calls", "load_calls")
     log, _ = cached_log(b, f"episode-{n}.jsonl", lambda p: gen.write_long_episode(p, n))
     url, _ = fresh_db(b, f"episode-{n}.db")
     ingest_into(url, [log])
     from sqlmodel import Session
 
-    from clawviz.db import get_engine
+    from clawviz.store.db import get_engine
 
     with Session(get_engine(url)) as s:
         t = time.perf_counter()
@@ -462,9 +462,9 @@ def fig_analysis(b: Bench) -> list[Figure]:
         f"growth: {sc.long_calls:,}-call vs {sc.short_calls}-call episode", target="<= 12x"
     )
     try:
-        analysis = need("clawviz.analysis", "analyse_episode")
-        need("clawviz.ingest", "ingest_paths")
-        need("clawviz.store", "load_calls")
+        analysis = need("clawviz.store.decisions", "analyse_episode")
+        need("clawviz.ingest.load", "ingest_paths")
+        need("clawviz.store.calls", "load_calls")
     except NotBuilt:
         big.value = growth.value = "n/a (not built yet)"
         return [big, growth]
@@ -531,12 +531,12 @@ def apptest_median(b: Bench, page: str, url: str, query: dict[str, str], label: 
 
 def analysed_store(b: Bench, name: str, logs: list[Path]) -> tuple[str, Path]:
     """A store holding `logs`, ingested and analysed under the default settings."""
-    analysis = need("clawviz.analysis", "ensure_analysis")
+    analysis = need("clawviz.store.decisions", "ensure_analysis")
     url, path = fresh_db(b, name)
     ingest_into(url, logs)
     from sqlmodel import Session
 
-    from clawviz.db import get_engine
+    from clawviz.store.db import get_engine
 
     with Session(get_engine(url)) as s:
         analysis.ensure_analysis(s)
@@ -548,8 +548,8 @@ def fig_episode_page(b: Bench) -> list[Figure]:
     n = b.scale.page_calls
     fig = Figure(f"Episode page (AppTest run), {n}-call episode", target="<= 1.5 s")
     try:
-        need("clawviz.analysis", "ensure_analysis")
-        need("clawviz.ingest", "ingest_paths")
+        need("clawviz.store.decisions", "ensure_analysis")
+        need("clawviz.ingest.load", "ingest_paths")
         if not (ROOT / "app.py").exists() or not (ROOT / "pages" / "episode.py").exists():
             raise NotBuilt("pages/episode.py")
     except NotBuilt:
@@ -567,8 +567,8 @@ def fig_runs_page(b: Bench) -> list[Figure]:
     n = b.scale.store_episodes
     fig = Figure(f"Runs page (AppTest run), {n:,} episodes", target="<= 2 s")
     try:
-        need("clawviz.analysis", "ensure_analysis")
-        need("clawviz.ingest", "ingest_paths")
+        need("clawviz.store.decisions", "ensure_analysis")
+        need("clawviz.ingest.load", "ingest_paths")
         if not (ROOT / "app.py").exists() or not (ROOT / "pages" / "runs.py").exists():
             raise NotBuilt("pages/runs.py")
     except NotBuilt:
@@ -581,7 +581,7 @@ def fig_runs_page(b: Bench) -> list[Figure]:
         lambda p: gen.write_log(p, 12 * MB, seed=5, results=results),
     )
     url, path = analysed_store(b, "runs-page.db", [log, results])
-    from clawviz.db import get_engine
+    from clawviz.store.db import get_engine
 
     t = time.perf_counter()
     total = gen.replicate_episodes(get_engine(url), n)

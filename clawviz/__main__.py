@@ -2,7 +2,7 @@
 
 import sys
 
-from clawviz.cli import main
+from clawviz.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main())

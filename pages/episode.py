@@ -10,17 +10,11 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from clawviz.advantage import importance_ratios, ppo_token_advantages
-from clawviz.figures import (
-    COLOUR_MODES,
-    advantage_figure,
-    advantage_grid,
-    call_from_selection,
-    token_figure,
-    token_grid,
-    tree_figure,
-    tree_layout,
-)
+from clawviz.figures.layout import tree_layout
+from clawviz.figures.palette import COLOUR_MODES
+from clawviz.figures.tokens import advantage_figure, advantage_grid, token_figure, token_grid
+from clawviz.figures.tree import call_from_selection, tree_figure
+from clawviz.recon.advantage import importance_ratios, ppo_token_advantages
 from clawviz.types import Call
 from clawviz.ui import data, state
 from clawviz.ui.inspector import (
@@ -133,7 +127,7 @@ def header(view: data.EpisodeView) -> None:
         st.info("This episode has a single call: its tree is one node.")
     if ep.get("source_kind") == "transcript":
         try:
-            from clawviz.transcripts import TRANSCRIPT_LIMITS
+            from clawviz.ingest.transcripts import TRANSCRIPT_LIMITS
         except ImportError:
             TRANSCRIPT_LIMITS = "Rebuilt from a harness transcript, not from a proxy log."
         st.warning(str(TRANSCRIPT_LIMITS), icon=":material/history_edu:")

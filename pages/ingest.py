@@ -31,9 +31,9 @@ def _save_uploads(files, folder: Path) -> tuple[list[Path], list[str]]:
         target.write_bytes(f.getvalue())
         if name.lower().endswith(ARCHIVE_SUFFIXES):
             try:
-                from clawviz.archive import extract_archive
+                from clawviz.review.archive import extract_archive
             except ImportError:
-                problems.append(f"{name}: archives cannot be read (clawviz.archive missing)")
+                problems.append(f"{name}: archives cannot be read (clawviz.review.archive missing)")
                 continue
             out = target_dir / "extracted"
             try:
@@ -49,7 +49,7 @@ def _save_uploads(files, folder: Path) -> tuple[list[Path], list[str]]:
 
 def run_ingest(paths: list[Path]) -> None:
     """Ingest `paths` with a progress bar, recompute decisions, clear caches, keep the report."""
-    from clawviz.ingest import ingest_paths
+    from clawviz.ingest.load import ingest_paths
 
     bar = st.progress(0.0, text="Starting…")
 

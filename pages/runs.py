@@ -7,7 +7,8 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from clawviz import figures, queries
+from clawviz.figures import runs as figures
+from clawviz.store import queries
 from clawviz.ui import data, state
 
 EPISODE_PAGE = Path(__file__).parent / "episode.py"

@@ -8,10 +8,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from clawviz.archive import ArchiveError
-from clawviz.checker import CheckerError, run_checker, run_checker_on_archive_bytes
-from clawviz.review import DECISIONS, ReviewError, add_review, export_reviews
-from clawviz.tasks import TaskDetail, read_task_file, task_detail, task_queue, verdict_label
+from clawviz.review.archive import ArchiveError
+from clawviz.review.checker import CheckerError, run_checker, run_checker_on_archive_bytes
+from clawviz.review.signoff import DECISIONS, ReviewError, add_review, export_reviews
+from clawviz.review.tasks import TaskDetail, read_task_file, task_detail, task_queue, verdict_label
 from clawviz.ui import state
 from clawviz.ui import tasks_widgets as w
 from clawviz.ui.inspector import escape_md

@@ -12,12 +12,9 @@ from functools import partial
 import pandas as pd
 import streamlit as st
 
-from clawviz.archive import ArchiveError
-from clawviz.tasks import attempt_workspaces, attempts_with_workspaces
-from clawviz.ui import state
-from clawviz.ui import tasks_widgets as w
-from clawviz.ui.inspector import escape_md
-from clawviz.workspace import (
+from clawviz.review.archive import ArchiveError
+from clawviz.review.tasks import attempt_workspaces, attempts_with_workspaces
+from clawviz.review.workspace import (
     STATUS_MARKER,
     STATUSES,
     WorkspaceDiff,
@@ -27,6 +24,9 @@ from clawviz.workspace import (
     is_csv,
     tree_rows,
 )
+from clawviz.ui import state
+from clawviz.ui import tasks_widgets as w
+from clawviz.ui.inspector import escape_md
 
 MODES = {"unified": "Unified", "side_by_side": "Side by side"}
 ROW_TINT = {"replace": "#fff3cd", "delete": "#fde0dc", "insert": "#e2f5e5"}

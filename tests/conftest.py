@@ -7,8 +7,37 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session
 
+from tests import dburl
+
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_LOGS = REPO / "sample_logs"
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--db-url",
+        default=None,
+        help="PostgreSQL maintenance database to run the stores on (sets "
+        f"{dburl.ENV}); each store is a fresh database on that server",
+    )
+
+
+def pytest_configure(config):
+    import os
+
+    url = config.getoption("--db-url")
+    if url:
+        os.environ[dburl.ENV] = url
+    config.addinivalue_line("markers", "sqlite_only: checks a detail of the SQLite backend")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not dburl.on_postgres():
+        return
+    skip = pytest.mark.skip(reason="SQLite-only detail (the suite runs on PostgreSQL)")
+    for item in items:
+        if "sqlite_only" in item.keywords:
+            item.add_marker(skip)
 
 SCRIPT_TEXT = "<script>alert('xss')</script> **not bold** [click](javascript:alert(1)) :red[x]"
 """Log text that would run, link or style if it were rendered as HTML or Markdown."""
@@ -17,13 +46,13 @@ SCRIPT_TEXT = "<script>alert('xss')</script> **not bold** [click](javascript:ale
 @pytest.fixture(scope="session")
 def sample_db_url(tmp_path_factory) -> str:
     """A SQLite file holding sample_logs/ ingested and analysed under the default settings."""
-    from clawviz.analysis import ensure_analysis
-    from clawviz.db import get_engine
-    from clawviz.ingest import ingest_paths
+    from clawviz.ingest.load import ingest_paths
+    from clawviz.store.db import get_engine
+    from clawviz.store.decisions import ensure_analysis
 
     if not SAMPLE_LOGS.is_dir():
         pytest.skip("sample_logs/ is missing")
-    url = f"sqlite:///{tmp_path_factory.mktemp('sample_store') / 'clawviz.db'}"
+    url = dburl.fresh_url(tmp_path_factory.mktemp("sample_store"), "clawviz")
     with Session(get_engine(url)) as s:
         ingest_paths([SAMPLE_LOGS], session=s)
         ensure_analysis(s)
@@ -110,11 +139,12 @@ def hostile_calls():
 @pytest.fixture(scope="session")
 def hostile_db_url(tmp_path_factory) -> str:
     """A store whose log text tries HTML and Markdown tricks, plus a one-call episode."""
-    from clawviz import models, store
-    from clawviz.analysis import ensure_analysis
-    from clawviz.db import get_engine
+    from clawviz.store import calls as store
+    from clawviz.store import models
+    from clawviz.store.db import get_engine
+    from clawviz.store.decisions import ensure_analysis
 
-    url = f"sqlite:///{tmp_path_factory.mktemp('hostile_store') / 'clawviz.db'}"
+    url = dburl.fresh_url(tmp_path_factory.mktemp("hostile_store"), "clawviz")
     with Session(get_engine(url)) as s:
         source = models.Source(path="hostile.jsonl", sha256="hostile", format="exchange")
         s.add(source)
@@ -140,4 +170,4 @@ def script_text() -> str:
 
 @pytest.fixture
 def empty_db_url(tmp_path) -> str:
-    return f"sqlite:///{tmp_path / 'empty.db'}"
+    return dburl.fresh_url(tmp_path, "empty")

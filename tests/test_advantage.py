@@ -7,13 +7,13 @@ import math
 import pytest
 from recon_helpers import Ep, user, with_rollout
 
-from clawviz.advantage import (
+from clawviz.recon.advantage import (
     grpo_advantages,
     importance_ratios,
     ppo_token_advantages,
     reward_from_result,
 )
-from clawviz.analysis import analyse_episode, apply_grpo
+from clawviz.recon.pipeline import analyse_episode, apply_grpo
 from clawviz.settings import DEFAULT_SETTINGS
 
 EPS = 1e-6

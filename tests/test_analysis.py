@@ -5,19 +5,20 @@ from __future__ import annotations
 import orjson
 import pytest
 from recon_helpers import Ep, tool_result, user
-from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, create_engine, select
 
-from clawviz import analysis, store
-from clawviz.db import init_db
-from clawviz.explain import explain_rows, explain_text
-from clawviz.models import DecisionRow, EpisodeStatus, Result
+from clawviz.cli.explain import explain_rows, explain_text
 from clawviz.settings import DEFAULT_SETTINGS
+from clawviz.store import calls as store
+from clawviz.store import decisions as analysis
+from clawviz.store.db import init_db
+from clawviz.store.models import DecisionRow, EpisodeStatus, Result
+from tests.dburl import fresh_url, memory_engine
 
 
 @pytest.fixture
 def session():
-    engine = create_engine("sqlite://", poolclass=StaticPool)
+    engine = memory_engine()
     init_db(engine)
     with Session(engine) as s:
         yield s
@@ -199,7 +200,7 @@ def test_ensure_analysis_costs_two_queries_when_nothing_changed(session):
 def test_calls_moved_to_another_episode_are_reanalysed(session):
     from sqlalchemy import update
 
-    from clawviz.models import CallRow, Episode
+    from clawviz.store.models import CallRow, Episode
 
     add_episode(session, retry_episode("old"), reward=1.0)
     analysis.ensure_analysis(session)
@@ -229,7 +230,7 @@ def test_explain_rows_carry_importance_ratios(session):
 
 
 def test_concurrent_writer_is_tolerated(tmp_path):
-    url = f"sqlite:///{tmp_path / 'c.db'}"
+    url = fresh_url(tmp_path, "c")
     engine = create_engine(url)
     init_db(engine)
     with Session(engine) as s1, Session(engine) as s2:

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from clawviz.analysis import analyse_episode
+from clawviz.recon.pipeline import analyse_episode
 
 FIXTURE = Path(__file__).parent / "data" / "transcripts" / "pi-before-compaction.jsonl"
 
 
 @pytest.fixture(scope="module")
 def analysed():
-    transcripts = pytest.importorskip("clawviz.transcripts")
+    transcripts = pytest.importorskip("clawviz.ingest.transcripts")
     if not FIXTURE.exists():
         pytest.skip("fixture not copied")
     read = transcripts.read_transcript(FIXTURE)

@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from clawviz.archive import ArchiveError, _Budget, extract_archive, is_archive, open_workspace
+from clawviz.review.archive import (
+    ArchiveError,
+    _Budget,
+    extract_archive,
+    is_archive,
+    open_workspace,
+)
 from clawviz.settings import DEFAULT_SETTINGS
 
 

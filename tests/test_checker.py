@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from clawviz.archive import ArchiveError
-from clawviz.checker import (
+from clawviz.review.archive import ArchiveError
+from clawviz.review.checker import (
     CheckerError,
     parse_scores,
     run_checker,

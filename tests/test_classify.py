@@ -14,9 +14,9 @@ from recon_helpers import (
     user,
 )
 
-from clawviz.analysis import analyse_episode
-from clawviz.classify import classify_calls
-from clawviz.tree import build_call_tree
+from clawviz.recon.classify import classify_calls
+from clawviz.recon.pipeline import analyse_episode
+from clawviz.recon.tree import build_call_tree
 
 CC_SUMMARY_ASK = (
     "CRITICAL: Respond with TEXT ONLY. Do NOT call any tools.\n\nYour task is to create a "

@@ -11,15 +11,16 @@ from pathlib import Path
 import pytest
 from test_formats_fixtures import SESSION, claude_code_episode, jsonl, openai_record, user
 
-from clawviz.cli import ProgressBar, main
+from clawviz.cli.main import ProgressBar, main
 from clawviz.settings import SETTINGS
+from tests.dburl import fresh_url, query
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
 def db(tmp_path):
-    return f"sqlite:///{tmp_path / 'cli.db'}"
+    return fresh_url(tmp_path, "cli")
 
 
 @pytest.fixture
@@ -117,11 +118,8 @@ def test_settings_lists_every_setting(capsys, db):
 
 
 def test_python_dash_m_entry_point(tmp_path, clean_log):
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "CLAWVIZ_DATABASE_URL": f"sqlite:///{tmp_path / 'm.db'}",
-    }
+    url = fresh_url(tmp_path, "m")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CLAWVIZ_DATABASE_URL": url}
     proc = subprocess.run(
         [sys.executable, "-m", "clawviz", "ingest", str(clean_log), "--json"],
         capture_output=True,
@@ -132,7 +130,8 @@ def test_python_dash_m_entry_point(tmp_path, clean_log):
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["n_calls"] == 3
-    assert (tmp_path / "m.db").exists()  # the env var chose the store
+    # the env var chose the store
+    assert query(url, 'SELECT COUNT(*) FROM "call"') == [(3,)]
 
 
 def test_text_report_summarises_skipped_files(capsys, db, tmp_path, clean_log):

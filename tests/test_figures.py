@@ -7,19 +7,10 @@ import time
 import pandas as pd
 import pytest
 
-from clawviz.figures import (
-    MAX_BOX_POINTS,
-    NODE_TRACE_NAME,
-    TREE_WINDOW,
-    advantage_by_group_figure,
-    advantage_figure,
-    advantage_grid,
-    call_from_selection,
-    reward_by_harness_figure,
-    token_grid,
-    tree_figure,
-    tree_layout,
-)
+from clawviz.figures.layout import TREE_WINDOW, tree_layout
+from clawviz.figures.runs import MAX_BOX_POINTS, advantage_by_group_figure, reward_by_harness_figure
+from clawviz.figures.tokens import advantage_figure, advantage_grid, token_grid
+from clawviz.figures.tree import NODE_TRACE_NAME, call_from_selection, tree_figure
 from clawviz.types import Call, CallDecision, EpisodeAnalysis, PathInfo, Usage
 
 

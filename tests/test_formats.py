@@ -20,8 +20,8 @@ from test_formats_fixtures import (
     user,
 )
 
-from clawviz import sse as sse_mod
-from clawviz.formats import FormatError, MessageCache, endpoint_of, parse_exchange
+from clawviz.ingest import sse as sse_mod
+from clawviz.ingest.exchange import FormatError, MessageCache, endpoint_of, parse_exchange
 
 
 def parse(record, *, file_episode="logs/run1", cache=None):

@@ -7,8 +7,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from clawviz.canonical import message_hash
-from clawviz.formats import FormatError, MessageCache, parse_exchange
+from clawviz.ingest.exchange import FormatError, MessageCache, parse_exchange
+from clawviz.recon.canonical import message_hash
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = sorted((ROOT / "sample_logs").rglob("*.jsonl")) + sorted(

@@ -7,7 +7,7 @@ import json
 import orjson
 import pytest
 
-from clawviz import sse
+from clawviz.ingest import sse
 
 
 def _stream(events: list[dict]) -> str:

@@ -21,11 +21,11 @@ from test_formats_fixtures import (
     user,
 )
 
-from clawviz import ingest as ingest_mod
-from clawviz import store
-from clawviz.db import get_engine
-from clawviz.ingest import ingest_paths
-from clawviz.models import (
+from clawviz.ingest import load as ingest_mod
+from clawviz.ingest.load import ingest_paths
+from clawviz.store import calls as store
+from clawviz.store.db import get_engine
+from clawviz.store.models import (
     Blob,
     CallRow,
     Episode,
@@ -35,6 +35,7 @@ from clawviz.models import (
     Source,
     Task,
 )
+from tests.dburl import fresh_url
 
 TABLES = (Source, CallRow, MessageRow, Blob, Episode, RejectedLine, Result, Task)
 TRANSCRIPTS = Path(__file__).parent / "data" / "transcripts"
@@ -42,7 +43,7 @@ TRANSCRIPTS = Path(__file__).parent / "data" / "transcripts"
 
 @pytest.fixture
 def session(tmp_path):
-    engine = get_engine(f"sqlite:///{tmp_path / 'ingest.db'}")
+    engine = get_engine(fresh_url(tmp_path, "ingest"))
     with Session(engine) as s:
         yield s
 
@@ -280,7 +281,7 @@ def test_folder_is_walked_recursively_and_task_folders_are_not_logs(session, tmp
     assert report.n_calls == 4
     assert {e.episode_id for e in session.exec(select(Episode))} == {SESSION, "oc"}
     assert [s.path for s in report.skipped_files] == [str(root / "ws" / "updates.jsonl")]
-    tasks = pytest.importorskip("clawviz.tasks")
+    tasks = pytest.importorskip("clawviz.review.tasks")
     assert hasattr(tasks, "load_task_folder")
     assert session.get(Task, "task_0001") is not None and report.n_tasks == 1
 
@@ -389,7 +390,7 @@ def test_results_before_logs_still_fill_the_episode(session, tmp_path):
 
 
 def test_transcript_files_are_dispatched(session):
-    pytest.importorskip("clawviz.transcripts")
+    pytest.importorskip("clawviz.ingest.transcripts")
     path = TRANSCRIPTS / "pi-v3-branches.jsonl"
     if not path.exists():
         pytest.skip("transcript fixture not present")

@@ -8,7 +8,7 @@ import orjson
 import pytest
 from recon_helpers import OC_MAIN, OC_TOOLS, Ep, asst, tool_result, tool_use, user
 
-from clawviz.analysis import analyse_episode
+from clawviz.recon.pipeline import analyse_episode
 from clawviz.settings import DEFAULT_SETTINGS
 
 STATES = {"kept", "pruned", "auxiliary", "failed"}

@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 from sqlmodel import Session
 
-from clawviz import queries
-from clawviz.db import get_engine
 from clawviz.settings import DEFAULT_SETTINGS
+from clawviz.store import queries
+from clawviz.store.db import get_engine
 from clawviz.types import Call, CallDecision, EpisodeAnalysis, PathInfo
 from clawviz.ui.inspector import call_label, escape_md, message_delta, path_rows
 

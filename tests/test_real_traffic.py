@@ -4,8 +4,8 @@ The logs in `tests/data/real_traffic/` are written by `build_fixtures.py` the wa
 writes them (one line per exchange when its response completes, real SSE streams, headers and
 marker strings; FORMATS §1-3). Beside each log, `<name>.expected.json` says, per line, what the
 scenario's author meant that call to be: role, state, reason, segment, parent, link, retry and
-thread, by call name. These tests ingest the logs through `clawviz.ingest` into a store and
-compare `clawviz.explain.explain_rows` with that intent, then check each episode's status,
+thread, by call name. These tests ingest the logs through `clawviz.ingest.load` into a store and
+compare `clawviz.cli.explain.explain_rows` with that intent, then check each episode's status,
 reasons and kept paths.
 """
 
@@ -18,15 +18,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from sqlalchemy.pool import StaticPool
-from sqlmodel import Session, create_engine, select
+from sqlmodel import Session, select
 
-from clawviz.analysis import ensure_analysis, episode_analysis
-from clawviz.db import init_db
-from clawviz.explain import explain_rows
-from clawviz.ingest import ingest_paths
-from clawviz.models import CallRow
-from clawviz.store import list_episodes
+from clawviz.cli.explain import explain_rows
+from clawviz.ingest.load import ingest_paths
+from clawviz.store.calls import list_episodes
+from clawviz.store.db import init_db
+from clawviz.store.decisions import ensure_analysis, episode_analysis
+from clawviz.store.models import CallRow
+from tests.dburl import memory_engine
 
 DATA = Path(__file__).parent / "data" / "real_traffic"
 LOGS = sorted(DATA.glob("*.jsonl"))
@@ -63,7 +63,7 @@ EPISODES: dict[str, tuple[float, str, list[str], list[list[str]]]] = {
 
 
 def _engine():
-    engine = create_engine("sqlite://", poolclass=StaticPool)
+    engine = memory_engine()
     init_db(engine)
     return engine
 

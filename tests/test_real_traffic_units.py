@@ -12,7 +12,7 @@ from recon_helpers import (
     user,
 )
 
-from clawviz.analysis import analyse_episode
+from clawviz.recon.pipeline import analyse_episode
 
 CONTINUATION = (
     "The conversation history before this point was compacted into the following summary:\n\n"

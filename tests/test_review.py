@@ -8,13 +8,10 @@ import json
 import threading
 
 import pytest
-from sqlalchemy.pool import StaticPool
-from sqlmodel import Session, SQLModel, create_engine, select
+from sqlmodel import Session, SQLModel, select
 
-from clawviz import models
-from clawviz.cli_tasks import main as cli_main
-from clawviz.db import get_engine
-from clawviz.review import (
+from clawviz.cli.tasks import main as cli_main
+from clawviz.review.signoff import (
     ReviewError,
     add_review,
     export_reviews,
@@ -22,13 +19,14 @@ from clawviz.review import (
     latest_status,
     review_history,
 )
+from clawviz.store import models
+from clawviz.store.db import get_engine
+from tests.dburl import fresh_url, memory_engine
 
 
 @pytest.fixture
 def session():
-    engine = create_engine(
-        "sqlite://", connect_args={"check_same_thread": False}, poolclass=StaticPool
-    )
+    engine = memory_engine()
     SQLModel.metadata.create_all(engine)
     with Session(engine) as s:
         yield s
@@ -65,7 +63,7 @@ def test_validation(session, decision, reviewer, match):
 
 
 def test_concurrent_saves_both_recorded(tmp_path):
-    url = f"sqlite:///{tmp_path / 'reviews.db'}"
+    url = fresh_url(tmp_path, "reviews")
     engine = get_engine(url)
     barrier = threading.Barrier(2)
     errors: list[BaseException] = []
@@ -111,7 +109,7 @@ def test_export_csv_and_json(session):
 
 
 def test_cli_review_and_tasks_json(tmp_path, capsys):
-    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    url = fresh_url(tmp_path, "cli")
     with Session(get_engine(url)) as s:
         s.add(models.Task(task_id="task_0001", name="one", category="ops"))
         for i, (role, r) in enumerate([("strong", 0.2), ("small", 0.1)]):

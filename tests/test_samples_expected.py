@@ -10,13 +10,13 @@ import json
 from pathlib import Path
 
 import pytest
-from sqlalchemy.pool import StaticPool
-from sqlmodel import Session, create_engine, select
+from sqlmodel import Session, select
 
-from clawviz.analysis import ensure_analysis, episode_analysis
-from clawviz.db import init_db
-from clawviz.explain import explain_rows
-from clawviz.models import CallRow
+from clawviz.cli.explain import explain_rows
+from clawviz.store.db import init_db
+from clawviz.store.decisions import ensure_analysis, episode_analysis
+from clawviz.store.models import CallRow
+from tests.dburl import memory_engine
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
 EXPECTED = SAMPLES / "expected.json"
@@ -26,8 +26,8 @@ pytestmark = pytest.mark.skipif(not EXPECTED.exists(), reason="sample_logs not g
 
 @pytest.fixture(scope="module")
 def analysed():
-    ingest = pytest.importorskip("clawviz.ingest")
-    engine = create_engine("sqlite://", poolclass=StaticPool)
+    ingest = pytest.importorskip("clawviz.ingest.load")
+    engine = memory_engine()
     init_db(engine)
     expected = json.loads(EXPECTED.read_text())
     with Session(engine) as session:

@@ -15,16 +15,17 @@ from test_formats_fixtures import (
     user,
 )
 
-from clawviz import store
-from clawviz.db import get_engine
-from clawviz.formats import parse_exchange
-from clawviz.models import Blob, CallRow, Episode, MessageRow, Result, Source
+from clawviz.ingest.exchange import parse_exchange
+from clawviz.store import calls as store
+from clawviz.store.db import get_engine
+from clawviz.store.models import Blob, CallRow, Episode, MessageRow, Result, Source
 from clawviz.types import Call
+from tests.dburl import fresh_url
 
 
 @pytest.fixture
 def session(tmp_path):
-    engine = get_engine(f"sqlite:///{tmp_path / 'store.db'}")
+    engine = get_engine(fresh_url(tmp_path, "store"))
     with Session(engine) as s:
         yield s
 

@@ -8,15 +8,16 @@ import pytest
 from sqlmodel import Session
 from test_formats_fixtures import claude_code_episode
 
-from clawviz import store
-from clawviz.db import get_engine
-from clawviz.formats import parse_exchange
-from clawviz.models import Episode, Result, Source
+from clawviz.ingest.exchange import parse_exchange
+from clawviz.store import calls as store
+from clawviz.store.db import get_engine
+from clawviz.store.models import Episode, Result, Source
+from tests.dburl import fresh_url
 
 
 @pytest.fixture
 def session(tmp_path):
-    engine = get_engine(f"sqlite:///{tmp_path / 'episodes.db'}")
+    engine = get_engine(fresh_url(tmp_path, "episodes"))
     with Session(engine) as s:
         yield s
 

@@ -10,15 +10,16 @@ import pytest
 from sqlmodel import Session, select
 from test_formats_fixtures import anthropic_record, claude_code_episode, openai_record, user
 
-from clawviz import store
-from clawviz.db import get_engine
-from clawviz.formats import parse_exchange
-from clawviz.models import Blob, CallRow, MessageRow, Source
+from clawviz.ingest.exchange import parse_exchange
+from clawviz.store import calls as store
+from clawviz.store.db import get_engine
+from clawviz.store.models import Blob, CallRow, MessageRow, Source
+from tests.dburl import fresh_url
 
 
 @pytest.fixture
 def session(tmp_path):
-    engine = get_engine(f"sqlite:///{tmp_path / 'pack.db'}")
+    engine = get_engine(fresh_url(tmp_path, "pack"))
     with Session(engine) as s:
         yield s
 

@@ -5,12 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from sqlalchemy.pool import StaticPool
-from sqlmodel import Session, SQLModel, create_engine
+from sqlmodel import Session, SQLModel
 
-from clawviz import models
-from clawviz.review import add_review
-from clawviz.tasks import (
+from clawviz.review.signoff import add_review
+from clawviz.review.tasks import (
     TaskFormatError,
     difficulty_filter,
     ingest_task_folder,
@@ -19,6 +17,8 @@ from clawviz.tasks import (
     task_detail,
     task_queue,
 )
+from clawviz.store import models
+from tests.dburl import memory_engine
 
 PINCH_PLAIN = """id: task_sum_off_by_one
 name: Fix off-by-one error
@@ -70,9 +70,7 @@ Write `finance_report.md`.
 
 @pytest.fixture
 def session():
-    engine = create_engine(
-        "sqlite://", connect_args={"check_same_thread": False}, poolclass=StaticPool
-    )
+    engine = memory_engine()
     SQLModel.metadata.create_all(engine)
     with Session(engine) as s:
         yield s

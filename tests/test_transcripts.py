@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from clawviz.transcripts import (
+from clawviz.ingest.transcripts import (
     CLAUDE_CODE_FORMAT,
     MAIN_SYSTEM_MARKER,
     PI_FORMAT,
@@ -17,14 +17,15 @@ from clawviz.transcripts import (
     detect_transcript,
     read_transcript,
 )
-from clawviz.transcripts.claude_code import COMPACT_PROMPT
-from clawviz.transcripts.pi import (
+from clawviz.ingest.transcripts.claude_code import COMPACT_PROMPT
+from clawviz.ingest.transcripts.pi import (
     BRANCH_SUMMARY_PREFIX,
     COMPACTION_SUMMARY_PREFIX,
     SUMMARIZATION_PROMPT,
     SUMMARIZATION_SYSTEM_PROMPT,
 )
 from clawviz.types import Call
+from tests.dburl import fresh_url
 
 DATA = Path(__file__).parent / "data" / "transcripts"
 PI_V3 = DATA / "pi-v3-branches.jsonl"
@@ -472,7 +473,7 @@ def test_cc_subagent_file_rejects_reported_by_file(tmp_path):
 
 
 def _analyse(read):
-    analysis = pytest.importorskip("clawviz.analysis")
+    analysis = pytest.importorskip("clawviz.store.decisions")
     from clawviz.settings import DEFAULT_SETTINGS
 
     a = analysis.analyse_episode(read.calls, reward=1.0, settings=DEFAULT_SETTINGS)
@@ -521,11 +522,11 @@ def test_cc_call_ids_are_response_ids(cc_read, tmp_path):
 
 
 def test_ingest_folder_of_transcripts():
-    ingest = pytest.importorskip("clawviz.ingest")
-    from clawviz import store
-    from clawviz.db import session_scope
+    ingest = pytest.importorskip("clawviz.ingest.load")
+    from clawviz.store import calls as store
+    from clawviz.store.db import session_scope
 
-    with session_scope("sqlite://") as session:
+    with session_scope(fresh_url()) as session:
         # The sub-agent file is read with its session file, never twice.
         paths = [CC_MAIN, CC_AGENT, CC_BAD, PI_V3, PI_BAD]
         report = ingest.ingest_paths(paths, session=session)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from clawviz.ingest.transcripts import PI_FORMAT, detect_transcript, read_transcript
+from clawviz.ingest.transcripts.pi import COMPACTION_SUMMARY_PREFIX, SUMMARIZATION_SYSTEM_PROMPT
 from clawviz.settings import DEFAULT_SETTINGS
-from clawviz.transcripts import PI_FORMAT, detect_transcript, read_transcript
-from clawviz.transcripts.pi import COMPACTION_SUMMARY_PREFIX, SUMMARIZATION_SYSTEM_PROMPT
 
 FIXTURE = Path(__file__).parent / "data" / "transcripts" / "pi-before-compaction.jsonl"
 
@@ -115,7 +115,7 @@ def test_context_after_compaction_keeps_from_first_kept_entry(read, entries):
 
 @pytest.fixture(scope="module")
 def analysis(read):
-    module = pytest.importorskip("clawviz.analysis")
+    module = pytest.importorskip("clawviz.store.decisions")
     return module.analyse_episode(read.calls, reward=None, settings=DEFAULT_SETTINGS)
 
 

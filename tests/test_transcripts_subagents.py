@@ -9,22 +9,23 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from clawviz.db import get_engine
-from clawviz.ingest import ingest_paths
-from clawviz.models import CallRow, Episode
-from clawviz.settings import DEFAULT_SETTINGS
-from clawviz.transcripts import (
+from clawviz.ingest.load import ingest_paths
+from clawviz.ingest.transcripts import (
     PI_FORMAT,
     SUBAGENT_SYSTEM_MARKER,
     detect_transcript,
     read_transcript,
 )
-from clawviz.transcripts.claude_code import (
+from clawviz.ingest.transcripts.claude_code import (
     COMPACT_PROMPT,
     COMPACT_PROMPT_CLOSING,
     COMPACT_PROMPT_OPENING,
 )
-from clawviz.transcripts.links import folder_links
+from clawviz.ingest.transcripts.links import folder_links
+from clawviz.settings import DEFAULT_SETTINGS
+from clawviz.store.db import get_engine
+from clawviz.store.models import CallRow, Episode
+from tests.dburl import fresh_url
 
 DATA = Path(__file__).parent / "data" / "transcripts"
 OC = DATA / "openclaw-subagents"
@@ -45,13 +46,13 @@ def _ids(read) -> list[str]:
 
 
 def _analyse(calls):
-    analysis = pytest.importorskip("clawviz.analysis")
+    analysis = pytest.importorskip("clawviz.store.decisions")
     return analysis.analyse_episode(calls, reward=1.0, settings=DEFAULT_SETTINGS).decisions
 
 
 @pytest.fixture
 def session(tmp_path):
-    engine = get_engine(f"sqlite:///{tmp_path / 'subagents.db'}")
+    engine = get_engine(fresh_url(tmp_path, "subagents"))
     with Session(engine) as s:
         yield s
 

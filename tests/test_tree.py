@@ -7,9 +7,9 @@ import random
 
 from recon_helpers import Ep, asst, tool_result, tool_use, user
 
-from clawviz.canonical import match_key
-from clawviz.markers import ALL_IGNORE_PATTERNS
-from clawviz.tree import build_call_tree
+from clawviz.recon.canonical import match_key
+from clawviz.recon.markers import ALL_IGNORE_PATTERNS
+from clawviz.recon.tree import build_call_tree
 
 
 def parents(calls):

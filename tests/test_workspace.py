@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from clawviz.workspace import (
+from clawviz.review.workspace import (
     csv_rows,
     diff_workspaces,
     file_diff,

@@ -13,8 +13,8 @@ import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
-from clawviz import models, queries
 from clawviz.settings import Settings
+from clawviz.store import models, queries
 from clawviz.types import Call, EpisodeAnalysis
 from clawviz.ui.state import _engine_for
 
@@ -47,7 +47,7 @@ def ensure_analysed(url: str, settings_hash: str, _settings: Settings) -> str | 
     Returns an error message instead of raising, so a page can show it and carry on.
     """
     try:
-        from clawviz.analysis import ensure_analysis
+        from clawviz.store.decisions import ensure_analysis
     except ImportError as exc:
         return f"the analysis module is not available ({exc})"
     with _session(url) as s:
@@ -90,7 +90,7 @@ def episode_view(
     url: str, episode_id: str, settings_hash: str, _settings: Settings
 ) -> EpisodeView | None:
     """The episode, its result, its calls and its analysis; None for an unknown id."""
-    from clawviz import store
+    from clawviz.store import calls as store
 
     with _session(url) as s:
         ep = s.get(models.Episode, episode_id)
@@ -102,7 +102,7 @@ def episode_view(
         calls = store.load_calls(s, episode_id)
         analysis, error = None, None
         try:
-            from clawviz.analysis import episode_analysis
+            from clawviz.store.decisions import episode_analysis
 
             analysis = episode_analysis(s, episode_id, _settings)
         except Exception as exc:  # noqa: BLE001 - shown on the page, the calls still display
@@ -113,7 +113,7 @@ def episode_view(
 @st.cache_data(show_spinner=False, max_entries=256)
 def raw_call(url: str, call_id: str) -> dict[str, Any] | None:
     """The stored raw pieces of one call: request body rebuilt, response as logged, headers."""
-    from clawviz import store
+    from clawviz.store import calls as store
 
     with _session(url) as s:
         row = s.get(models.CallRow, call_id)

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from clawviz.canonical import message_hash
+from clawviz.recon.canonical import message_hash
 from clawviz.types import Call, CallDecision, EpisodeAnalysis, Message
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^])")

@@ -13,8 +13,8 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from clawviz import db
 from clawviz.settings import DEFAULT_SETTINGS, SETTINGS_BY_NAME, Settings
+from clawviz.store import db
 
 # Query parameters (deep links).
 QP_EPISODE = "episode"

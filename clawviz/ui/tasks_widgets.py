@@ -15,11 +15,11 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from clawviz.archive import extract_archive, is_archive
-from clawviz.checker import CheckerResult
-from clawviz.tasks import CheckMatrix
+from clawviz.review.archive import extract_archive, is_archive
+from clawviz.review.checker import CheckerResult
+from clawviz.review.tasks import CheckMatrix
+from clawviz.review.workspace import csv_rows, highlight_lexer_name, is_binary_bytes, is_csv
 from clawviz.ui.inspector import escape_md
-from clawviz.workspace import csv_rows, highlight_lexer_name, is_binary_bytes, is_csv
 
 PAGES_DIR = Path(__file__).resolve().parents[2] / "pages"
 TASKS_PAGE = PAGES_DIR / "tasks.py"

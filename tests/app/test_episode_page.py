@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import re
-import sqlite3
 from pathlib import Path
 
 import pytest
 from apphelpers import no_exception, open_page
 
 from clawviz.ui import state
+from tests.dburl import fresh_url, query
 
 EPISODE = "pages/episode.py"
 TOO_MANY = "e31cf886-54eb-430f-8bb4-89af4c2f1420"
@@ -17,21 +17,20 @@ SUBAGENT_COMPACTION = "t0001-openclaw-a2"
 
 
 def _calls(url: str, episode: str) -> list[str]:
-    with sqlite3.connect(url.removeprefix("sqlite:///")) as con:
-        rows = con.execute(
-            'SELECT call_id FROM "call" WHERE episode_id = ? ORDER BY seq, t_request, line',
-            (episode,),
-        )
-        return [r[0] for r in rows]
+    rows = query(
+        url,
+        'SELECT call_id FROM "call" WHERE episode_id = :e ORDER BY seq, t_request, line',
+        e=episode,
+    )
+    return [r[0] for r in rows]
 
 
 def _paths(url: str, episode: str) -> list[str]:
     import json
 
-    with sqlite3.connect(url.removeprefix("sqlite:///")) as con:
-        (paths_json,) = con.execute(
-            "SELECT paths_json FROM episode_status WHERE episode_id = ?", (episode,)
-        ).fetchone()
+    ((paths_json,),) = query(
+        url, "SELECT paths_json FROM episode_status WHERE episode_id = :e", e=episode
+    )
     return [p["path_id"] for p in json.loads(paths_json)]
 
 
@@ -153,16 +152,16 @@ def transcript_db_url(tmp_path_factory) -> str:
     """The real pi transcript fixture (990 messages, 2 compactions) replayed into a store."""
     from sqlmodel import Session
 
-    from clawviz.analysis import ensure_analysis
-    from clawviz.db import get_engine
-    from clawviz.ingest import ingest_paths
+    from clawviz.ingest.load import ingest_paths
+    from clawviz.store.db import get_engine
+    from clawviz.store.decisions import ensure_analysis
 
     fixture = (
         Path(__file__).resolve().parents[1] / "data" / "transcripts" / "pi-before-compaction.jsonl"
     )
     if not fixture.exists():
         pytest.skip("transcript fixture missing")
-    url = f"sqlite:///{tmp_path_factory.mktemp('transcript') / 'clawviz.db'}"
+    url = fresh_url(tmp_path_factory.mktemp("transcript"), "clawviz")
     with Session(get_engine(url)) as s:
         ingest_paths([fixture], session=s)
         ensure_analysis(s)
@@ -170,11 +169,10 @@ def transcript_db_url(tmp_path_factory) -> str:
 
 
 def test_transcript_episode_shows_its_limits(transcript_db_url, on_store):
-    from clawviz.transcripts import TRANSCRIPT_LIMITS
+    from clawviz.ingest.transcripts import TRANSCRIPT_LIMITS
 
     on_store(transcript_db_url)
-    with sqlite3.connect(transcript_db_url.removeprefix("sqlite:///")) as con:
-        (episode,) = con.execute("SELECT episode_id FROM episode").fetchone()
+    ((episode,),) = query(transcript_db_url, "SELECT episode_id FROM episode")
     at = open_page(EPISODE, episode=episode)
     no_exception(at)
     assert any(str(TRANSCRIPT_LIMITS)[:40] in w.value for w in at.warning)

@@ -8,6 +8,7 @@ import pytest
 from apphelpers import no_exception, open_page
 
 from clawviz.types import Call, Rollout, Usage
+from tests.dburl import fresh_url
 
 EPISODE = "pages/episode.py"
 REWARD = 0.75
@@ -67,11 +68,12 @@ def ppo_db_url(tmp_path_factory) -> str:
     """Episode `ppo-ep` logs values and has a reward; `plain-ep` logs no values."""
     from sqlmodel import Session
 
-    from clawviz import models, store
-    from clawviz.analysis import ensure_analysis
-    from clawviz.db import get_engine
+    from clawviz.store import calls as store
+    from clawviz.store import models
+    from clawviz.store.db import get_engine
+    from clawviz.store.decisions import ensure_analysis
 
-    url = f"sqlite:///{tmp_path_factory.mktemp('ppo_store') / 'clawviz.db'}"
+    url = fresh_url(tmp_path_factory.mktemp("ppo_store"), "clawviz")
     with Session(get_engine(url)) as s:
         source = models.Source(path="ppo.jsonl", sha256="ppo", format="exchange")
         s.add(source)

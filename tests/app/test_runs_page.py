@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
 from apphelpers import no_exception, open_page
 
 from clawviz.ui import state
+from tests.dburl import fresh_url, query
 
 TOO_MANY = "e31cf886-54eb-430f-8bb4-89af4c2f1420"
 
 
 def _episode_count(url: str) -> int:
-    with sqlite3.connect(url.removeprefix("sqlite:///")) as con:
-        return con.execute("SELECT COUNT(*) FROM episode").fetchone()[0]
+    return query(url, "SELECT COUNT(*) FROM episode")[0][0]
 
 
 def _table(at):
@@ -112,13 +111,13 @@ def test_hostile_rejected_line_is_data_not_markup(hostile_db_url, on_store):
 def test_reload_button_sees_rows_written_by_another_process(tmp_path, on_store):
     import shutil
 
-    from clawviz.db import get_engine
+    from clawviz.store.db import get_engine
 
     src = Path(__file__).resolve().parents[2] / "sample_logs" / "exchanges" / "openclaw"
     logs = sorted(src.glob("*.jsonl"))[:2]
     if len(logs) < 2:
         pytest.skip("sample logs missing")
-    url = f"sqlite:///{tmp_path / 'store.db'}"
+    url = fresh_url(tmp_path, "store")
     for p in logs:
         shutil.copy(p, tmp_path / p.name)
     _ingest(url, [tmp_path / logs[0].name], get_engine)
@@ -137,8 +136,8 @@ def test_reload_button_sees_rows_written_by_another_process(tmp_path, on_store):
 def _ingest(url, paths, get_engine) -> None:
     from sqlmodel import Session
 
-    from clawviz.analysis import ensure_analysis
-    from clawviz.ingest import ingest_paths
+    from clawviz.ingest.load import ingest_paths
+    from clawviz.store.decisions import ensure_analysis
 
     with Session(get_engine(url)) as s:
         ingest_paths(paths, session=s)

@@ -10,9 +10,9 @@ from sqlmodel import Session
 from streamlit.testing.v1 import AppTest
 from test_tasks_page_store import build_task_store  # noqa: I001 - sibling module of tests/app
 
-from clawviz import models
-from clawviz.db import get_engine
-from clawviz.review import review_history
+from clawviz.review.signoff import review_history
+from clawviz.store import models
+from clawviz.store.db import get_engine
 from clawviz.ui import tasks_widgets as w
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")

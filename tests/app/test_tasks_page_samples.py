@@ -9,9 +9,9 @@ import pytest
 from apphelpers import no_exception, open_page  # noqa: I001 - sibling module of tests/app
 from sqlmodel import Session
 
-from clawviz.checker import run_checker
-from clawviz.db import get_engine
-from clawviz.tasks import attempt_workspaces, task_detail, task_queue
+from clawviz.review.checker import run_checker
+from clawviz.review.tasks import attempt_workspaces, task_detail, task_queue
+from clawviz.store.db import get_engine
 from clawviz.ui import tasks_widgets as w
 
 SAMPLE_LOGS = Path(__file__).resolve().parents[2] / "sample_logs"

@@ -11,9 +11,10 @@ from pathlib import Path
 
 from sqlmodel import Session
 
-from clawviz import models
-from clawviz.db import get_engine
-from clawviz.tasks import ingest_task_folder, task_queue
+from clawviz.review.tasks import ingest_task_folder, task_queue
+from clawviz.store import models
+from clawviz.store.db import get_engine
+from tests.dburl import fresh_url
 
 CHECK_PY = """
 import json, sys
@@ -101,7 +102,7 @@ def build_task_store(tmp: Path) -> str:
         tf.add(staged, arcname=".")
     shutil.rmtree(staged)
 
-    url = f"sqlite:///{tmp / 'tasks.db'}"
+    url = fresh_url(tmp, "tasks")
     with Session(get_engine(url)) as s:
         ingest_task_folder(s, tasks_root)
         attempts = [

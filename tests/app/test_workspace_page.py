@@ -10,8 +10,8 @@ from sqlmodel import Session, select
 from streamlit.testing.v1 import AppTest
 from test_tasks_page_store import build_task_store  # noqa: I001 - sibling module of tests/app
 
-from clawviz import models
-from clawviz.db import get_engine
+from clawviz.store import models
+from clawviz.store.db import get_engine
 from clawviz.ui import tasks_widgets as w
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")

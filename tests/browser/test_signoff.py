@@ -10,8 +10,8 @@ import pytest
 from conftest import REPO, start_app, stop_app, wait_for_app_run  # noqa: I001 - tests/browser
 from sqlmodel import Session
 
-from clawviz.db import get_engine
-from clawviz.review import review_history
+from clawviz.review.signoff import review_history
+from clawviz.store.db import get_engine
 
 SHOTS = Path(os.environ.get("CLAWVIZ_SHOTS", "/tmp/shots"))
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 from sqlmodel import Session, col, select
 
-from clawviz import models
+from clawviz.store import models
 
 DECISIONS = ("accept", "revise", "reject")
 EXPORT_FIELDS = ("id", "task_id", "decision", "reviewer", "note", "created_at")

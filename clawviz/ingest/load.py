@@ -10,7 +10,6 @@ from __future__ import annotations
 import gc
 import gzip
 import hashlib
-import importlib
 import os
 import zlib
 from collections.abc import Callable, Iterator
@@ -21,11 +20,13 @@ from typing import Any, BinaryIO
 import orjson
 from sqlmodel import Session, select
 
-from clawviz import store
-from clawviz.formats import FormatError, MessageCache, ParsedExchange, parse_exchange
-from clawviz.models import Result, Source, Task
-from clawviz.results import is_result_record, parse_result
+from clawviz.ingest import transcripts
+from clawviz.ingest.exchange import FormatError, MessageCache, ParsedExchange, parse_exchange
+from clawviz.ingest.results import is_result_record, parse_result
+from clawviz.review import tasks as tasks_mod
 from clawviz.settings import DEFAULT_SETTINGS, Settings
+from clawviz.store import calls as store
+from clawviz.store.models import Result, Source, Task
 
 Progress = Callable[[int, int, str], None]
 
@@ -100,19 +101,9 @@ class _Target:
     """file | task_folder."""
 
 
-def _optional(module: str) -> Any | None:
-    """Import a sibling module that another part of the project may not have written yet."""
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        return None
-
-
 def _is_task_file(path: Path) -> bool:
-    """A PinchBench task markdown file (asks the tasks module, when it exists)."""
-    tasks_mod = _optional("clawviz.tasks")
-    checker = getattr(tasks_mod, "is_task_folder", None)
-    return bool(checker and checker(path))
+    """A PinchBench task markdown file."""
+    return tasks_mod.is_task_folder(path)
 
 
 def _collect(paths: list[str | os.PathLike[str]]) -> list[_Target]:
@@ -207,9 +198,8 @@ def _sniff(path: Path) -> tuple[str, list[Any]]:
     for rec in records:
         if is_result_record(rec):
             return "results", records
-    transcripts = _optional("clawviz.transcripts")
     dicts = [r for r in records if isinstance(r, dict)]
-    if transcripts is not None and dicts:
+    if dicts:
         fmt = transcripts.detect_transcript(dicts)
         if fmt:
             return (fmt if fmt.startswith("transcript") else f"transcript_{fmt}"), records
@@ -382,8 +372,6 @@ def _ingest_results(fi: _FileIngest, out: IngestReport) -> None:
 
 
 def _ingest_transcript(fi: _FileIngest, out: IngestReport, records: list[Any]) -> None:
-    transcripts = _optional("clawviz.transcripts")
-    assert transcripts is not None
     read = transcripts.read_transcript(fi.target.path)
     fi.report.covered_by = getattr(read, "covered_by", None)
     fallback = getattr(read, "episode_id", None) or _fallback_episode(fi.target.display)
@@ -405,11 +393,6 @@ def _ingest_transcript(fi: _FileIngest, out: IngestReport, records: list[Any]) -
 
 def _ingest_task_folder(session: Session, target: _Target, out: IngestReport) -> FileReport:
     report = FileReport(target.display, "task_folder", "loaded")
-    tasks_mod = _optional("clawviz.tasks")
-    if tasks_mod is None or not hasattr(tasks_mod, "load_task_folder"):
-        out.skipped_files.append(SkippedFile(target.display, "task folders not supported yet"))
-        report.status = "skipped"
-        return report
     for task in tasks_mod.load_task_folder(target.path):
         if session.get(Task, task.task_id) is None:
             session.add(task)

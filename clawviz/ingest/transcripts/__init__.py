@@ -13,21 +13,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from clawviz.transcripts.claude_code import FORMAT as CLAUDE_CODE_FORMAT
-from clawviz.transcripts.claude_code import (
+from clawviz.ingest.transcripts.claude_code import FORMAT as CLAUDE_CODE_FORMAT
+from clawviz.ingest.transcripts.claude_code import (
     MAIN_SYSTEM_MARKER,
     SUBAGENT_SYSTEM_MARKER,
     looks_like_claude_code,
     read_claude_code,
 )
-from clawviz.transcripts.common import (
+from clawviz.ingest.transcripts.common import (
     Reject,
     TranscriptRead,
     lines_from_records,
     read_lines,
 )
-from clawviz.transcripts.pi import FORMAT as PI_FORMAT
-from clawviz.transcripts.pi import looks_like_pi, read_pi
+from clawviz.ingest.transcripts.pi import FORMAT as PI_FORMAT
+from clawviz.ingest.transcripts.pi import looks_like_pi, read_pi
 
 __all__ = [
     "CLAUDE_CODE_FORMAT",

@@ -1,13 +1,13 @@
-"""Episode analysis: tree + roles + pruning + rewards, and its cache in the store per settings.
+"""The decisions cache in the store: per settings, DecisionRow and EpisodeStatus of each episode.
 
-`analyse_episode` and `apply_grpo` are pure. `ensure_analysis` persists DecisionRow and
-EpisodeStatus for every episode whose inputs (calls, result) or settings changed; when nothing
+The decisions themselves are computed by the pure `clawviz.recon.pipeline`. `ensure_analysis`
+persists them for every episode whose inputs (calls, result) or settings changed; when nothing
 changed it costs one query.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -28,74 +28,14 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
-from clawviz import store
-from clawviz.advantage import grpo_advantages, reward_from_result
-from clawviz.classify import classify_calls
-from clawviz.models import CallRow, DecisionRow, Episode, EpisodeStatus, Result, utcnow
-from clawviz.prune import ABNORMAL_CODES, prune_episode
+from clawviz.recon.advantage import reward_from_result
+from clawviz.recon.pipeline import UNATTACHED, analyse_episode, apply_grpo
 from clawviz.settings import DEFAULT_SETTINGS, Settings
-from clawviz.tree import build_call_tree
-from clawviz.types import Call, CallDecision, EpisodeAnalysis, PathInfo, Reason
+from clawviz.store import calls as store
+from clawviz.store.models import CallRow, DecisionRow, Episode, EpisodeStatus, Result, utcnow
+from clawviz.types import CallDecision, EpisodeAnalysis, PathInfo, Reason
 
 Progress = Callable[[int, int, str], None]
-UNATTACHED = ""
-"""DecisionRow.episode_id of calls no episode could be determined for."""
-
-
-def analyse_episode(
-    calls: list[Call], *, reward: float | None, settings: Settings = DEFAULT_SETTINGS
-) -> EpisodeAnalysis:
-    """Reconstruct, classify and prune one episode's calls (PIPELINE §2-5, without GRPO)."""
-    episode_id = next((c.episode_id for c in calls if c.episode_id), None)
-    tree = build_call_tree(calls)
-    cls = classify_calls(tree)
-    result = prune_episode(
-        tree, cls, reward=reward, settings=settings, has_episode=episode_id is not None
-    )
-    for p in result.paths:
-        if p.state == "kept":
-            p.reward = reward
-            p.ppo_return = reward
-    return EpisodeAnalysis(
-        episode_id=episode_id or UNATTACHED,
-        settings_hash=settings.settings_hash,
-        status="dropped" if result.reasons else "kept",
-        reasons=result.reasons,
-        decisions=result.decisions,
-        paths=result.paths,
-        reward=reward,
-        n_segments=cls.n_segments,
-    )
-
-
-def is_grpo_valid(reasons: list[Reason], reward: float | None) -> bool:
-    """An attempt counts in its group's statistics: has a reward and no abnormal reason."""
-    return reward is not None and not any(r.code in ABNORMAL_CODES for r in reasons)
-
-
-def apply_grpo(
-    analyses: list[EpisodeAnalysis],
-    group_of: dict[str, tuple[str | None, str | None]],
-    settings: Settings = DEFAULT_SETTINGS,
-) -> None:
-    """Fill `advantage` on each analysis and its kept paths, grouped by (task_id, harness)."""
-    groups: dict[Hashable, list[EpisodeAnalysis]] = {}
-    for a in analyses:
-        groups.setdefault(_group_key(a.episode_id, group_of.get(a.episode_id)), []).append(a)
-    for members in groups.values():
-        rewards = {a.episode_id: a.reward for a in members}
-        valid = {a.episode_id: is_grpo_valid(a.reasons, a.reward) for a in members}
-        adv, _ = grpo_advantages(rewards, valid, settings)
-        for a in members:
-            a.advantage = adv[a.episode_id]
-            for p in a.paths:
-                p.advantage = a.advantage if p.state == "kept" else None
-
-
-def _group_key(episode_id: str, group: tuple[str | None, str | None] | None) -> Hashable:
-    if group is None or group[0] is None:
-        return ("solo", episode_id)
-    return ("group", group[0], group[1])
 
 
 def result_reward(result: Result | None, settings: Settings = DEFAULT_SETTINGS) -> float | None:

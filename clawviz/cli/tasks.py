@@ -7,9 +7,9 @@ import json
 import sys
 from typing import Any
 
-from clawviz.db import session_scope
-from clawviz.review import DECISIONS, ReviewError, add_review
-from clawviz.tasks import task_queue, verdict_label
+from clawviz.review.signoff import DECISIONS, ReviewError, add_review
+from clawviz.review.tasks import task_queue, verdict_label
+from clawviz.store.db import session_scope
 
 
 def register(subparsers: Any) -> None:

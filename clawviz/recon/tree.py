@@ -15,8 +15,8 @@ from itertools import islice
 
 import networkx as nx
 
-from clawviz.canonical import match_key, normalize_ws
-from clawviz.markers import ALL_IGNORE_PATTERNS
+from clawviz.recon.canonical import match_key, normalize_ws
+from clawviz.recon.markers import ALL_IGNORE_PATTERNS
 from clawviz.types import Call, Message
 
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from clawviz import models
-from clawviz.review import latest_reviews, review_history
+from clawviz.review.signoff import latest_reviews, review_history
+from clawviz.store import models
 
 STRONG_MIN = 0.2
 SMALL_MAX = 0.6

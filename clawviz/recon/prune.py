@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from clawviz.classify import Classification, classify_calls
-from clawviz.markers import is_harness_retry, tool_names_used
+from clawviz.recon.classify import Classification, classify_calls
+from clawviz.recon.markers import is_harness_retry, tool_names_used
+from clawviz.recon.tree import CallTree, build_call_tree, failure_code
 from clawviz.settings import DEFAULT_SETTINGS, Settings
-from clawviz.tree import CallTree, build_call_tree, failure_code
 from clawviz.types import Call, CallDecision, PathInfo, Reason
 
 ABNORMAL_CODES = frozenset(

@@ -3,7 +3,7 @@
 Every pattern is a regular expression searched (not anchored unless it says so) in one part of a
 call: the system text, the first user text, the last user text, or a header. `detect_marker`
 checks the call's own harness row first, then every other row, because a log's harness label
-is often missing; a call no row recognises is classified by structure in `clawviz.classify`.
+is often missing; a call no row recognises is classified by structure in `clawviz.recon.classify`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from clawviz.canonical import block_text, strip_patterns
+from clawviz.recon.canonical import block_text, strip_patterns
 from clawviz.types import Call, Message
 
 

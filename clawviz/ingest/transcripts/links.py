@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from clawviz.transcripts.common import parse_time, text_of
+from clawviz.ingest.transcripts.common import parse_time, text_of
 
 SPAWN_TOOL = "sessions_spawn"
 WRAPPER_TOOL = "tool_call"

@@ -25,9 +25,9 @@ import orjson
 from sqlalchemy import Table, bindparam, func, update
 from sqlmodel import Session, select
 
-from clawviz.canonical import message_hash
-from clawviz.formats import ParsedExchange, system_text
-from clawviz.models import Blob, CallRow, Episode, MessageRow, RejectedLine, Result, Source
+from clawviz.ingest.exchange import ParsedExchange, system_text
+from clawviz.recon.canonical import message_hash
+from clawviz.store.models import Blob, CallRow, Episode, MessageRow, RejectedLine, Result, Source
 from clawviz.types import Call, Message, Rollout, Usage
 
 _CHUNK = 500

@@ -16,8 +16,8 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from clawviz import sse
-from clawviz.canonical import dumps_canonical, normalize_blocks, strip_cache_control
+from clawviz.ingest import sse
+from clawviz.recon.canonical import dumps_canonical, normalize_blocks, strip_cache_control
 from clawviz.types import Call, Endpoint, Message, Rollout, Usage
 
 REDACTED_HEADERS = frozenset(

@@ -9,10 +9,10 @@ from typing import Any
 import orjson
 from sqlmodel import Session, select
 
-from clawviz.advantage import importance_ratios
-from clawviz.analysis import episode_analysis
-from clawviz.models import CallRow
+from clawviz.recon.advantage import importance_ratios
 from clawviz.settings import DEFAULT_SETTINGS, Settings
+from clawviz.store.decisions import episode_analysis
+from clawviz.store.models import CallRow
 from clawviz.types import EpisodeAnalysis, PathInfo, Rollout
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from clawviz.archive import ArchiveError, open_workspace
+from clawviz.review.archive import ArchiveError, open_workspace
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 
 CheckerStatus = Literal["ok", "timeout", "crash", "bad_output"]

@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from clawviz.canonical import block_text, normalize_ws
-from clawviz.markers import (
+from clawviz.recon.canonical import block_text, normalize_ws
+from clawviz.recon.markers import (
     ALL_IGNORE_PATTERNS,
     CallText,
     Marker,
@@ -22,7 +22,7 @@ from clawviz.markers import (
     detect_marker,
     spawn_prompts,
 )
-from clawviz.tree import CallTree
+from clawviz.recon.tree import CallTree
 from clawviz.types import Call
 
 AUX_ROLES = (

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clawviz.transcripts.common import (
+from clawviz.ingest.transcripts.common import (
     Line,
     Reject,
     TranscriptRead,
@@ -22,7 +22,7 @@ from clawviz.transcripts.common import (
     read_lines,
     text_of,
 )
-from clawviz.transcripts.links import Links, folder_links, link_name, may_be_linked
+from clawviz.ingest.transcripts.links import Links, folder_links, link_name, may_be_linked
 from clawviz.types import Call, Message, Usage
 
 FORMAT = "transcript_pi"

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clawviz.transcripts.common import (
+from clawviz.ingest.transcripts.common import (
     Line,
     Reject,
     TranscriptRead,

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from clawviz.formats import FormatError
+from clawviz.ingest.exchange import FormatError
 
 
 def is_result_record(record: Any) -> bool:

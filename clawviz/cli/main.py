@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import sys
@@ -12,21 +11,17 @@ from typing import Any
 import orjson
 from sqlmodel import Session, select
 
-from clawviz.db import session_scope
-from clawviz.ingest import IngestReport, ingest_paths
-from clawviz.models import CallRow, Episode, EpisodeStatus, Result
+from clawviz.cli import explain
+from clawviz.cli import tasks as cli_tasks
+from clawviz.ingest.load import IngestReport, ingest_paths
 from clawviz.settings import DEFAULT_SETTINGS, SETTINGS
+from clawviz.store import decisions
+from clawviz.store.db import session_scope
+from clawviz.store.models import Episode, EpisodeStatus, Result
 
 EXIT_OK = 0
 EXIT_FATAL = 1
 EXIT_REJECTED = 2
-
-
-def _optional(module: str) -> Any | None:
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        return None
 
 
 def _print_json(obj: Any) -> None:
@@ -112,18 +107,15 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def episode_rows(session: Session) -> list[dict[str, Any]]:
-    """One row per episode with reward and, once reconstruction exists, status and reasons."""
-    analysis = _optional("clawviz.analysis")
+    """One row per episode with reward, status and reasons."""
     settings_hash = DEFAULT_SETTINGS.settings_hash
-    statuses: dict[str, EpisodeStatus] = {}
-    if analysis is not None and hasattr(analysis, "ensure_analysis"):
-        analysis.ensure_analysis(session, DEFAULT_SETTINGS)
-        statuses = {
-            s.episode_id: s
-            for s in session.exec(
-                select(EpisodeStatus).where(EpisodeStatus.settings_hash == settings_hash)
-            )
-        }
+    decisions.ensure_analysis(session, DEFAULT_SETTINGS)
+    statuses = {
+        s.episode_id: s
+        for s in session.exec(
+            select(EpisodeStatus).where(EpisodeStatus.settings_hash == settings_hash)
+        )
+    }
     rewards = {r.episode_id: r.reward for r in session.exec(select(Result))}
     rows = []
     for ep in session.exec(
@@ -178,47 +170,16 @@ def cmd_episodes(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def basic_explain_rows(session: Session, episode_id: str) -> list[dict[str, Any]]:
-    """Per-call rows without reconstruction: id, source, seq, endpoint, status."""
-    calls = session.exec(
-        select(CallRow)
-        .where(CallRow.episode_id == episode_id)
-        .order_by(
-            CallRow.seq.is_(None), CallRow.seq, CallRow.t_request, CallRow.source_file, CallRow.line
-        )
-    )
-    return [
-        {
-            "call_id": c.call_id,
-            "source": {"file": c.source_file, "line": c.line},
-            "seq": c.seq,
-            "endpoint": c.endpoint,
-            "http_status": c.http_status,
-            "failure": c.failure,
-        }
-        for c in calls
-    ]
-
-
 def cmd_explain(args: argparse.Namespace) -> int:
     """Explain one episode call by call."""
-    explain = _optional("clawviz.explain")
     with session_scope(args.db) as session:
         if session.get(Episode, args.episode_id) is None:
             print(f"error: no episode {args.episode_id!r} in the store", file=sys.stderr)
             return EXIT_FATAL
-        if explain is not None and hasattr(explain, "explain_rows"):
-            if args.json:
-                _print_json(explain.explain_rows(session, args.episode_id, DEFAULT_SETTINGS))
-            else:
-                print(explain.explain_text(session, args.episode_id, DEFAULT_SETTINGS))
-            return EXIT_OK
-        rows = basic_explain_rows(session, args.episode_id)
-    if args.json:
-        _print_json(rows)
-    else:
-        flat = [{**r, "source": f"{r['source']['file']}:{r['source']['line']}"} for r in rows]
-        print(_table(flat, ["call_id", "source", "seq", "endpoint", "http_status", "failure"]))
+        if args.json:
+            _print_json(explain.explain_rows(session, args.episode_id, DEFAULT_SETTINGS))
+        else:
+            print(explain.explain_text(session, args.episode_id, DEFAULT_SETTINGS))
     return EXIT_OK
 
 
@@ -277,9 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("settings", parents=[common], help="the settings table with help")
     p.set_defaults(func=cmd_settings)
 
-    cli_tasks = _optional("clawviz.cli_tasks")
-    if cli_tasks is not None and hasattr(cli_tasks, "register"):
-        cli_tasks.register(sub)
+    cli_tasks.register(sub)
     from clawviz.record.cli import register as register_record
 
     register_record(sub)

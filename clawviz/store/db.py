@@ -11,8 +11,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, SQLModel, create_engine, select
 
-from clawviz import models
 from clawviz.settings import DEFAULT_SETTINGS
+from clawviz.store import models
 
 _ENGINES: dict[str, Engine] = {}
 

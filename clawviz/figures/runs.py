@@ -1,0 +1,107 @@
+"""The Runs page charts: drop reasons, reward per harness, GRPO advantage per group."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from clawviz.figures.palette import ADVANTAGE_SCALE
+
+MAX_BOX_POINTS = 1500
+"""Above this many episodes per harness the reward chart draws outliers only, not every point."""
+
+
+def drop_reasons_figure(counts: pd.DataFrame) -> go.Figure:
+    """Horizontal bar of episodes per reason code."""
+    fig = go.Figure(
+        go.Bar(
+            x=counts["episodes"],
+            y=counts["reason"],
+            orientation="h",
+            marker_color="#ff7f0e",
+            hovertemplate="%{y}: %{x} episodes<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title={"text": "Reasons (episodes per code)", "font": {"size": 14}},
+        height=max(220, 60 + 26 * len(counts)),
+        margin={"l": 10, "r": 10, "t": 40, "b": 30},
+        yaxis={"autorange": "reversed"},
+        xaxis={"title": "episodes"},
+    )
+    return fig
+
+
+def reward_by_harness_figure(episodes: pd.DataFrame) -> go.Figure:
+    """Box + points of reward per harness (episodes without reward left out)."""
+    fig = go.Figure()
+    df = episodes[episodes["reward"].notna()]
+    for harness, part in df.groupby(df["harness"].fillna("?")):
+        crowded = len(part) > MAX_BOX_POINTS
+        # A crowded box draws only its outliers; per-point episode ids (a string array plotly
+        # deep-copies) would cost more than the whole chart, so its hover shows the reward only.
+        extra = (
+            {"hovertemplate": "reward %{y:.2f}<extra></extra>"}
+            if crowded
+            else {
+                "customdata": part["episode_id"].tolist(),
+                "hovertemplate": "%{customdata}<br>reward %{y:.2f}<extra></extra>",
+            }
+        )
+        fig.add_trace(
+            go.Box(
+                y=part["reward"].to_numpy(dtype=float),
+                name=str(harness),
+                boxpoints="outliers" if crowded else "all",
+                jitter=0.4,
+                pointpos=0,
+                **extra,
+            )
+        )
+    fig.update_layout(
+        title={"text": "Reward per harness", "font": {"size": 14}},
+        height=300,
+        margin={"l": 10, "r": 10, "t": 40, "b": 30},
+        showlegend=False,
+        yaxis={"title": "reward", "range": [-0.05, 1.05]},
+    )
+    return fig
+
+
+def advantage_by_group_figure(groups: pd.DataFrame, max_groups: int = 40) -> go.Figure:
+    """GRPO advantage of each attempt, one column per group (task / harness)."""
+    names = sorted(groups["group"].unique())
+    keep = names[:max_groups]
+    df = groups[groups["group"].isin(keep)].sort_values(["group", "attempt"])
+    adv = df["advantage"].to_numpy(dtype=float)
+    fig = go.Figure(
+        go.Scatter(
+            x=df["group"].tolist(),
+            y=adv,
+            mode="markers",
+            marker={
+                "size": 10,
+                "color": adv,
+                "colorscale": ADVANTAGE_SCALE,
+                "cmid": 0,
+                "line": {"width": 0.5, "color": "#333"},
+            },
+            customdata=df["episode_id"].tolist(),
+            hovertemplate="%{customdata}<br>A = %{y:+.2f}<extra></extra>",
+        )
+    )
+    fig.add_hline(y=0, line={"color": "#999", "width": 1})
+    title = "GRPO advantage per group"
+    if len(keep) < len(names):
+        title += f" (first {len(keep)} of {len(names):,} groups)"
+    fig.update_layout(
+        title={"text": title, "font": {"size": 14}},
+        height=300,
+        margin={"l": 10, "r": 10, "t": 40, "b": 30},
+        yaxis={"title": "advantage"},
+        xaxis={"tickangle": -30},
+    )
+    return fig
+
+
+# --- Token view -------------------------------------------------------------------------------

@@ -1,0 +1,76 @@
+"""The pure reconstruction pipeline of one episode: tree, roles, pruning, rewards, GRPO.
+
+PIPELINE §2-5. No store, no I/O: `analyse_episode` takes calls and a reward and returns the
+decisions; `apply_grpo` fills the advantages of a set of analyses grouped by (task, harness).
+The cache of these results in the store lives in `clawviz.store.decisions`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from clawviz.recon.advantage import grpo_advantages
+from clawviz.recon.classify import classify_calls
+from clawviz.recon.prune import ABNORMAL_CODES, prune_episode
+from clawviz.recon.tree import build_call_tree
+from clawviz.settings import DEFAULT_SETTINGS, Settings
+from clawviz.types import Call, EpisodeAnalysis, Reason
+
+UNATTACHED = ""
+"""DecisionRow.episode_id of calls no episode could be determined for."""
+
+
+def analyse_episode(
+    calls: list[Call], *, reward: float | None, settings: Settings = DEFAULT_SETTINGS
+) -> EpisodeAnalysis:
+    """Reconstruct, classify and prune one episode's calls (PIPELINE §2-5, without GRPO)."""
+    episode_id = next((c.episode_id for c in calls if c.episode_id), None)
+    tree = build_call_tree(calls)
+    cls = classify_calls(tree)
+    result = prune_episode(
+        tree, cls, reward=reward, settings=settings, has_episode=episode_id is not None
+    )
+    for p in result.paths:
+        if p.state == "kept":
+            p.reward = reward
+            p.ppo_return = reward
+    return EpisodeAnalysis(
+        episode_id=episode_id or UNATTACHED,
+        settings_hash=settings.settings_hash,
+        status="dropped" if result.reasons else "kept",
+        reasons=result.reasons,
+        decisions=result.decisions,
+        paths=result.paths,
+        reward=reward,
+        n_segments=cls.n_segments,
+    )
+
+
+def is_grpo_valid(reasons: list[Reason], reward: float | None) -> bool:
+    """An attempt counts in its group's statistics: has a reward and no abnormal reason."""
+    return reward is not None and not any(r.code in ABNORMAL_CODES for r in reasons)
+
+
+def apply_grpo(
+    analyses: list[EpisodeAnalysis],
+    group_of: dict[str, tuple[str | None, str | None]],
+    settings: Settings = DEFAULT_SETTINGS,
+) -> None:
+    """Fill `advantage` on each analysis and its kept paths, grouped by (task_id, harness)."""
+    groups: dict[Hashable, list[EpisodeAnalysis]] = {}
+    for a in analyses:
+        groups.setdefault(_group_key(a.episode_id, group_of.get(a.episode_id)), []).append(a)
+    for members in groups.values():
+        rewards = {a.episode_id: a.reward for a in members}
+        valid = {a.episode_id: is_grpo_valid(a.reasons, a.reward) for a in members}
+        adv, _ = grpo_advantages(rewards, valid, settings)
+        for a in members:
+            a.advantage = adv[a.episode_id]
+            for p in a.paths:
+                p.advantage = a.advantage if p.state == "kept" else None
+
+
+def _group_key(episode_id: str, group: tuple[str | None, str | None] | None) -> Hashable:
+    if group is None or group[0] is None:
+        return ("solo", episode_id)
+    return ("group", group[0], group[1])
