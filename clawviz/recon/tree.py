@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from itertools import islice
 
@@ -17,6 +17,7 @@ import networkx as nx
 
 from clawviz.recon.canonical import match_key, normalize_ws
 from clawviz.recon.markers import ALL_IGNORE_PATTERNS
+from clawviz.recon.matchview import Ignored, ViewMemo, match_view
 from clawviz.types import Call, Message
 
 
@@ -34,6 +35,9 @@ class CallTree:
     """For an identical re-send (same canonical messages and system): the latest earlier one."""
     failed: frozenset[str] = frozenset()
     """Ids of the calls `is_failed` holds for (asked many times per call downstream)."""
+    ignored: dict[str, tuple[Ignored, ...]] = field(default_factory=dict)
+    """Per call, the parts of its request that matching left out or read in their kept form
+    (`recon.matchview`); calls where nothing was ignored are absent."""
 
     @cached_property
     def graph(self) -> nx.DiGraph:
@@ -150,8 +154,13 @@ class _Trie:
         return self.n_nodes
 
 
-def build_call_tree(calls: list[Call]) -> CallTree:
-    """Rebuild parent links for the calls of one episode (independent of input order)."""
+def build_call_tree(calls: list[Call], *, match_rules: bool = True) -> CallTree:
+    """Rebuild parent links for the calls of one episode (independent of input order).
+
+    Each request is matched by `matchview.match_view` of its messages (what the harness keeps
+    of it); `match_rules=False` matches the messages as sent (strict prefix matching, kept for
+    the self-check's tests and for comparison).
+    """
     ordered = sorted(calls, key=order_key)
     trie = _Trie()
     owner: dict[int, str] = {}
@@ -160,6 +169,8 @@ def build_call_tree(calls: list[Call]) -> CallTree:
     resend_of: dict[str, str | None] = {}
     children: dict[str, list[str]] = {c.call_id: [] for c in ordered}
     failed: set[str] = set()
+    ignored: dict[str, tuple[Ignored, ...]] = {}
+    memo = ViewMemo()
     by_obj = trie.by_obj
     step = trie.step
 
@@ -170,6 +181,10 @@ def build_call_tree(calls: list[Call]) -> CallTree:
     for call in ordered:
         cid = call.call_id
         msgs = call.messages
+        if match_rules:
+            msgs, why = match_view(msgs, memo)
+            if why:
+                ignored[cid] = why
         # A request usually re-sends the previous one plus new turns: resume its walk after
         # the shared messages (equal messages take the same edges). Only the previous call
         # has set an owner since, one node below its own messages, so the prefix is unchanged.
@@ -205,7 +220,16 @@ def build_call_tree(calls: list[Call]) -> CallTree:
         if is_failed(call):
             failed.add(cid)
         elif call.response is not None and call.endpoint != "non_model":
-            owner[step(node, call.response)] = cid
+            if cid in ignored and msgs and msgs[-1].get("role") == "assistant":
+                full, _ = match_view(call.messages, memo, response=call.response)
+                if len(full) == len(msgs):
+                    # The reply joined the last assistant message (its prompt was not kept).
+                    base = nodes[-2] if len(nodes) > 1 else 0
+                    owner[step(base, full[-1])] = cid
+                else:
+                    owner[step(node, call.response)] = cid
+            else:
+                owner[step(node, call.response)] = cid
 
     return CallTree(
         calls=ordered,
@@ -215,4 +239,5 @@ def build_call_tree(calls: list[Call]) -> CallTree:
         children=children,
         resend_of=resend_of,
         failed=frozenset(failed),
+        ignored=ignored,
     )

@@ -1,0 +1,145 @@
+"""Real OpenClaw 2026.9.6 Gateway recordings rebuild to what the scripted server made happen.
+
+Each folder of `tests/data/recorded/openclaw-2026.9.6/` was recorded by
+`tests/harness/record_openclaw.py` (a real `openclaw gateway run` driven by the `openclaw` CLI,
+offline, through `clawviz record` in front of the scripted server): `exchanges.jsonl.gz` (the
+proxy log), `server.jsonl` (what the server answered, step by step), `scenario.json`,
+`sessions/` (OpenClaw's own transcripts of the run) and `expected.json`, written by hand from
+the scenario and the server log: per log line the call's role, state, reason, segment,
+parent / link / retry (by call name) and thread, and the episode's status, reasons and kept
+path per segment. Nothing in it comes from clawviz's output.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from sqlmodel import Session, select
+
+from clawviz.cli.explain import explain_rows
+from clawviz.ingest.load import ingest_paths
+from clawviz.store.db import init_db
+from clawviz.store.decisions import ensure_analysis, episode_analysis
+from clawviz.store.models import CallRow
+from tests.dburl import memory_engine
+
+DATA = Path(__file__).parent / "data" / "recorded" / "openclaw-2026.9.6"
+RECORDINGS = sorted(p.name for p in DATA.iterdir() if (p / "expected.json").exists())
+
+
+def _expected(name: str) -> dict:
+    return json.loads((DATA / name / "expected.json").read_text())
+
+
+def _load(name: str, tmp: Path) -> dict:
+    folder = DATA / name
+    exp = _expected(name)
+    shutil.copy(folder / "exchanges.jsonl.gz", tmp / "exchanges.jsonl.gz")
+    engine = memory_engine()
+    init_db(engine)
+    with Session(engine) as session:
+        report = ingest_paths([tmp / "exchanges.jsonl.gz"], session=session)
+        session.commit()
+        assert not report.rejected, report.rejected
+        (episode,) = {c.episode_id for c in session.exec(select(CallRow))}
+        results = tmp / "results.jsonl"
+        results.write_text(json.dumps({"episode_id": episode, "reward": exp["reward"]}) + "\n")
+        ingest_paths([results], session=session)
+        session.commit()
+        ensure_analysis(session)
+        return {
+            "episode_id": episode,
+            "rows": explain_rows(session, episode),
+            "analysis": episode_analysis(session, episode),
+        }
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory) -> dict[str, dict]:
+    return {name: _load(name, tmp_path_factory.mktemp(name)) for name in RECORDINGS}
+
+
+def _names(name: str, rows: list[dict]) -> dict[str, str]:
+    by_line = {e["line"]: e["name"] for e in _expected(name)["calls"]}
+    return {r["call_id"]: by_line[r["source"]["line"]] for r in rows}
+
+
+def test_there_are_recordings():
+    assert "gateway-session" in RECORDINGS
+
+
+@pytest.mark.parametrize("name", RECORDINGS)
+def test_every_call_gets_the_decision_the_server_made_happen(loaded, name):
+    rows = loaded[name]["rows"]
+    calls = {e["line"]: e for e in _expected(name)["calls"]}
+    assert sorted(r["source"]["line"] for r in rows) == sorted(calls)
+    label = _names(name, rows)
+    wrong = []
+    for r in rows:
+        e = calls[r["source"]["line"]]
+        got = {
+            "role": r["role"],
+            "state": r["state"],
+            "reason": r["reason"],
+            "segment": r["segment"],
+            "parent": label.get(r["parent_call"]),
+            "link": label.get(r["linked_call"]),
+            "retry_of": label.get(r["retry_of"]),
+        }
+        want = {k: e[k] for k in got}
+        if got != want:
+            wrong.append((e["name"], {k: (got[k], want[k]) for k in got if got[k] != want[k]}))
+    assert not wrong
+
+
+@pytest.mark.parametrize("name", RECORDINGS)
+def test_threads_group_calls_as_the_server_saw_them(loaded, name):
+    rows = loaded[name]["rows"]
+    calls = {e["line"]: e for e in _expected(name)["calls"]}
+    got: dict[str, set[str]] = {}
+    want: dict[str, set[str]] = {}
+    for r in rows:
+        e = calls[r["source"]["line"]]
+        got.setdefault(r["thread"], set()).add(e["name"])
+        want.setdefault(e["thread"], set()).add(e["name"])
+    assert sorted(map(sorted, got.values())) == sorted(map(sorted, want.values()))
+
+
+@pytest.mark.parametrize("name", RECORDINGS)
+def test_episode_status_reasons_and_kept_path_per_segment(loaded, name):
+    exp = _expected(name)
+    a = loaded[name]["analysis"]
+    label = _names(name, loaded[name]["rows"])
+    assert [r.code for r in a.reasons] == exp["reasons"]
+    assert a.status == exp["status"]
+    assert a.n_segments == len(exp["kept_paths"])
+    kept = sorted((p for p in a.paths if p.state == "kept"), key=lambda p: p.segment)
+    assert [[label[c] for c in p.call_ids] for p in kept] == exp["kept_paths"]
+    # Retries, failures and side requests leave no branch behind.
+    assert all(p.state == "kept" for p in a.paths), [(p.path_id, p.reason) for p in a.paths]
+
+
+@pytest.mark.parametrize("name", RECORDINGS)
+def test_the_proxy_log_is_the_server_log(name):
+    """Every exchange the proxy wrote is a request the scripted server answered, in order."""
+    folder = DATA / name
+    with gzip.open(folder / "exchanges.jsonl.gz", "rt") as f:
+        wire = [json.loads(line) for line in f]
+    server = [json.loads(line) for line in (folder / "server.jsonl").read_text().splitlines()]
+    assert len(wire) == len(server)
+    for x, s in zip(wire, server, strict=True):
+        assert x["request"]["url"].endswith(s["path"])
+        assert x["response"]["status_code"] == s["status"]
+
+
+@pytest.mark.parametrize("name", RECORDINGS)
+def test_no_secret_or_machine_path_in_the_recording(name):
+    folder = DATA / name
+    with gzip.open(folder / "exchanges.jsonl.gz", "rt") as f:
+        text = f.read()
+    assert "Bearer scripted-key" not in text
+    assert "/root" not in text and "/home/" not in text and "/work/" not in text
