@@ -40,6 +40,15 @@ SETTINGS: tuple[Setting, ...] = (
         "removed) is dropped as too_many_branches. The paper does not disclose its value.",
     ),
     Setting(
+        "drop_unexplained_root",
+        True,
+        "The self-check (PIPELINE §2) flags an episode whose tree the rules cannot explain "
+        "(a second main root with no compaction, retry or session boundary before it; a "
+        "compaction continuation with no summary link) as unexplained_root. On: such an "
+        "episode is dropped (training on a wrongly rebuilt tree is worse than dropping it). "
+        "Off: the reason is still listed, the episode is kept.",
+    ),
+    Setting(
         "branch_policy",
         "longest",
         "'longest' keeps one root-to-leaf path per segment (most generated tokens); "

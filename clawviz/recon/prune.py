@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from clawviz.recon.classify import Classification, classify_calls
 from clawviz.recon.markers import is_harness_retry, tool_names_used
+from clawviz.recon.selfcheck import unexplained_roots
 from clawviz.recon.tree import CallTree, build_call_tree, failure_code
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 from clawviz.types import Call, CallDecision, PathInfo, Reason
@@ -21,6 +22,7 @@ ABNORMAL_CODES = frozenset(
         "orphaned_request",
         "unsupported_tool",
         "missing_reward",
+        "unexplained_root",
     }
 )
 """Episode reasons that exclude an attempt from GRPO statistics (not below_reward_threshold)."""
@@ -196,7 +198,7 @@ def prune_episode(
     n_leaves = sum(1 for v in leaves_by_seg.values() for leaf in v if leaf not in continued)
 
     paths, kept = _select_paths(tree, cls, leaves_by_seg, settings)
-    reasons = _episode_reasons(tree, cls, n_leaves, reward, settings)
+    reasons = _episode_reasons(tree, cls, n_leaves, reward, settings, retry_of)
 
     decisions: dict[str, CallDecision] = {}
     for call in tree.calls:
@@ -286,8 +288,21 @@ def _episode_reasons(
     n_leaves: int,
     reward: float | None,
     settings: Settings,
+    retry_of: dict[str, str] | None = None,
 ) -> list[Reason]:
     reasons: list[Reason] = []
+    odd = unexplained_roots(tree, cls, retry_of or {})
+    if odd:
+        more = f" (and {len(odd) - 3} more)" if len(odd) > 3 else ""
+        reasons.append(
+            Reason(
+                "unexplained_root",
+                f"{len(odd)} call(s) the rules cannot place: "
+                + "; ".join(u.evidence for u in odd[:3])
+                + more,
+                odd[0].call_id,
+            )
+        )
     if n_leaves > settings.max_leaves:
         reasons.append(
             Reason("too_many_branches", f"{n_leaves} leaves > max_leaves {settings.max_leaves}")
