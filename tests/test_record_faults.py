@@ -44,8 +44,8 @@ def _parse(out: Path, name: str) -> list[dict]:
 def _ingest_calls(tmp_path: Path, out: Path):
     from sqlmodel import Session
 
-    from clawviz.store.db import get_engine
     from clawviz.ingest.load import ingest_paths
+    from clawviz.store.db import get_engine
     from clawviz.store.models import CallRow
 
     url = f"sqlite:///{tmp_path / 'store.db'}"

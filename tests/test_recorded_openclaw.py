@@ -143,3 +143,51 @@ def test_no_secret_or_machine_path_in_the_recording(name):
         text = f.read()
     assert "Bearer scripted-key" not in text
     assert "/root" not in text and "/home/" not in text and "/work/" not in text
+
+
+def test_a_version_1_store_gains_the_match_ignored_column(tmp_path):
+    """Stores written before `decision.match_ignored` existed are migrated in place."""
+    from sqlalchemy import create_engine, text
+
+    from clawviz.store.db import schema_version
+    from clawviz.store.models import SCHEMA_VERSION
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = create_engine(url)
+    init_db(engine)
+    with engine.begin() as con:
+        con.execute(text("ALTER TABLE decision DROP COLUMN match_ignored"))
+        con.execute(text("UPDATE meta SET value = '1' WHERE key = 'schema_version'"))
+    init_db(engine)
+    assert schema_version(engine) == SCHEMA_VERSION == 2
+    with engine.begin() as con:
+        cols = [r[1] for r in con.execute(text("PRAGMA table_info(decision)"))]
+    assert "match_ignored" in cols
+
+
+def test_each_call_records_what_matching_ignored_and_why(loaded):
+    """The decision of each call names the parts of its request the tree did not match on."""
+    rows = loaded["gateway-session"]["rows"]
+    label = _names("gateway-session", rows)
+    by_name = {label[r["call_id"]]: r for r in rows}
+
+    def codes(name: str) -> set[str]:
+        return {i["code"] for i in by_name[name]["match_ignored"]}
+
+    # Every chat request ends with OpenClaw's per-request context block.
+    assert all(
+        "openclaw_request_context" in codes(n)
+        for n in ("m1", "m2", "m4-a1", "sub1", "cron1", "m8", "m9")
+    )
+    # OpenClaw's own retry prompt and the sub-agent completion prompt are not kept.
+    assert "openclaw_unkept_prompt" in codes("m4-a2")
+    assert "openclaw_unkept_prompt" in codes("ann1")
+    # The settle prompt is kept re-rendered; the heartbeat prompt as its poll line.
+    assert "openclaw_rerendered_prompt" in codes("m7")
+    assert "openclaw_rerendered_prompt" in codes("hb")
+    # The flush runs on a private copy: another session key, the hidden heartbeat's poll line.
+    assert {"openclaw_runtime_line", "openclaw_hidden_heartbeat"} <= codes("flush")
+    for r in rows:
+        for i in r["match_ignored"]:
+            assert i["why"] and isinstance(i["index"], int) and i["excerpt"]
+    assert by_name["models"]["match_ignored"] == []

@@ -230,6 +230,7 @@ def prune_episode(
             thread=cr.thread,
             linked_call=cr.linked_call,
             depth=tree.depths[cid],
+            match_ignored=[i.as_dict() for i in tree.ignored.get(cid, ())],
         )
     return PruneResult(decisions, paths, reasons, groups, n_leaves)
 

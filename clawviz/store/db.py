@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sqlalchemy import event
+from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, SQLModel, create_engine, select
@@ -66,6 +66,13 @@ def migrate(session: Session, from_version: int) -> None:
     """Bring an older store up to SCHEMA_VERSION, one step at a time."""
     version = from_version
     # Each future step: `if version == N: ...; version = N + 1`.
+    if version == 1:
+        # decision.match_ignored (what tree matching ignored per call); decisions are
+        # recomputed anyway (ANALYSIS_VERSION changed with it).
+        session.execute(
+            text("ALTER TABLE decision ADD COLUMN match_ignored VARCHAR NOT NULL DEFAULT '[]'")
+        )
+        version = 2
     row = session.get(models.Meta, "schema_version")
     assert row is not None
     row.value = str(max(version, models.SCHEMA_VERSION))

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def utcnow() -> datetime:
@@ -200,6 +200,8 @@ class DecisionRow(SQLModel, table=True):
     thread: str = ""
     linked_call: str | None = None
     depth: int = 0
+    match_ignored: str = "[]"
+    """JSON list of what tree matching ignored in the request (CallDecision.match_ignored)."""
 
 
 class EpisodeStatus(SQLModel, table=True):
