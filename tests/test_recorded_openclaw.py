@@ -191,3 +191,66 @@ def test_each_call_records_what_matching_ignored_and_why(loaded):
         for i in r["match_ignored"]:
             assert i["why"] and isinstance(i["index"], int) and i["excerpt"]
     assert by_name["models"]["match_ignored"] == []
+
+
+def _reply_signature(call) -> tuple:
+    """What a kept call answered: its text and its tool calls (name, arguments)."""
+    blocks = (call.response or {}).get("content") or []
+    text = " ".join(
+        " ".join(str(b.get("text", "")).split()) for b in blocks if b.get("type") == "text"
+    )
+    tools = tuple(
+        (b.get("name"), json.dumps(b.get("input"), sort_keys=True))
+        for b in blocks
+        if b.get("type") == "tool_use"
+    )
+    return text, tools
+
+
+def _kept_replies(session, episode: str) -> list[list[tuple]]:
+    from clawviz.store.calls import load_calls
+
+    a = episode_analysis(session, episode)
+    by_id = {c.call_id: c for c in load_calls(session, episode)}
+    kept = sorted((p for p in a.paths if p.state == "kept"), key=lambda p: p.segment)
+    return [[_reply_signature(by_id[c]) for c in p.call_ids] for p in kept]
+
+
+@pytest.mark.parametrize("gz", [False, True], ids=["jsonl", "jsonl.gz"])
+def test_transcripts_of_the_run_load_and_agree_with_the_wire(tmp_path, gz):
+    """OpenClaw's own session files of the recorded run (main, both sub-agents, the cron run)
+    load, also gzip-compressed; the main session's kept path per segment answers exactly what
+    the wire's kept path answered."""
+    name = "gateway-session"
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    for f in sorted((DATA / name / "sessions").glob("*.jsonl")):
+        if gz:
+            (sessions / f"{f.name}.gz").write_bytes(gzip.compress(f.read_bytes()))
+        else:
+            shutil.copy(f, sessions / f.name)
+    index = json.loads((DATA / name / "sessions" / "index.json").read_text())
+    main_id = next(k for k, v in index.items() if v["session_key"] == "agent:main:main")
+    subs = {k for k, v in index.items() if v["parent_session_key"] == "agent:main:main"}
+    assert len(subs) == 2
+    shutil.copy(DATA / name / "exchanges.jsonl.gz", tmp_path / "exchanges.jsonl.gz")
+    engine = memory_engine()
+    init_db(engine)
+    with Session(engine) as session:
+        report = ingest_paths([sessions, tmp_path / "exchanges.jsonl.gz"], session=session)
+        session.commit()
+        assert not report.rejected, report.rejected
+        rows = list(session.exec(select(CallRow).where(CallRow.episode_id == main_id)))
+        # Each sub-agent session file loads (with its parent): one call per assistant message.
+        sub_calls = [r for r in rows if Path(r.source_file).name.split(".")[0] in subs]
+        assert len(sub_calls) == 2
+        ensure_analysis(session)
+        wire = _kept_replies(session, "openclaw-gateway-session")
+        replayed = _kept_replies(session, main_id)
+        explained = {r["call_id"]: r for r in explain_rows(session, main_id)}
+    assert [len(p) for p in wire] == [10, 1, 1]
+    assert replayed == wire
+    # The sub-agents hang off the parent's spawn call, as on the wire.
+    spawners = {explained[r.call_id]["linked_call"] for r in sub_calls}
+    assert len(spawners) == 1 and None not in spawners
+    assert {explained[r.call_id]["role"] for r in sub_calls} == {"aux_subagent"}

@@ -136,6 +136,8 @@ HARNESS_MARKERS: tuple[HarnessMarkers, ...] = (
         heartbeat_last_user=_rx(
             _DATE + r"Read HEARTBEAT\.md if it exists",
             _DATE + r"Follow the heartbeat monitor scratch context when provided\.",
+            # How 2026.9 keeps that prompt in its transcript (a replayed heartbeat ends here).
+            _DATE + r"\[OpenClaw heartbeat poll\]\s*$",
         ),
         cron_first_user=_rx(_DATE + r"\[cron:([^\s\]]+) ([^\]]*)\] "),
         memory_flush_last_user=_rx(_DATE + r"Pre-compaction memory flush\."),

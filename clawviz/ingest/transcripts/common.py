@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+import zlib
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -44,11 +46,30 @@ class Line:
     raw: str
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """A transcript file's bytes, decompressed when it is gzip (`<session>.jsonl.gz`)."""
+    data = Path(path).read_bytes()
+    return gzip.decompress(data) if data.startswith(GZIP_MAGIC) else data
+
+
+def is_session_name(name: str) -> bool:
+    """A session file name: `<id>.jsonl` or its gzip form `<id>.jsonl.gz`."""
+    return name.endswith((".jsonl", ".jsonl.gz"))
+
+
 def read_lines(path: str | Path) -> tuple[list[Line], list[Reject]]:
-    """Parse every non-blank line of a JSONL file; bad lines become rejects, the rest load."""
+    """Parse every non-blank line of a JSONL file (plain or gzip); bad lines become rejects,
+    the rest load. A gzip stream that ends early keeps the lines before the break."""
     lines: list[Line] = []
     rejects: list[Reject] = []
-    data = Path(path).read_bytes()
+    try:
+        data = read_bytes(path)
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        data = _partial_gunzip(Path(path).read_bytes())
+        rejects.append((0, f"gzip stream ends early ({exc})", ""))
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     for i, raw_bytes in enumerate(data.split(b"\n"), start=1):
@@ -66,6 +87,15 @@ def read_lines(path: str | Path) -> tuple[list[Line], list[Reject]]:
             continue
         lines.append(Line(i, record, raw))
     return lines, rejects
+
+
+def _partial_gunzip(data: bytes) -> bytes:
+    """What a truncated gzip stream decompresses to before it breaks."""
+    d = zlib.decompressobj(wbits=31)
+    try:
+        return d.decompress(data)
+    except zlib.error:
+        return b""
 
 
 def lines_from_records(records: list[Any]) -> tuple[list[Line], list[Reject]]:
