@@ -26,7 +26,7 @@ nothing can reach the internet:
 3. runs the actions with the `openclaw` CLI (`agent`, `system event --mode now`, `cron add` +
    `cron run`);
 4. stops the Gateway, the proxy and the server by PID, and collects into `--out`:
-   `exchanges.jsonl` (the proxy log), `server.jsonl` (the scripted server's log),
+   `exchanges.jsonl.gz` (the proxy log, gzip), `server.jsonl` (the scripted server's log),
    `scenario.json`, `sessions/<session_id>.jsonl` (OpenClaw's own transcript of every session
    of the run: 2026.9 keeps transcripts as rows of `agents/<id>/agent/openclaw-agent.sqlite`;
    the rows are the same JSONL entries its older releases wrote to
@@ -40,6 +40,7 @@ prompts carry no machine-specific path; the Gateway token and API key are fixed 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import re
@@ -214,6 +215,7 @@ class Run:
                 "auth": {"mode": "token", "token": TOKEN},
             },
             "update": {"checkOnStart": False},
+            "logging": {"file": str(RUN / "openclaw-file.log")},
             "models": {
                 "mode": "replace",
                 "providers": {
@@ -373,9 +375,9 @@ def inside(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     logs = sorted((RUN / "proxy").glob("*.jsonl"))
-    with open(out / "exchanges.jsonl", "w") as f:
-        for p in logs:
-            f.write(p.read_text())
+    data = b"".join(p.read_bytes() for p in logs)
+    # gzip without a name or time stamp: the same run gives the same bytes.
+    (out / "exchanges.jsonl.gz").write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
     shutil.copy(RUN / "server.jsonl", out / "server.jsonl")
     src = Path(args.scenario_dir).resolve() / "scenario.json"
     if src != (out / "scenario.json").resolve():
@@ -383,7 +385,8 @@ def inside(args: argparse.Namespace) -> int:
     if (out / "sessions").exists():
         shutil.rmtree(out / "sessions")
     n = dump_transcripts(RUN / "state", out / "sessions")
-    log(f"collected {sum(1 for _ in open(out / 'exchanges.jsonl'))} exchanges, {n} transcripts")
+    n_exchanges = data.count(b"\n")
+    log(f"collected {n_exchanges} exchanges, {n} transcripts")
     return 0 if ok else 1
 
 
