@@ -39,6 +39,7 @@ def pytest_collection_modifyitems(config, items):
         if "sqlite_only" in item.keywords:
             item.add_marker(skip)
 
+
 SCRIPT_TEXT = "<script>alert('xss')</script> **not bold** [click](javascript:alert(1)) :red[x]"
 """Log text that would run, link or style if it were rendered as HTML or Markdown."""
 

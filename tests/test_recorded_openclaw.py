@@ -145,24 +145,20 @@ def test_no_secret_or_machine_path_in_the_recording(name):
     assert "/root" not in text and "/home/" not in text and "/work/" not in text
 
 
-def test_a_version_1_store_gains_the_match_ignored_column(tmp_path):
-    """Stores written before `decision.match_ignored` existed are migrated in place."""
-    from sqlalchemy import create_engine, text
+def test_a_store_at_revision_0002_gains_the_match_ignored_column(tmp_path):
+    """Stores written before `decision.match_ignored` existed are migrated (revision 0003)."""
+    from sqlalchemy import create_engine, inspect
 
-    from clawviz.store.db import schema_version
-    from clawviz.store.models import SCHEMA_VERSION
+    from clawviz.store import migrations
+    from clawviz.store.db import migrate
 
-    url = f"sqlite:///{tmp_path / 'old.db'}"
-    engine = create_engine(url)
-    init_db(engine)
-    with engine.begin() as con:
-        con.execute(text("ALTER TABLE decision DROP COLUMN match_ignored"))
-        con.execute(text("UPDATE meta SET value = '1' WHERE key = 'schema_version'"))
-    init_db(engine)
-    assert schema_version(engine) == SCHEMA_VERSION == 2
-    with engine.begin() as con:
-        cols = [r[1] for r in con.execute(text("PRAGMA table_info(decision)"))]
-    assert "match_ignored" in cols
+    engine = create_engine(f"sqlite:///{tmp_path / 'old.db'}")
+    with engine.begin() as conn:
+        migrations._run(conn, lambda script, rev: script._upgrade_revs("0002", rev))
+    assert "match_ignored" not in {c["name"] for c in inspect(engine).get_columns("decision")}
+    migrate(engine)
+    assert "match_ignored" in {c["name"] for c in inspect(engine).get_columns("decision")}
+    assert migrations.HEAD == "0003"
 
 
 def test_each_call_records_what_matching_ignored_and_why(loaded):

@@ -52,6 +52,7 @@ def _long_episode():
     return records, long_text
 
 
+@pytest.mark.sqlite_only
 def test_large_raw_responses_are_compressed_small_ones_stay_plain(session):
     records, _ = _long_episode()
     records.append(openai_record([user("hi")]))
@@ -72,6 +73,7 @@ def test_large_raw_responses_are_compressed_small_ones_stay_plain(session):
     assert store.unpack_text(None) is None
 
 
+@pytest.mark.sqlite_only
 def test_message_rows_pack_both_forms_in_one_stream(session):
     records, long_text = _long_episode()
     parsed = _parse(records)
@@ -132,6 +134,7 @@ def test_rows_written_as_plain_text_still_read(session):
     assert store.raw_request(session, "f:3") == packed_raw
 
 
+@pytest.mark.sqlite_only
 def test_packer_writes_plain_text_when_the_database_is_not_sqlite(session):
     pack = store._Packer(session)
     assert pack.on
@@ -142,6 +145,7 @@ def test_packer_writes_plain_text_when_the_database_is_not_sqlite(session):
     assert pack.message(b'{"a":1}', b'{"b":2}') == ('{"a":1}', '{"b":2}')
 
 
+@pytest.mark.sqlite_only
 def test_same_raw_and_canonical_form_is_stored_once(session):
     records = [anthropic_record([user("plain text " * 40)])]
     parsed = _parse(records)

@@ -15,7 +15,7 @@ from clawviz.cli import explain
 from clawviz.cli import tasks as cli_tasks
 from clawviz.ingest.load import IngestReport, ingest_paths
 from clawviz.settings import DEFAULT_SETTINGS, SETTINGS
-from clawviz.store import decisions
+from clawviz.store import db, decisions
 from clawviz.store.db import session_scope
 from clawviz.store.models import Episode, EpisodeStatus, Result
 
@@ -170,6 +170,26 @@ def cmd_episodes(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_migrate(args: argparse.Namespace) -> int:
+    """Bring the store to the newest schema (Alembic revisions in clawviz/store/migrations)."""
+    engine = db.get_engine(args.db, check_schema=False)
+    before = db.schema_version(engine)
+    applied = db.migrate(engine)
+    out = {
+        "store": db.mask_url(engine.url),
+        "from": before,
+        "to": db.schema_version(engine),
+        "applied": applied,
+    }
+    if args.json:
+        _print_json(out)
+    elif applied:
+        print(f"migrated {out['store']}: {' -> '.join([before or '0001 (v1)', *applied])}")
+    else:
+        print(f"{out['store']} is at the newest schema ({out['to']})")
+    return EXIT_OK
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
     """Explain one episode call by call."""
     with session_scope(args.db) as session:
@@ -234,6 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("explain", parents=[common], help="one row per call of an episode")
     p.add_argument("episode_id")
     p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser("migrate", parents=[common], help="bring the store to the newest schema")
+    p.set_defaults(func=cmd_migrate)
 
     p = sub.add_parser("settings", parents=[common], help="the settings table with help")
     p.set_defaults(func=cmd_settings)

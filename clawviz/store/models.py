@@ -1,12 +1,14 @@
-"""Store tables (SQLModel). Schema changes bump SCHEMA_VERSION and add a step in db.migrate."""
+"""Store tables (SQLModel). Every schema change adds a revision in clawviz/store/migrations/."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
+from typing import Any
 
-from sqlmodel import Field, SQLModel
-
-SCHEMA_VERSION = 2
+from sqlalchemy import BigInteger, String, TypeDecorator
+from sqlalchemy.engine import Dialect
+from sqlmodel import AutoString, Field, SQLModel
 
 
 def utcnow() -> datetime:
@@ -30,11 +32,11 @@ class Source(SQLModel, table=True):
     """Content hash: re-ingesting the same bytes adds nothing."""
     format: str
     """exchange | results | transcript_pi | transcript_claude_code | unknown."""
-    size_bytes: int = 0
-    n_lines: int = 0
-    n_calls: int = 0
-    n_episodes: int = 0
-    n_rejected: int = 0
+    size_bytes: int = Field(default=0, sa_type=BigInteger)
+    n_lines: int = Field(default=0, sa_type=BigInteger)
+    n_calls: int = Field(default=0, sa_type=BigInteger)
+    n_episodes: int = Field(default=0, sa_type=BigInteger)
+    n_rejected: int = Field(default=0, sa_type=BigInteger)
     ingested_at: datetime = Field(default_factory=utcnow)
 
 
@@ -55,7 +57,7 @@ class MessageRow(SQLModel, table=True):
     """The internal-shape message (clawviz.types) used for matching and display."""
     raw_json: str
     """The message exactly as the first request that carried it sent it."""
-    size_bytes: int = 0
+    size_bytes: int = Field(default=0, sa_type=BigInteger)
 
 
 class Episode(SQLModel, table=True):
@@ -66,8 +68,8 @@ class Episode(SQLModel, table=True):
     harness: str | None = Field(default=None, index=True)
     model: str | None = None
     model_role: str | None = None
-    attempt: int | None = None
-    n_calls: int = 0
+    attempt: int | None = Field(default=None, sa_type=BigInteger)
+    n_calls: int = Field(default=0, sa_type=BigInteger)
     source_kind: str = "exchange"
     """exchange | transcript."""
     first_ts: float | None = None
@@ -82,12 +84,12 @@ class CallRow(SQLModel, table=True):
     episode_id: str | None = Field(default=None, index=True)
     source_id: int | None = Field(default=None, foreign_key="source.id", index=True)
     source_file: str
-    line: int
-    seq: int | None = None
+    line: int = Field(sa_type=BigInteger)
+    seq: int | None = Field(default=None, sa_type=BigInteger)
     endpoint: str
     method: str = "POST"
     url: str = ""
-    http_status: int | None = None
+    http_status: int | None = Field(default=None, sa_type=BigInteger)
     t_request: float | None = None
     t_response: float | None = None
     model: str | None = None
@@ -96,12 +98,12 @@ class CallRow(SQLModel, table=True):
     session_id: str | None = None
     task_id: str | None = None
     harness: str | None = None
-    attempt: int | None = None
+    attempt: int | None = Field(default=None, sa_type=BigInteger)
     stop_reason: str | None = None
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cache_read_input_tokens: int | None = None
-    cache_creation_input_tokens: int | None = None
+    input_tokens: int | None = Field(default=None, sa_type=BigInteger)
+    output_tokens: int | None = Field(default=None, sa_type=BigInteger)
+    cache_read_input_tokens: int | None = Field(default=None, sa_type=BigInteger)
+    cache_creation_input_tokens: int | None = Field(default=None, sa_type=BigInteger)
     failure: str | None = None
     error: str | None = None
     delivered: bool | None = None
@@ -132,7 +134,7 @@ class RejectedLine(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     source_id: int | None = Field(default=None, foreign_key="source.id", index=True)
     source_file: str
-    line: int
+    line: int = Field(sa_type=BigInteger)
     reason: str
     raw: str
 
@@ -161,7 +163,7 @@ class Result(SQLModel, table=True):
     harness: str | None = None
     model: str | None = None
     model_role: str | None = None
-    attempt: int | None = None
+    attempt: int | None = Field(default=None, sa_type=BigInteger)
     reward: float | None = None
     checks_json: str = "{}"
     rubric_json: str = "{}"
@@ -196,10 +198,10 @@ class DecisionRow(SQLModel, table=True):
     role_reason: str = ""
     parent_call: str | None = None
     retry_of: str | None = None
-    segment: int | None = None
+    segment: int | None = Field(default=None, sa_type=BigInteger)
     thread: str = ""
     linked_call: str | None = None
-    depth: int = 0
+    depth: int = Field(default=0, sa_type=BigInteger)
     match_ignored: str = "[]"
     """JSON list of what tree matching ignored in the request (CallDecision.match_ignored)."""
 
@@ -216,7 +218,51 @@ class EpisodeStatus(SQLModel, table=True):
     """List of {code, evidence, call_id}."""
     reward: float | None = None
     advantage: float | None = None
-    n_segments: int = 0
+    n_segments: int = Field(default=0, sa_type=BigInteger)
     paths_json: str = "[]"
     settings_json: str = "{}"
     computed_at: datetime = Field(default_factory=utcnow)
+
+
+# --- Text PostgreSQL cannot hold --------------------------------------------------------------
+NUL_PREFIX = "\ufdd0nul:"
+"""Marks a stored text that held NUL bytes (U+FDD0 is a Unicode noncharacter, never in logs)."""
+
+
+class NulSafeString(TypeDecorator):
+    """A string column that round-trips NUL bytes on PostgreSQL (whose text cannot hold them).
+
+    On PostgreSQL a text containing NUL is stored as `NUL_PREFIX` plus its JSON encoding and
+    restored on read; other backends store NUL as is. A text that itself starts with the prefix
+    is encoded the same way on every backend, so reading never mistakes it."""
+
+    impl = String
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if isinstance(value, str) and (
+            value.startswith(NUL_PREFIX) or ("\x00" in value and dialect.name == "postgresql")
+        ):
+            return NUL_PREFIX + json.dumps(value)
+        return value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
+        return restore_nul(value)
+
+
+def restore_nul(value: Any) -> Any:
+    """A text read by raw SQL, with NUL bytes restored (see NulSafeString)."""
+    if isinstance(value, str) and value.startswith(NUL_PREFIX):
+        return json.loads(value[len(NUL_PREFIX) :])
+    return value
+
+
+def _nul_safe_strings() -> None:
+    """Every string column of the schema is a NulSafeString (one place, not one per field)."""
+    for table in SQLModel.metadata.tables.values():
+        for column in table.columns:
+            if type(column.type) in (String, AutoString):
+                column.type = NulSafeString(getattr(column.type, "length", None))
+
+
+_nul_safe_strings()

@@ -15,6 +15,8 @@ import pandas as pd
 from sqlalchemy import text
 from sqlmodel import Session
 
+from clawviz.store.models import restore_nul
+
 PAPER_STATS: dict[str, float] = {
     "turns": 13.0,
     "tokens": 18_670.0,
@@ -247,7 +249,9 @@ def rejected_frame(session: Session, *, limit: int = 5000) -> pd.DataFrame:
         SELECT source_file AS file, line, reason, raw
         FROM rejected_line ORDER BY id LIMIT :limit
     """
-    return _read(session, sql, limit=limit)
+    df = _read(session, sql, limit=limit)
+    df["raw"] = df["raw"].map(restore_nul)
+    return df
 
 
 def attempts_of_task(session: Session, task_id: str, settings_hash: str) -> pd.DataFrame:
