@@ -65,6 +65,7 @@ def test_rule_codes_are_listed():
         "openclaw_runtime_line",
         "openclaw_rerendered_prompt",
         "openclaw_hidden_heartbeat",
+        "openclaw_queued_prompt",
         "merged_assistant",
     }
 

@@ -101,6 +101,27 @@ def _runtime_line_removed(text: str) -> str | None:
     return _RUNTIME_LINE.sub("", text) if "Runtime: agent=" in text else None
 
 
+_QUEUED = re.compile(
+    r"^(\s*\[[^\]\n]*\d[^\]\n]*\]\s*)?\[Queued user message from a previous active turn; "
+    r"preserved as context only\. Continue with the active prompt below\.\]\s*"
+)
+
+
+_JOINED_CONTINUE = re.compile(
+    r"\s*\n\s*Continue the current task from the existing transcript, preserving completed "
+    r"work\.[^\n]*\s*$"
+)
+
+
+def _joined_continue_removed(text: str) -> str | None:
+    return _JOINED_CONTINUE.sub("", text) if _JOINED_CONTINUE.search(text) else None
+
+
+def _queued_kept_form(text: str) -> str | None:
+    m = _QUEUED.search(text)
+    return (m.group(1) or "") + text[m.end() :] if m else None
+
+
 def _settled_kept_form(text: str) -> str | None:
     body = _LEADING_DATE.sub("", _INTER_SESSION.sub("", text, count=1), count=1)
     return body if _SETTLED.search(body) else None
@@ -132,6 +153,18 @@ RENDER_RULES: tuple[RenderRule, ...] = (
         "openclaw_rerendered_prompt",
         _heartbeat_kept_form,
         "OpenClaw keeps its heartbeat prompt as the line `[OpenClaw heartbeat poll]`",
+    ),
+    RenderRule(
+        "openclaw_unkept_prompt",
+        _joined_continue_removed,
+        "OpenClaw's retry prompt joined to the end of the turn's own prompt (after a rate "
+        "limit) is sent once and not kept",
+    ),
+    RenderRule(
+        "openclaw_queued_prompt",
+        _queued_kept_form,
+        "after a rate limit OpenClaw re-sends the turn's prompt wrapped as a queued user "
+        "message; it keeps the prompt without that wrapper",
     ),
     RenderRule(
         "openclaw_hidden_heartbeat",
