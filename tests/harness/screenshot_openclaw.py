@@ -4,9 +4,10 @@
 
 Ingests `tests/data/recorded/openclaw-2026.9.6/gateway-session/exchanges.jsonl.gz` (with a
 reward of 1.0) into a temporary store, starts `streamlit run app.py` on a free loopback port,
-opens the episode with its first sub-agent completion turn selected (whose inspector lists what
-matching ignored) in headless Chromium (Playwright, `/usr/bin/chromium`, no background
-networking), saves a full-page screenshot and stops the app by its PID.
+opens the episode with its first sub-agent completion turn selected in headless Chromium
+(Playwright, `/usr/bin/chromium`, no background networking), saves the top of the page (header,
+reasons, tree) and, after opening "Ignored for matching", the call inspector, then stops the
+app by its PID.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ EPISODE = "openclaw-gateway-session"
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m tests.harness.screenshot_openclaw")
     ap.add_argument("--out", default=str(REPO / "docs" / "screenshot-openclaw-episode.png"))
+    ap.add_argument("--inspector", default=str(REPO / "docs" / "screenshot-openclaw-inspector.png"))
     a = ap.parse_args(argv)
     sys.path.insert(0, str(REPO / "tests" / "browser"))
     from conftest import CHROMIUM, CHROMIUM_ARGS, start_app, stop_app, wait_for_app_run
@@ -61,15 +63,16 @@ def main(argv: list[str] | None = None) -> int:
                     timeout=150_000,
                 )
                 wait_for_app_run(page)
+                page.screenshot(path=a.out)
                 page.get_by_text("Ignored for matching").first.click()
                 wait_for_app_run(page)
-                page.screenshot(path=a.out, full_page=True)
+                page.screenshot(path=a.inspector)
                 browser.close()
         finally:
             stop_app(app.process)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(a.out)
+    print(a.out, a.inspector)
     return 0
 
 
