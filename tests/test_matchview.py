@@ -197,3 +197,26 @@ def test_two_assistant_messages_without_a_dropped_prompt_stay_two():
         "openclaw_unkept_prompt",
         "merged_assistant",
     ]
+
+
+def test_walker_resuming_from_the_previous_request_equals_the_full_view(tmp_path):
+    """`ViewWalker` (what the tree uses) gives `match_view`'s result on real request orders."""
+    import random
+
+    from clawviz.recon.matchview import ViewMemo, ViewWalker
+    from clawviz.recon.tree import order_key
+    from tests.test_selfcheck import _recorded_calls
+
+    for name in ("gateway-session", "yield-heartbeat"):
+        calls = sorted(_recorded_calls(name, tmp_path), key=order_key)
+        orders = [calls, random.Random(3).sample(calls, len(calls))]
+        for order in orders:
+            walker, memo = ViewWalker(), ViewMemo()
+            for c in order:
+                got = walker.view(c.messages)
+                want = match_view(c.messages, memo)
+                assert [m.get("content") for m in got[0]] == [m.get("content") for m in want[0]], (
+                    name,
+                    c.line,
+                )
+                assert got[1] == want[1]

@@ -284,3 +284,88 @@ def match_view(
     if not changed and response is None:
         return messages, ()
     return out, tuple(i for i in ignored if i.index < n_req)
+
+
+class ViewWalker:
+    """`match_view` for the requests of one episode in order, resuming from the previous one.
+
+    A request usually re-sends the previous request's messages (the same objects) plus new
+    ones; the view of that shared prefix is taken from the previous call instead of being
+    rebuilt, so the work per call is its new messages (as for the tree's trie walk).
+    """
+
+    def __init__(self, memo: ViewMemo | None = None) -> None:
+        self.memo = memo if memo is not None else ViewMemo()
+        self.raw: list[Message] = []
+        self.out: list[Message] = []
+        self.ignored: list[Ignored] = []
+        self.snaps: list[tuple[int, Message | None, int, bool, bool]] = [(0, None, 0, False, False)]
+        """After each number of raw messages: (len(out), out[-1], len(ignored), changed,
+        dropped)."""
+
+    @property
+    def ends_after_drop(self) -> bool:
+        """Whether the last request's view ends on a message after which one was dropped."""
+        return self.snaps[-1][4]
+
+    def _shared(self, messages: list[Message]) -> int:
+        prev = self.raw
+        n = min(len(prev), len(messages))
+        # OpenClaw: the previous request's last message (its context block) is not re-sent.
+        for k in (n, n - 1, n - 2):
+            if k > 0 and messages[k - 1] is prev[k - 1] and messages[:k] == prev[:k]:
+                return k
+        k = 0
+        while k < n and messages[k] is prev[k]:
+            k += 1
+        return k
+
+    def view(self, messages: list[Message]) -> tuple[list[Message], tuple[Ignored, ...]]:
+        """Same result as `match_view(messages)`."""
+        memo = self.memo
+        k = self._shared(messages)
+        n_out, last, n_ign, changed, dropped = self.snaps[k]
+        out = self.out[:n_out]
+        if n_out:
+            out[-1] = last  # type: ignore[assignment]
+        ignored = self.ignored[:n_ign]
+        snaps = self.snaps[: k + 1]
+        for i in range(k, len(messages)):
+            m = messages[i]
+            d = memo.user.get(id(m))
+            if d is None:
+                d = memo.user[id(m)] = _decide(m)
+            kind, rules, kept = d
+            if kind != "keep":
+                changed = True
+                excerpt = _excerpt(block_text(m.get("content")))
+                ignored.extend(Ignored(code, i, excerpt, why) for code, why in rules)
+                if kind == "drop":
+                    dropped = True
+                    snaps.append((len(out), out[-1] if out else None, len(ignored), True, True))
+                    continue
+                m = kept or m
+            if (
+                dropped
+                and m.get("role") == "assistant"
+                and out
+                and out[-1].get("role") == "assistant"
+            ):
+                changed = True
+                out[-1] = _merge(out[-1], m, memo)
+                ignored.append(
+                    Ignored(MERGE_CODE, i, _excerpt(block_text(m.get("content"))), MERGE_WHY)
+                )
+            else:
+                out.append(m)
+            dropped = False
+            snaps.append((len(out), out[-1], len(ignored), changed, False))
+        self.raw, self.out, self.ignored, self.snaps = messages, out, ignored, snaps
+        if not changed:
+            return messages, ()
+        return out, tuple(ignored)
+
+    def joined_reply(self, response: Message) -> Message:
+        """The last request's final assistant message joined with `response` (its reply, when
+        the prompt between them was dropped: see `ends_after_drop`)."""
+        return _merge(self.out[-1], response, self.memo)

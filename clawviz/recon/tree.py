@@ -17,7 +17,7 @@ import networkx as nx
 
 from clawviz.recon.canonical import match_key, normalize_ws
 from clawviz.recon.markers import ALL_IGNORE_PATTERNS
-from clawviz.recon.matchview import Ignored, ViewMemo, match_view
+from clawviz.recon.matchview import Ignored, ViewWalker
 from clawviz.types import Call, Message
 
 
@@ -170,7 +170,7 @@ def build_call_tree(calls: list[Call], *, match_rules: bool = True) -> CallTree:
     children: dict[str, list[str]] = {c.call_id: [] for c in ordered}
     failed: set[str] = set()
     ignored: dict[str, tuple[Ignored, ...]] = {}
-    memo = ViewMemo()
+    walker = ViewWalker()
     by_obj = trie.by_obj
     step = trie.step
 
@@ -182,7 +182,7 @@ def build_call_tree(calls: list[Call], *, match_rules: bool = True) -> CallTree:
         cid = call.call_id
         msgs = call.messages
         if match_rules:
-            msgs, why = match_view(msgs, memo)
+            msgs, why = walker.view(msgs)
             if why:
                 ignored[cid] = why
         # A request usually re-sends the previous one plus new turns: resume its walk after
@@ -220,14 +220,15 @@ def build_call_tree(calls: list[Call], *, match_rules: bool = True) -> CallTree:
         if is_failed(call):
             failed.add(cid)
         elif call.response is not None and call.endpoint != "non_model":
-            if cid in ignored and msgs and msgs[-1].get("role") == "assistant":
-                full, _ = match_view(call.messages, memo, response=call.response)
-                if len(full) == len(msgs):
-                    # The reply joined the last assistant message (its prompt was not kept).
-                    base = nodes[-2] if len(nodes) > 1 else 0
-                    owner[step(base, full[-1])] = cid
-                else:
-                    owner[step(node, call.response)] = cid
+            if (
+                cid in ignored
+                and walker.ends_after_drop
+                and msgs[-1].get("role") == "assistant"
+                and call.response.get("role") == "assistant"
+            ):
+                # The reply joins the last assistant message (its prompt was not kept).
+                base = nodes[-2] if len(nodes) > 1 else 0
+                owner[step(base, walker.joined_reply(call.response))] = cid
             else:
                 owner[step(node, call.response)] = cid
 
