@@ -49,6 +49,47 @@ def filters(eps: pd.DataFrame) -> queries.EpisodeFilter:
     )
 
 
+def search_section(url: str) -> set[str] | None:
+    """The full-text search box; returns the episodes with a hit (None: no search given)."""
+    c = st.columns([6, 2, 2], vertical_alignment="bottom")
+    text = c[0].text_input(
+        "Search calls",
+        key=state.KEY_SEARCH_TEXT,
+        placeholder="words in any message or reply, e.g. a tool name, an error, a file path",
+        help="Every word must appear. Quotes, *, OR and - are ordinary characters unless "
+        "'Query syntax' is on.",
+    )
+    role = c[1].selectbox(
+        "Role", ["", "user", "assistant", "tool"], key=state.KEY_SEARCH_ROLE,
+        format_func=lambda r: r or "any role",
+    )  # fmt: skip
+    syntax = c[2].toggle("Query syntax", key=state.KEY_SEARCH_SYNTAX)
+    if not text.strip():
+        return None
+    try:
+        hits = data.search_hits(url, text, role or None, syntax)
+    except ValueError as exc:
+        st.error(str(exc))
+        return None
+    if hits.empty:
+        st.info(f"No message or reply says {text!r}.")
+        return set()
+    st.caption(
+        f"{len(hits):,} hit(s) in {hits['episode_id'].nunique():,} episode(s); the table below "
+        "shows only those episodes. «…» marks the match; open a hit to see its call in the tree."
+    )
+    st.dataframe(
+        hits[["open", "episode_id", "line", "kind", "role", "snippet", "source_file"]],
+        key=state.KEY_SEARCH_TABLE,
+        hide_index=True,
+        column_config={
+            "open": st.column_config.LinkColumn("open", display_text="open call"),
+            "snippet": st.column_config.TextColumn("snippet", width="large"),
+        },
+    )
+    return set(hits["episode_id"].dropna())
+
+
 def episodes_table(shown: pd.DataFrame) -> None:
     table = shown.assign(open=("episode?episode=" + shown["episode_id"].astype(str)))[
         ["episode_id", "task_id", "harness", "attempt", "status", "reasons", "reward", "advantage",
@@ -190,8 +231,11 @@ def main() -> None:
     )
     m[4].metric("Calls", f"{int(eps['n_calls'].fillna(0).sum()):,}")
     m[5].metric("Tasks", f"{eps['task_id'].nunique():,}")
+    matching = search_section(url)
     f = filters(eps)
     shown = queries.filter_episodes(eps, f)
+    if matching is not None:
+        shown = shown[shown["episode_id"].isin(matching)]
     st.caption(f"{len(shown):,} of {len(eps):,} episodes · select a row to open it")
     episodes_table(shown)
     if shown.empty:

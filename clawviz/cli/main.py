@@ -15,7 +15,7 @@ from clawviz.cli import explain
 from clawviz.cli import tasks as cli_tasks
 from clawviz.ingest.load import IngestReport, ingest_paths
 from clawviz.settings import DEFAULT_SETTINGS, SETTINGS
-from clawviz.store import db, decisions
+from clawviz.store import db, decisions, search
 from clawviz.store.db import session_scope
 from clawviz.store.models import Episode, EpisodeStatus, Result
 
@@ -170,6 +170,28 @@ def cmd_episodes(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_search(args: argparse.Namespace) -> int:
+    """Full-text search over every distinct message and reply."""
+    with session_scope(args.db) as session:
+        try:
+            hits = search.search(
+                session, args.text, episode_id=args.episode, role=args.role,
+                syntax=args.syntax, limit=args.limit,
+            )  # fmt: skip
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_FATAL
+    if args.json:
+        _print_json([h.to_dict() for h in hits])
+        return EXIT_OK
+    if not hits:
+        print(f"no call says {args.text!r}")
+    for h in hits:
+        where = f"{h.source_file}:{h.line}"
+        print(f"{h.episode_id}  {h.call_id}  {where}  {h.kind}/{h.role}\n    {h.snippet}")
+    return EXIT_OK
+
+
 def cmd_migrate(args: argparse.Namespace) -> int:
     """Bring the store to the newest schema (Alembic revisions in clawviz/store/migrations)."""
     engine = db.get_engine(args.db, check_schema=False)
@@ -254,6 +276,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("explain", parents=[common], help="one row per call of an episode")
     p.add_argument("episode_id")
     p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser("search", parents=[common], help="full-text search of messages and replies")
+    p.add_argument("text", help="words to find (taken literally unless --syntax)")
+    p.add_argument("--episode", default=None, help="only this episode")
+    p.add_argument("--role", default=None, help="only this role (user, assistant, tool)")
+    p.add_argument("--syntax", action="store_true", help="use the backend's query syntax")
+    p.add_argument("--limit", type=int, default=200, help="at most this many hits")
+    p.set_defaults(func=cmd_search)
 
     p = sub.add_parser("migrate", parents=[common], help="bring the store to the newest schema")
     p.set_defaults(func=cmd_migrate)

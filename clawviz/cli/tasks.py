@@ -1,4 +1,5 @@
-"""CLI sub-commands for benchmark tasks: `tasks` (the review queue) and `review` (sign-off)."""
+"""CLI sub-commands for benchmark tasks: `tasks` (the review queue), `review` (sign-off),
+`diagnose` (LLM diagnosis) and `findings` (its findings and verdicts)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import json
 import sys
 from typing import Any
 
+from clawviz.review import diagnosis, findings
 from clawviz.review.signoff import DECISIONS, ReviewError, add_review
-from clawviz.review.tasks import task_queue, verdict_label
+from clawviz.review.tasks import task_detail, task_queue, verdict_label
 from clawviz.store.db import session_scope
 
 
@@ -28,6 +30,100 @@ def register(subparsers: Any) -> None:
     r.add_argument("--db", default=argparse.SUPPRESS, help="store URL (default: settings)")
     r.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="JSON output")
     r.set_defaults(func=cmd_review)
+
+    d = subparsers.add_parser("diagnose", help="LLM diagnosis of tasks (ClawGym-Bench review)")
+    d.add_argument("task_ids", nargs="*", help="task ids")
+    d.add_argument("--all-pending", action="store_true", help="every task not yet signed off")
+    d.add_argument("--base-url", required=True, help="OpenAI-compatible (or Anthropic) base URL")
+    d.add_argument("--model", required=True, help="model name")
+    d.add_argument("--api", choices=("openai", "anthropic"), default="openai")
+    d.add_argument("--api-key-env", default=None, help="environment variable holding the key")
+    d.add_argument("--concurrency", type=int, default=4, help="requests in flight at once")
+    d.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
+    d.add_argument("--file-budget", type=int, default=40_000, help="characters of input files")
+    d.add_argument("--db", default=argparse.SUPPRESS, help="store URL (default: settings)")
+    d.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="JSON output")
+    d.set_defaults(func=cmd_diagnose)
+
+    f = subparsers.add_parser("findings", help="a task's diagnosis findings and their verdicts")
+    f.add_argument("task_id", help="task id")
+    f.add_argument("--db", default=argparse.SUPPRESS, help="store URL (default: settings)")
+    f.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="JSON output")
+    f.set_defaults(func=cmd_findings)
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    """Diagnose tasks through a model endpoint and store the findings."""
+    ep = diagnosis.Endpoint(
+        base_url=args.base_url, model=args.model, api=args.api, api_key_env=args.api_key_env,
+        timeout_s=args.timeout,
+    )  # fmt: skip
+    with session_scope(getattr(args, "db", None)) as session:
+        ids = list(args.task_ids)
+        if args.all_pending:
+            ids += [r.task_id for r in task_queue(session) if r.status == "pending"]
+        details = []
+        for tid in dict.fromkeys(ids):
+            detail = task_detail(session, tid)
+            if detail is None:
+                print(f"error: no task {tid!r} in the store", file=sys.stderr)
+                return 2
+            details.append(detail)
+        if not details:
+            print("error: no task given (task ids or --all-pending)", file=sys.stderr)
+            return 2
+
+        def progress(done: int, total: int, d: diagnosis.Diagnosis) -> None:
+            what = d.error or f"{len(d.findings)} finding(s)"
+            print(f"[{done}/{total}] {d.task_id}: {what}", file=sys.stderr)
+
+        try:
+            results = diagnosis.diagnose_tasks(
+                details, ep, concurrency=args.concurrency, file_budget=args.file_budget,
+                progress=progress,
+            )  # fmt: skip
+        except diagnosis.DiagnosisError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        for d in results:
+            findings.save_diagnosis(session, d)
+    out = [
+        {"task_id": d.task_id, "findings": len(d.findings), "error": d.error,
+         "input_tokens": d.input_tokens, "output_tokens": d.output_tokens,
+         "attempts": d.attempts, "prompt_hash": d.prompt_hash}
+        for d in results
+    ]  # fmt: skip
+    if getattr(args, "json", False):
+        print(json.dumps(out, indent=2))
+    else:
+        for o in out:
+            tokens = f"{o['input_tokens'] or 0} in / {o['output_tokens'] or 0} out tokens"
+            print(f"{o['task_id']}: {o['error'] or str(o['findings']) + ' finding(s)'}; {tokens}")
+    return 1 if any(d.error for d in results) else 0
+
+
+def cmd_findings(args: argparse.Namespace) -> int:
+    """List a task's findings with their verdicts."""
+    with session_scope(getattr(args, "db", None)) as session:
+        rows = findings.list_findings(session, args.task_id)
+        out = [
+            {"id": f.id, "area": f.area, "severity": f.severity, "problem": f.problem,
+             "suggestion": f.suggestion, "model": f.model, "prompt_hash": f.prompt_hash,
+             "created_at": f.created_at.isoformat() if f.created_at else None,
+             "verdict": f.verdict, "verdict_note": f.verdict_note, "verdict_by": f.verdict_by}
+            for f in rows
+        ]  # fmt: skip
+    if getattr(args, "json", False):
+        print(json.dumps(out, indent=2))
+        return 0
+    if not out:
+        print(f"no findings for {args.task_id}")
+    for o in out:
+        verdict = o["verdict"] or "open"
+        print(f"#{o['id']} [{o['severity']}] {o['area']}: {o['problem']}  ({verdict})")
+        if o["suggestion"]:
+            print(f"    fix: {o['suggestion']}")
+    return 0
 
 
 def cmd_tasks(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ from sqlmodel import Session, select
 from clawviz.ingest import transcripts
 from clawviz.ingest.exchange import FormatError, MessageCache, ParsedExchange, parse_exchange
 from clawviz.ingest.results import is_result_record, parse_result
+from clawviz.review import findings
 from clawviz.review import tasks as tasks_mod
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 from clawviz.store import calls as store
@@ -65,6 +66,7 @@ class FileReport:
     n_calls: int = 0
     n_results: int = 0
     n_tasks: int = 0
+    n_findings: int = 0
     n_rejected: int = 0
     error: str | None = None
     covered_by: str | None = None
@@ -195,6 +197,9 @@ def _sniff(path: Path) -> tuple[str, list[Any]]:
     for rec in records:
         if isinstance(rec, dict) and isinstance(rec.get("request"), dict):
             return "exchange", records
+    for rec in records:
+        if findings.is_findings_record(rec):
+            return "findings", records
     for rec in records:
         if is_result_record(rec):
             return "results", records
@@ -371,6 +376,33 @@ def _ingest_results(fi: _FileIngest, out: IngestReport) -> None:
     fi.session.flush()
 
 
+def _ingest_findings(fi: _FileIngest, out: IngestReport) -> None:
+    """A findings JSONL made elsewhere (clawviz.review.findings): each valid line is stored."""
+    records: list[tuple[int, Any]] = []
+    raws: dict[int, str] = {}
+    reader = LineReader(fi.target.path)
+    try:
+        for n, data in reader.lines(fi.target.display):
+            fi.report.n_lines = n
+            if not data.strip():
+                continue
+            try:
+                records.append((n, orjson.loads(data)))
+                raws[n] = _raw_text(data)
+            except orjson.JSONDecodeError as exc:
+                fi.reject(n, _bad_json_reason(data, exc), _raw_text(data))
+        if reader.error:
+            fi.reject(reader.error.line, reader.error.reason, "")
+    finally:
+        reader.close()
+    result = findings.import_records(fi.session, records, fi.target.display)
+    for n, reason in result.rejected or []:
+        fi.reject(n, reason, raws.get(n, ""))
+    fi.report.n_findings = result.findings
+    fi.flush_rejects(out)
+    fi.session.flush()
+
+
 def _ingest_transcript(fi: _FileIngest, out: IngestReport, records: list[Any]) -> None:
     read = transcripts.read_transcript(fi.target.path)
     fi.report.covered_by = getattr(read, "covered_by", None)
@@ -510,6 +542,8 @@ def _ingest_file(
             _ingest_exchange(fi, out, tick, cache, seen)
         elif fmt == "results":
             _ingest_results(fi, out)
+        elif fmt == "findings":
+            _ingest_findings(fi, out)
         else:
             _ingest_transcript(fi, out, records)
         fi.source.n_lines = report.n_lines

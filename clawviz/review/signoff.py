@@ -12,7 +12,9 @@ from sqlmodel import Session, col, select
 from clawviz.store import models
 
 DECISIONS = ("accept", "revise", "reject")
-EXPORT_FIELDS = ("id", "task_id", "decision", "reviewer", "note", "created_at")
+EXPORT_FIELDS = (
+    "id", "task_id", "decision", "reviewer", "note", "created_at", "valid_findings_json",
+)  # fmt: skip
 
 
 class ReviewError(ValueError):
@@ -20,9 +22,15 @@ class ReviewError(ValueError):
 
 
 def add_review(
-    session: Session, task_id: str, decision: str, reviewer: str, note: str = ""
+    session: Session,
+    task_id: str,
+    decision: str,
+    reviewer: str,
+    note: str = "",
+    valid_findings: list[int] | None = None,
 ) -> models.Review:
-    """Append one decision; never updates or deletes an earlier one."""
+    """Append one decision; never updates or deletes an earlier one. It records the findings
+    judged valid at that moment (`valid_findings`, default: read from the store)."""
     decision = (decision or "").strip().lower()
     if decision not in DECISIONS:
         raise ReviewError(f"decision must be one of {', '.join(DECISIONS)}, not {decision!r}")
@@ -37,11 +45,21 @@ def add_review(
         reviewer=reviewer,
         note=note or "",
         created_at=datetime.now(UTC),
+        valid_findings_json=json.dumps(
+            sorted(valid_findings if valid_findings is not None else _valid_ids(session, task_id))
+        ),
     )
     session.add(row)
     session.commit()
     session.refresh(row)
     return row
+
+
+def _valid_ids(session: Session, task_id: str) -> list[int]:
+    stmt = select(models.Finding.id).where(
+        models.Finding.task_id == task_id, models.Finding.verdict == "valid"
+    )
+    return [i for i in session.exec(stmt) if i is not None]
 
 
 def review_history(session: Session, task_id: str) -> list[models.Review]:
@@ -80,6 +98,7 @@ def _as_dict(r: models.Review) -> dict:
         "reviewer": r.reviewer,
         "note": r.note,
         "created_at": created.isoformat() if created else None,
+        "valid_findings_json": r.valid_findings_json,
     }
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col, func, select
 
 from clawviz.review.signoff import latest_reviews, review_history
 from clawviz.store import models
@@ -372,6 +372,8 @@ class TaskRow:
     n_strong: int
     n_small: int
     filter: DifficultyFilter
+    open_findings: int = 0
+    """Diagnosis findings no reviewer has judged yet."""
 
     def as_dict(self) -> dict[str, Any]:
         """Flat JSON-able form (CLI `tasks --json`, tables)."""
@@ -391,6 +393,7 @@ class TaskRow:
                 {"term": t.name, "value": t.value, "passed": t.passed} for t in self.filter.terms
             ],
             "filter_passed": self.filter.passed,
+            "open_findings": self.open_findings,
         }
 
 
@@ -402,6 +405,7 @@ def task_queue(session: Session) -> list[TaskRow]:
     task_ids = set(tasks) | {r.task_id for r in results if r.task_id}
     task_ids |= {e.task_id for e in episodes if e.task_id}
     latest = latest_reviews(session)
+    open_findings = open_findings_per_task(session)
     ep_by_id = {e.episode_id: e for e in episodes}
     attempts_by_task: dict[str, list[AttemptRow]] = {}
     seen: set[str] = set()
@@ -436,9 +440,20 @@ def task_queue(session: Session) -> list[TaskRow]:
                 n_strong,
                 n_small,
                 difficulty_filter(s_strong, s_small),
+                open_findings.get(tid, 0),
             )
         )
     return rows
+
+
+def open_findings_per_task(session: Session) -> dict[str, int]:
+    """Diagnosis findings not yet judged, per task (the queue's 'open findings' column)."""
+    stmt = (
+        select(models.Finding.task_id, func.count())
+        .where(col(models.Finding.verdict).is_(None))
+        .group_by(models.Finding.task_id)
+    )
+    return {task: n for task, n in session.exec(stmt)}
 
 
 # ---------------------------------------------------------------- detail

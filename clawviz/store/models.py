@@ -6,7 +6,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, String, TypeDecorator
+from sqlalchemy import BigInteger, String, TypeDecorator, UniqueConstraint
 from sqlalchemy.engine import Dialect
 from sqlmodel import AutoString, Field, SQLModel
 
@@ -183,6 +183,8 @@ class Review(SQLModel, table=True):
     reviewer: str
     note: str = ""
     created_at: datetime = Field(default_factory=utcnow)
+    valid_findings_json: str = "[]"
+    """Ids of the findings the reviewer had judged valid when deciding."""
 
 
 class DecisionRow(SQLModel, table=True):
@@ -222,6 +224,63 @@ class EpisodeStatus(SQLModel, table=True):
     paths_json: str = "[]"
     settings_json: str = "{}"
     computed_at: datetime = Field(default_factory=utcnow)
+
+
+class SearchDoc(SQLModel, table=True):
+    """A document of the full-text index (clawviz.store.search): a distinct request message
+    (kind 'message', key = its hash, call_id = the call that first sent it) or a call's reply
+    (kind 'call', key = call_id)."""
+
+    __tablename__ = "search_doc"
+    __table_args__ = (UniqueConstraint("kind", "key"),)
+    id: int | None = Field(default=None, primary_key=True)
+    kind: str
+    key: str
+    call_id: str = Field(index=True)
+    episode_id: str | None = Field(default=None, index=True)
+    role: str
+    text: str
+
+
+class DiagnosisRun(SQLModel, table=True):
+    """One LLM diagnosis of a task (clawviz.review.diagnosis), or one imported findings batch."""
+
+    __tablename__ = "diagnosis_run"
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: str = Field(index=True)
+    model: str
+    prompt_hash: str = ""
+    prompt_version: str = ""
+    source: str = "llm"
+    """llm (diagnosed here) | import:<file> (a findings JSONL made elsewhere)."""
+    input_tokens: int | None = Field(default=None, sa_type=BigInteger)
+    output_tokens: int | None = Field(default=None, sa_type=BigInteger)
+    seconds: float | None = None
+    n_findings: int = Field(default=0, sa_type=BigInteger)
+    error: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Finding(SQLModel, table=True):
+    """One problem a diagnosis reported, and the reviewer's judgement of it."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int | None = Field(default=None, foreign_key="diagnosis_run.id", index=True)
+    task_id: str = Field(index=True)
+    area: str
+    """instruction | inputs | checker | rubric."""
+    severity: str
+    """high | medium | low."""
+    problem: str
+    suggestion: str = ""
+    model: str = ""
+    prompt_hash: str = ""
+    created_at: datetime = Field(default_factory=utcnow)
+    verdict: str | None = None
+    """None (open) | valid | not_valid."""
+    verdict_note: str = ""
+    verdict_by: str | None = None
+    verdict_at: datetime | None = None
 
 
 # --- Text PostgreSQL cannot hold --------------------------------------------------------------

@@ -34,6 +34,21 @@ def _session(url: str) -> Session:
     return Session(_engine_for(url))
 
 
+@st.cache_data(show_spinner="Searching…")
+def search_hits(url: str, text: str, role: str | None, syntax: bool) -> pd.DataFrame:
+    """Full-text hits as a table (one row per hit, with an Episode link to the call)."""
+    from clawviz.store import search
+
+    with _session(url) as s:
+        hits = search.search(s, text, role=role or None, syntax=syntax)
+    df = pd.DataFrame(
+        [h.to_dict() | {"snippet": h.snippet} for h in hits],
+        columns=[*search.Hit.__dataclass_fields__, "snippet"],
+    )
+    df["open"] = "episode?episode=" + df["episode_id"].astype(str) + "&call=" + df["call_id"]
+    return df
+
+
 @st.cache_data(show_spinner=False)
 def store_counts(url: str) -> dict[str, int]:
     with _session(url) as s:

@@ -43,6 +43,10 @@ KEY_FILTER_STATUS = "runs_filter_status"
 KEY_FILTER_REASON = "runs_filter_reason"
 KEY_FILTER_REWARD = "runs_filter_reward"
 KEY_FILTER_NO_REWARD = "runs_filter_no_reward"
+KEY_SEARCH_TEXT = "runs_search_text"
+KEY_SEARCH_ROLE = "runs_search_role"
+KEY_SEARCH_SYNTAX = "runs_search_syntax"
+KEY_SEARCH_TABLE = "runs_search_table"
 KEY_RUNS_STATS = "runs_compute_stats"
 
 # Widget keys: Episode page.

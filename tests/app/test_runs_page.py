@@ -142,3 +142,38 @@ def _ingest(url, paths, get_engine) -> None:
     with Session(get_engine(url)) as s:
         ingest_paths(paths, session=s)
         ensure_analysis(s)
+
+
+def _episodes_saying(word: str) -> set[str]:
+    """Episodes whose raw log records mention `word` anywhere (any case), read from the logs."""
+    import json
+
+    found = set()
+    for log in (Path(__file__).resolve().parents[2] / "sample_logs" / "exchanges").rglob("*.jsonl"):
+        for line in log.read_text().splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if (
+                word
+                in json.dumps(
+                    [record.get("request", {}).get("body"), record.get("response")],
+                    ensure_ascii=False,
+                ).lower()
+            ):
+                found.add(record.get("clawviz", {}).get("episode_id"))
+    return found
+
+
+def test_search_box_lists_hits_and_narrows_the_table(sample_db_url, on_store):
+    on_store(sample_db_url)
+    at = open_page()
+    at.text_input(key=state.KEY_SEARCH_TEXT).input("dumpster").run()
+    no_exception(at)
+    hits = next(d for d in at.dataframe if "snippet" in d.value.columns).value
+    assert set(hits["episode_id"]) == _episodes_saying("dumpster")
+    assert hits["open"].str.contains("&call=").all()
+    assert set(_table(at)["episode_id"]) == _episodes_saying("dumpster")
+    at.text_input(key=state.KEY_SEARCH_TEXT).input("zzqnotawordanywhere").run()
+    assert any("No message or reply says" in i.value for i in at.info)
