@@ -4,15 +4,15 @@ A JSON list (`CallDecision.match_ignored`, `recon.matchview`), shown by the call
 Stored decisions are recomputed anyway (ANALYSIS_VERSION changed with it), so existing rows
 take the empty list.
 
-Revision ID: 0003
-Revises: 0002
+Revision ID: 0005
+Revises: 0004
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0003"
-down_revision = "0002"
+revision = "0005"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 
