@@ -156,6 +156,15 @@ HARNESS_MARKERS: tuple[HarnessMarkers, ...] = (
             SpawnTool("sessions_spawn", ("task", "prompt", "message")),
             SpawnTool("tool_call", ("task", "prompt", "message"), wrapper_id="sessions_spawn"),
         ),
+        # The send time OpenClaw puts before a user prompt (`[Tue 2026-12-01 09:31 UTC] `): a
+        # prompt it re-sends after a rate limit carries the time of the re-send, the history
+        # the first one (recording openclaw-2026.9.6/yield-heartbeat, re-recorded).
+        ignore_patterns=(
+            re.compile(
+                r"(?m)^\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \d{4}-\d{2}-\d{2} \d{2}:\d{2}(?::\d{2})?"
+                r"(?: [A-Za-z]{2,5}(?:[+-]\d{1,2}(?::?\d{2})?)?)?\] ?"
+            ),
+        ),
     ),
     HarnessMarkers(
         harness="codex",
