@@ -107,6 +107,57 @@ SETTINGS: tuple[Setting, ...] = (
         "Largest number of entries an archive may extract.",
         affects_decisions=False,
     ),
+    Setting(
+        "require_solvable_for_accept",
+        False,
+        "A task can be accepted only after its checker scored 1.0 on a reference solution "
+        "workspace (verifiable solvability, PIPELINE 7).",
+        affects_decisions=False,
+    ),
+    Setting(
+        "diagnose_base_url",
+        "http://127.0.0.1:8000/v1",
+        "Endpoint of the model that diagnoses tasks (OpenAI-compatible, or Anthropic Messages).",
+        affects_decisions=False,
+    ),
+    Setting(
+        "diagnose_model",
+        "",
+        "Model name sent to the diagnosis endpoint.",
+        affects_decisions=False,
+    ),
+    Setting(
+        "diagnose_api",
+        "openai",
+        "'openai' (Chat Completions: vLLM, SGLang, LiteLLM, hosted) or 'anthropic' (Messages).",
+        affects_decisions=False,
+    ),
+    Setting(
+        "diagnose_api_key_env",
+        "",
+        "Environment variable holding the diagnosis API key (empty: no key). Keys are read from "
+        "the environment only, never stored or shown.",
+        affects_decisions=False,
+    ),
+    Setting(
+        "diagnose_timeout_s",
+        120.0,
+        "Time limit of one diagnosis request (the SDK also retries 429 / 5xx answers).",
+        affects_decisions=False,
+    ),
+    Setting(
+        "diagnose_file_budget",
+        40000,
+        "Characters of input-file contents a diagnosis prompt may hold (the rest is truncated "
+        "with a note; the whole file tree is always listed).",
+        affects_decisions=False,
+    ),
+    Setting(
+        "diagnose_concurrency",
+        4,
+        "Diagnosis requests in flight at once (CLI --concurrency and the queue's Diagnose).",
+        affects_decisions=False,
+    ),
 )
 
 SETTINGS_BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}

@@ -8,10 +8,12 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from clawviz.review import solvability
 from clawviz.review.archive import ArchiveError
 from clawviz.review.checker import CheckerError, run_checker, run_checker_on_archive_bytes
 from clawviz.review.signoff import DECISIONS, ReviewError, add_review, export_reviews
 from clawviz.review.tasks import TaskDetail, read_task_file, task_detail, task_queue, verdict_label
+from clawviz.ui import findings_widgets as fw
 from clawviz.ui import state
 from clawviz.ui import tasks_widgets as w
 from clawviz.ui.inspector import escape_md
@@ -23,6 +25,7 @@ SORTS = {
     "s_strong (highest first)": ("s_strong", False),
     "s_small (lowest first)": ("s_small", True),
     "category": ("category", True),
+    "open findings (most first)": ("open findings", False),
 }
 VERDICTS = ("all", "pass", "fail", "n/a")
 TERM_COLUMNS = ("s_strong ≥ 0.2", "s_small ≤ 0.6", "strong > small")
@@ -45,13 +48,15 @@ def queue_frame(rows) -> pd.DataFrame:
                 TERM_COLUMNS[1]: w.VERDICT_TEXT[r.filter.terms[1].passed],
                 TERM_COLUMNS[2]: w.VERDICT_TEXT[r.filter.terms[2].passed],
                 "filter": verdict_label(r.filter.passed),
+                "open findings": r.open_findings,
+                "solvable": r.solvable.label if r.solvable else "—",
                 "open": f"tasks?task={r.task_id}",
             }
             for r in rows
         ],
         columns=[
             "task_id", "name", "category", "status", "attempts", "s_strong", "s_small",
-            *TERM_COLUMNS, "filter", "open",
+            *TERM_COLUMNS, "filter", "open findings", "solvable", "open",
         ],
     )  # fmt: skip
 
@@ -163,7 +168,8 @@ def queue_view() -> None:
     export_buttons("queue_export")
 
 
-def instruction_tab(d: TaskDetail) -> None:
+def instruction_tab(d: TaskDetail, rows=()) -> None:
+    fw.area_findings(d.task.task_id, "instruction", list(rows))
     if d.task.instruction:
         st.markdown(w.escape_text(d.task.instruction))
     else:
@@ -176,7 +182,8 @@ def instruction_tab(d: TaskDetail) -> None:
         st.json(d.data, expanded=1)
 
 
-def files_tab(d: TaskDetail) -> None:
+def files_tab(d: TaskDetail, rows=()) -> None:
+    fw.area_findings(d.task.task_id, "inputs", list(rows))
     if not d.input_files or d.files_root is None:
         st.caption("No input files.")
         return
@@ -194,7 +201,8 @@ def files_tab(d: TaskDetail) -> None:
         w.file_viewer(name, data, cut)
 
 
-def checker_tab(d: TaskDetail) -> None:
+def checker_tab(d: TaskDetail, rows=()) -> None:
+    fw.area_findings(d.task.task_id, "checker", list(rows))
     if d.checker_code is None:
         st.caption("No checker (reward/check.py) in this task.")
     else:
@@ -206,7 +214,8 @@ def checker_tab(d: TaskDetail) -> None:
         st.code(d.reward_script, language="bash", line_numbers=True)
 
 
-def rubric_tab(d: TaskDetail) -> None:
+def rubric_tab(d: TaskDetail, rows=()) -> None:
+    fw.area_findings(d.task.task_id, "rubric", list(rows))
     rubric = d.rubric
     if rubric is None:
         st.caption("No rubric.")
@@ -263,6 +272,28 @@ def attempts_tab(d: TaskDetail) -> None:
         )
 
 
+def reference_section(d: TaskDetail, settings) -> None:
+    """Verifiable solvability: the checker on the task's reference solution."""
+    with state.get_session() as session:
+        latest = solvability.solvable_status(session).get(d.task.task_id)
+    folder = d.checker_path.parent.parent if d.checker_path else None
+    ref = solvability.reference_workspace(folder)
+    c = st.columns([3, 2], vertical_alignment="center")
+    if latest:
+        c[0].badge(f"solvable: {latest.label}", color="green" if latest.reached else "red")
+    else:
+        c[0].caption("Solvability: no reference workspace checked yet (upload one below).")
+    if ref is not None and c[1].button(
+        f"Check {ref.name}", key="tasks_check_reference", icon=":material/verified:",
+        help="Run the checker on the task's own reference solution; the task is solvable "
+        "when it scores 1.0.",
+    ):  # fmt: skip
+        with st.spinner("Running the checker on the reference solution…"):
+            with state.get_session() as session:
+                solvability.check_reference(session, d.task.task_id, folder, settings=settings)
+        st.rerun()
+
+
 def run_checker_tab(d: TaskDetail) -> None:
     if d.task.kind != "clawgym" or d.checker_path is None:
         st.caption(
@@ -279,6 +310,7 @@ def run_checker_tab(d: TaskDetail) -> None:
         f"Runs reward/check.py in a separate process on a temporary copy of the workspace, "
         f"with a {settings.checker_timeout_s} s limit (setting checker_timeout_s)."
     )
+    reference_section(d, settings)
     source = st.radio("Workspace", [SOURCE_ATTEMPT, SOURCE_UPLOAD], key=w.KEY_CHECK_SOURCE)
     workspace: str | None = None
     upload = None
@@ -327,6 +359,9 @@ def run_checker_tab(d: TaskDetail) -> None:
                 st.error(escape_md(str(exc)))
                 return
             results[d.task.task_id] = res
+            if upload is not None:  # an uploaded reference workspace counts for solvability
+                with state.get_session() as session:
+                    solvability.record(session, d.task.task_id, upload.name, res)
             status.update(
                 label=f"Checker: {res.status}",
                 state="complete" if res.status == "ok" else "error",
@@ -357,21 +392,26 @@ def signoff_panel(d: TaskDetail) -> None:
     # Widget state goes when the page changes; the name comes back for the next task.
     if remembered and not st.session_state.get(w.KEY_SIGNOFF_REVIEWER):
         st.session_state[w.KEY_SIGNOFF_REVIEWER] = remembered
+    # Outside the form: the finding verdicts use the same name before any decision is saved.
+    if login_name:
+        st.caption(f"Reviewer: {escape_md(login_name)} (logged in)")
+        reviewer = st.session_state[w.KEY_REVIEWER_NAME] = login_name
+    else:
+        reviewer = st.text_input("Reviewer", key=w.KEY_SIGNOFF_REVIEWER, placeholder="your name")
     with st.form(w.KEY_SIGNOFF_FORM, border=True):
         decision = st.radio("Decision", DECISIONS, horizontal=True, key=w.KEY_SIGNOFF_DECISION)
-        if login_name:
-            st.caption(f"Reviewer: {escape_md(login_name)} (logged in)")
-            reviewer = login_name
-        else:
-            reviewer = st.text_input(
-                "Reviewer", key=w.KEY_SIGNOFF_REVIEWER, placeholder="your name"
-            )
         note = st.text_area("Note", key=w.KEY_SIGNOFF_NOTE, placeholder="why this decision")
+        n_valid = sum(1 for f in fw.task_findings(d.task.task_id) if f.verdict == "valid")
+        if n_valid:
+            st.caption(f"{n_valid} finding(s) judged valid are recorded with this decision.")
         submitted = st.form_submit_button("Save decision", type="primary")
     if submitted:
         try:
             with state.get_session() as session:
-                row = add_review(session, d.task.task_id, decision, reviewer, note)
+                row = add_review(
+                    session, d.task.task_id, decision, reviewer, note,
+                    settings=state.current_settings(),
+                )  # fmt: skip
         except ReviewError as exc:
             st.error(escape_md(str(exc)))
             return
@@ -428,21 +468,27 @@ def detail_view(task_id: str) -> None:
         st.badge(f"overall: {overall}", color=w.VERDICT_COLOUR[overall])
         signoff_panel(d)
     with main:
+        rows = fw.task_findings(d.task.task_id)
+        # Stable labels: a tab whose label changes is a new element, and the browser would
+        # fall back to the first tab on every rerun (after Diagnose, after each verdict).
         tabs = st.tabs(
-            ["Instruction", "Input files", "Checker", "Rubric", "Attempts", "Run checker"]
-        )
+            ["Instruction", "Input files", "Checker", "Rubric", "Attempts", "Run checker",
+             "Findings"]
+        )  # fmt: skip
         with tabs[0]:
-            instruction_tab(d)
+            instruction_tab(d, rows)
         with tabs[1]:
-            files_tab(d)
+            files_tab(d, rows)
         with tabs[2]:
-            checker_tab(d)
+            checker_tab(d, rows)
         with tabs[3]:
-            rubric_tab(d)
+            rubric_tab(d, rows)
         with tabs[4]:
             attempts_tab(d)
         with tabs[5]:
             run_checker_tab(d)
+        with tabs[6]:
+            fw.diagnose_panel(d, rows)
 
 
 def main() -> None:

@@ -101,6 +101,7 @@ def test_export_csv_and_json(session):
         "reviewer": "bob",
         "note": "",
         "created_at": data[1]["created_at"],
+        "valid_findings_json": "[]",
     }
     assert data[0]["created_at"].endswith("+00:00")
     assert len(json.loads(export_reviews(session, "json", task_id="t2"))) == 1

@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 
 from sqlmodel import Session, col, select
 
+from clawviz.review.solvability import solvable_status
+from clawviz.settings import DEFAULT_SETTINGS, Settings
 from clawviz.store import models
 
 DECISIONS = ("accept", "revise", "reject")
@@ -28,6 +30,8 @@ def add_review(
     reviewer: str,
     note: str = "",
     valid_findings: list[int] | None = None,
+    *,
+    settings: Settings = DEFAULT_SETTINGS,
 ) -> models.Review:
     """Append one decision; never updates or deletes an earlier one. It records the findings
     judged valid at that moment (`valid_findings`, default: read from the store)."""
@@ -39,6 +43,14 @@ def add_review(
         raise ReviewError("a reviewer name is required")
     if not (task_id or "").strip():
         raise ReviewError("a task id is required")
+    if decision == "accept" and settings.require_solvable_for_accept:
+        solved = solvable_status(session).get(task_id)
+        if solved is None or not solved.reached:
+            raise ReviewError(
+                f"{task_id} cannot be accepted yet: no reference workspace has scored 1.0 "
+                f"({solved.label if solved else 'never checked'}; setting "
+                "require_solvable_for_accept)"
+            )
     row = models.Review(
         task_id=task_id,
         decision=decision,

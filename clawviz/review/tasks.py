@@ -17,6 +17,7 @@ from typing import Any
 from sqlmodel import Session, col, func, select
 
 from clawviz.review.signoff import latest_reviews, review_history
+from clawviz.review.solvability import Solvability, solvable_status
 from clawviz.store import models
 
 STRONG_MIN = 0.2
@@ -374,6 +375,8 @@ class TaskRow:
     filter: DifficultyFilter
     open_findings: int = 0
     """Diagnosis findings no reviewer has judged yet."""
+    solvable: Solvability | None = None
+    """The latest checker run on a reference solution (None: never checked)."""
 
     def as_dict(self) -> dict[str, Any]:
         """Flat JSON-able form (CLI `tasks --json`, tables)."""
@@ -394,6 +397,7 @@ class TaskRow:
             ],
             "filter_passed": self.filter.passed,
             "open_findings": self.open_findings,
+            "solvable": self.solvable.label if self.solvable else None,
         }
 
 
@@ -406,6 +410,7 @@ def task_queue(session: Session) -> list[TaskRow]:
     task_ids |= {e.task_id for e in episodes if e.task_id}
     latest = latest_reviews(session)
     open_findings = open_findings_per_task(session)
+    solvable = solvable_status(session)
     ep_by_id = {e.episode_id: e for e in episodes}
     attempts_by_task: dict[str, list[AttemptRow]] = {}
     seen: set[str] = set()
@@ -441,6 +446,7 @@ def task_queue(session: Session) -> list[TaskRow]:
                 n_small,
                 difficulty_filter(s_strong, s_small),
                 open_findings.get(tid, 0),
+                solvable.get(tid),
             )
         )
     return rows

@@ -283,6 +283,23 @@ class Finding(SQLModel, table=True):
     verdict_at: datetime | None = None
 
 
+class SolvabilityRun(SQLModel, table=True):
+    """One run of a task's checker on a reference solution workspace (PIPELINE §7: a task needs
+    one reference workspace that scores 1.0)."""
+
+    __tablename__ = "solvability_run"
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: str = Field(index=True)
+    workspace: str
+    """What was checked: the task's own solution folder or archive, or an uploaded file name."""
+    status: str
+    """The checker's status (ok | failed | timeout | error ...)."""
+    reward: float | None = None
+    scores_json: str = "{}"
+    message: str = ""
+    created_at: datetime = Field(default_factory=utcnow)
+
+
 # --- Text PostgreSQL cannot hold --------------------------------------------------------------
 NUL_PREFIX = "\ufdd0nul:"
 """Marks a stored text that held NUL bytes (U+FDD0 is a Unicode noncharacter, never in logs)."""
