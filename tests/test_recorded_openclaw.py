@@ -145,8 +145,8 @@ def test_no_secret_or_machine_path_in_the_recording(name):
     assert "/root" not in text and "/home/" not in text and "/work/" not in text
 
 
-def test_a_store_at_revision_0004_gains_the_match_ignored_column(tmp_path):
-    """Stores written before `decision.match_ignored` existed are migrated (revision 0005)."""
+def test_a_store_at_revision_0005_gains_the_match_ignored_column(tmp_path):
+    """Stores written before `decision.match_ignored` existed are migrated (revision 0006)."""
     from sqlalchemy import create_engine, inspect
 
     from clawviz.store import migrations
@@ -154,11 +154,11 @@ def test_a_store_at_revision_0004_gains_the_match_ignored_column(tmp_path):
 
     engine = create_engine(f"sqlite:///{tmp_path / 'old.db'}")
     with engine.begin() as conn:
-        migrations._run(conn, lambda script, rev: script._upgrade_revs("0004", rev))
+        migrations._run(conn, lambda script, rev: script._upgrade_revs("0005", rev))
     assert "match_ignored" not in {c["name"] for c in inspect(engine).get_columns("decision")}
     migrate(engine)
     assert "match_ignored" in {c["name"] for c in inspect(engine).get_columns("decision")}
-    assert migrations.HEAD == "0005"
+    assert migrations.HEAD == "0006"
 
 
 def test_each_call_records_what_matching_ignored_and_why(loaded):

@@ -4,15 +4,15 @@ A JSON list (`CallDecision.match_ignored`, `recon.matchview`), shown by the call
 Stored decisions are recomputed anyway (ANALYSIS_VERSION changed with it), so existing rows
 take the empty list.
 
-Revision ID: 0005
-Revises: 0004
+Revision ID: 0006
+Revises: 0005
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0005"
-down_revision = "0004"
+revision = "0006"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 
