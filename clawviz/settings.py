@@ -122,6 +122,17 @@ class Settings:
             choices=("longest", "all_valid"),
         ),
     )
+    drop_unexplained_root: bool = field(
+        default=True,
+        metadata=_meta(
+            "The self-check (PIPELINE §2) flags an episode whose tree the rules cannot explain "
+            "(a second main root with no compaction, retry or session boundary before it; a "
+            "compaction continuation with no summary link) as unexplained_root. On: such an "
+            "episode is dropped (training on a wrongly rebuilt tree is worse than dropping it). "
+            "Off: the reason is still listed, the episode is kept.",
+            "bool",
+        ),
+    )
     unsupported_tools: tuple[str, ...] = field(
         default=("canvas",),
         metadata=_meta(

@@ -161,6 +161,9 @@ class CallDecision:
     segment: int | None = None
     thread: str = ""
     linked_call: str | None = None
+    match_ignored: list[dict[str, Any]] = field(default_factory=list)
+    """Parts of the request that tree matching left out or read in their kept form, each
+    `{code, index, excerpt, why}` (`recon.matchview`); shown by the call inspector."""
     """Spawning call of a sub-agent, summary call of a continuation, tip summarised by a summary."""
     depth: int = 0
 

@@ -20,6 +20,7 @@ from clawviz.ui.inspector import (
     call_label,
     duration_s,
     escape_md,
+    ignored_for_matching,
     message_delta,
     path_rows,
 )
@@ -115,6 +116,16 @@ def header(view: data.EpisodeView) -> None:
     cols[2].metric("Status", a.status if a else "not analysed")
     if a is not None:
         reason_badges(a.reasons)
+        for r in a.reasons:
+            if r.code == "unexplained_root":
+                st.warning(
+                    "The reconstruction rules cannot explain this tree, so it may be drawn "
+                    "wrong (unexplained_root"
+                    + (", dropped" if a.status == "dropped" else ", kept by the setting")
+                    + "): "
+                    + escape_md(r.evidence),
+                    icon=":material/account_tree:",
+                )
     if view.analysis_error:
         st.error("The analysis of this episode failed; calls are shown without decisions.")
         st.code(view.analysis_error, language=None)
@@ -246,6 +257,15 @@ def request_tab(
             st.text(call.system or "(none)")
     if call.tools:
         st.caption("Tools offered: " + escape_md(", ".join(call.tools)))
+    decision = view.analysis.decisions.get(call.call_id) if view.analysis else None
+    ignored = ignored_for_matching(decision)
+    if ignored:
+        with st.expander(f"Ignored for matching: {len(ignored)} part(s) of this request"):
+            st.caption(
+                "The tree matched this request on what the harness keeps of it: these parts "
+                "were left out or read in their kept form (message numbers count from 1)."
+            )
+            st.dataframe(ignored, hide_index=True, width="stretch")
     delta = message_delta(call, parent)
     if delta.shared:
         n = len(delta.shared)

@@ -217,12 +217,20 @@ def main() -> None:
         return
     kept = int((eps["status"] == "kept").sum())
     dropped = int((eps["status"] == "dropped").sum())
-    m = st.columns(5)
+    unexplained = queries.count_with_reason(eps, "unexplained_root")
+    m = st.columns(6)
     m[0].metric("Episodes", f"{len(eps):,}")
     m[1].metric("Kept", f"{kept:,}")
     m[2].metric("Dropped", f"{dropped:,}")
-    m[3].metric("Calls", f"{int(eps['n_calls'].fillna(0).sum()):,}")
-    m[4].metric("Tasks", f"{eps['task_id'].nunique():,}")
+    m[3].metric(
+        "Unexplained trees",
+        f"{unexplained:,}",
+        help="Episodes the reconstruction self-check flags as unexplained_root: a tree the "
+        "rules cannot explain (a second main root with no compaction, retry or session "
+        "boundary, or a continuation with no summary link). Filter by that reason to see them.",
+    )
+    m[4].metric("Calls", f"{int(eps['n_calls'].fillna(0).sum()):,}")
+    m[5].metric("Tasks", f"{eps['task_id'].nunique():,}")
     matching = search_section(url)
     f = filters(eps)
     shown = queries.filter_episodes(eps, f)

@@ -280,7 +280,10 @@ def test_log_reconstructs_like_a_direct_record(rig, tmp_path):
     assert shape(via_proxy, a_proxy) == shape(baseline, a_direct)
     # What the script made happen: call 2 failed, call 3 re-sent its body, call 4 extends 3.
     assert [(x[3], x[4]) for x in shape(via_proxy, a_proxy)[1:4]] == [(0, None), (0, 1), (2, None)]
-    assert (a_proxy.status, a_proxy.reasons) == (a_direct.status, a_direct.reasons)
+    # Same verdict; the evidence texts name calls by their own ids and labels (the proxy's log
+    # has seq numbers, the server's record file lines), so the codes are compared.
+    assert a_proxy.status == a_direct.status
+    assert [r.code for r in a_proxy.reasons] == [r.code for r in a_direct.reasons]
 
 
 def test_compressed_bodies_pass_as_sent_and_log_decoded(rig):

@@ -26,11 +26,11 @@ from clawviz.store.models import CallRow
 from tests.dburl import memory_engine
 
 RECORDED = Path(__file__).parent / "data" / "recorded"
-# Claude Code recordings have their own expected writer and tests (test_recorded_claude_code.py).
+# Claude Code and OpenClaw recordings have their own tests (test_recorded_claude_code.py, test_recorded_openclaw.py).
 FOLDERS = sorted(
     p.parent
     for p in RECORDED.glob("*/*/expected.json")
-    if not p.parent.parent.name.startswith("claude-code-")
+    if p.parent.parent.name.startswith(("pi-", "codex-"))
 )
 IDS = [f"{p.parent.name}/{p.name}" for p in FOLDERS]
 HARNESS_OF = {"pi": "pi", "codex": "codex"}

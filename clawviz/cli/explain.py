@@ -88,6 +88,7 @@ def rows_for(
                 "thread": d.thread,
                 "linked_call": d.linked_call,
                 "depth": d.depth,
+                "match_ignored": d.match_ignored,
                 "path": p.path_id if p else None,
                 "reward": p.reward if p else None,
                 "advantage": p.advantage if p else None,

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from clawviz.recon.canonical import block_text, normalize_ws
+from clawviz.recon.canonical import block_text, match_key, normalize_ws
 from clawviz.recon.markers import (
     ALL_IGNORE_PATTERNS,
     CallText,
@@ -351,10 +351,18 @@ def _find_summary(
     return summaries[-1]
 
 
+def _first_message_key(call: Call) -> str:
+    """Match key of a continuation's first message (the compacted history it starts from)."""
+    return match_key(call.messages[0], ignore_patterns=ALL_IGNORE_PATTERNS) if call.messages else ""
+
+
 def _assign_segments(tree: CallTree, roles: dict[str, CallRole]) -> int:
     top = -1
-    # Continuations of one summary are one segment (a failed first try is re-sent extended).
-    by_summary: dict[str, int] = {}
+    # Continuations of one summary are one segment (a failed first try is re-sent extended),
+    # as long as they carry the same compacted history: OpenClaw 2026.9 compacts again after
+    # a context overflow without a model call, re-distilling the previous summary's text into
+    # a new first message, and that is a new segment.
+    by_summary: dict[str, list[tuple[str, int]]] = {}
     for call in tree.calls:
         cid = call.call_id
         cr = roles[cid]
@@ -364,13 +372,15 @@ def _assign_segments(tree: CallTree, roles: dict[str, CallRole]) -> int:
         while anc is not None and roles[anc].role != "main":
             anc = tree.parent[anc]
         if cr.continuation and anc is None:
-            if cr.linked_call is not None and cr.linked_call in by_summary:
-                cr.segment = by_summary[cr.linked_call]
+            head = _first_message_key(call)
+            same = [seg for key, seg in by_summary.get(cr.linked_call or "", []) if key == head]
+            if cr.linked_call is not None and same:
+                cr.segment = same[0]
                 continue
             top += 1
             cr.segment = top
             if cr.linked_call is not None:
-                by_summary[cr.linked_call] = top
+                by_summary.setdefault(cr.linked_call, []).append((head, top))
         elif anc is not None and roles[anc].segment is not None:
             cr.segment = roles[anc].segment
         else:

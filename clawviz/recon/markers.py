@@ -118,7 +118,10 @@ HARNESS_MARKERS: tuple[HarnessMarkers, ...] = (
     ),
     HarnessMarkers(
         harness="openclaw",
-        main_system=_rx(r"^\s*You are a personal assistant running inside OpenClaw\."),
+        # 2026.9 puts `<!-- openclaw:attempt:STABLE -->` before it.
+        main_system=_rx(
+            r"^\s*(?:<!--[^\n]*-->\s*)?You are a personal assistant running inside OpenClaw\."
+        ),
         summary_system=_rx(r"^\s*You are a context summarization assistant"),
         summary_last_user=_rx(
             r"^\s*<conversation>.*(?:conversation to summarize|incorporate into the existing "
@@ -139,6 +142,8 @@ HARNESS_MARKERS: tuple[HarnessMarkers, ...] = (
         heartbeat_last_user=_rx(
             _DATE + r"Read HEARTBEAT\.md if it exists",
             _DATE + r"Follow the heartbeat monitor scratch context when provided\.",
+            # How 2026.9 keeps that prompt in its transcript (a replayed heartbeat ends here).
+            _DATE + r"\[OpenClaw heartbeat poll\]\s*$",
         ),
         cron_first_user=_rx(_DATE + r"\[cron:([^\s\]]+) ([^\]]*)\] "),
         memory_flush_last_user=_rx(_DATE + r"Pre-compaction memory flush\."),
@@ -148,10 +153,23 @@ HARNESS_MARKERS: tuple[HarnessMarkers, ...] = (
         ),
         # After the refreshed runtime-context block, in the same user message.
         retry_last_user=_rx(r"Continue the current task from the existing transcript"),
-        wrapper_user=_rx(r"^\s*OpenClaw runtime (?:context|event)\b"),
+        # 2026.9 ends every request with a `<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>` block.
+        wrapper_user=_rx(
+            r"^\s*OpenClaw runtime (?:context|event)\b",
+            r"^\s*<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>",
+        ),
         spawn_tools=(
             SpawnTool("sessions_spawn", ("task", "prompt", "message")),
             SpawnTool("tool_call", ("task", "prompt", "message"), wrapper_id="sessions_spawn"),
+        ),
+        # The send time OpenClaw puts before a user prompt (`[Tue 2026-12-01 09:31 UTC] `): a
+        # prompt it re-sends after a rate limit carries the time of the re-send, the history
+        # the first one (recording openclaw-2026.9.6/yield-heartbeat, re-recorded).
+        ignore_patterns=(
+            re.compile(
+                r"(?m)^\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \d{4}-\d{2}-\d{2} \d{2}:\d{2}(?::\d{2})?"
+                r"(?: [A-Za-z]{2,5}(?:[+-]\d{1,2}(?::?\d{2})?)?)?\] ?"
+            ),
         ),
     ),
     HarnessMarkers(
@@ -418,7 +436,12 @@ def is_harness_retry(call: Call, text: CallText | None = None) -> bool:
     """True when the last user text is a harness's own retry prompt (OpenClaw `Continue ...`)."""
     t = text or call_text(call)
     # Row order does not matter for `any`.
-    return t.last_user_raw != "" and _first_hit(_RETRY_PATTERNS, t.last_user_raw) is not None
+    # 2026.9 sends the prompt as its own message before the request-context block (the last
+    # user text past wrappers); older releases put it inside the runtime-context message.
+    return any(
+        text != "" and _first_hit(_RETRY_PATTERNS, text) is not None
+        for text in (t.last_user, t.last_user_raw)
+    )
 
 
 def spawn_prompts(message: Message | None) -> list[str]:

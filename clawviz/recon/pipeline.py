@@ -37,7 +37,7 @@ def analyse_episode(
     return EpisodeAnalysis(
         episode_id=episode_id or UNATTACHED,
         settings_hash=settings.settings_hash,
-        status="dropped" if result.reasons else "kept",
+        status="dropped" if any(drops(r, settings) for r in result.reasons) else "kept",
         reasons=result.reasons,
         decisions=result.decisions,
         paths=result.paths,
@@ -46,9 +46,18 @@ def analyse_episode(
     )
 
 
-def is_grpo_valid(reasons: list[Reason], reward: float | None) -> bool:
+def drops(reason: Reason, settings: Settings = DEFAULT_SETTINGS) -> bool:
+    """Whether a reason drops its episode (`unexplained_root` only with the setting on)."""
+    return reason.code != "unexplained_root" or bool(settings.drop_unexplained_root)
+
+
+def is_grpo_valid(
+    reasons: list[Reason], reward: float | None, settings: Settings = DEFAULT_SETTINGS
+) -> bool:
     """An attempt counts in its group's statistics: has a reward and no abnormal reason."""
-    return reward is not None and not any(r.code in ABNORMAL_CODES for r in reasons)
+    return reward is not None and not any(
+        r.code in ABNORMAL_CODES and drops(r, settings) for r in reasons
+    )
 
 
 def apply_grpo(
@@ -62,7 +71,7 @@ def apply_grpo(
         groups.setdefault(_group_key(a.episode_id, group_of.get(a.episode_id)), []).append(a)
     for members in groups.values():
         rewards = {a.episode_id: a.reward for a in members}
-        valid = {a.episode_id: is_grpo_valid(a.reasons, a.reward) for a in members}
+        valid = {a.episode_id: is_grpo_valid(a.reasons, a.reward, settings) for a in members}
         adv, _ = grpo_advantages(rewards, valid, settings)
         for a in members:
             a.advantage = adv[a.episode_id]

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from clawviz.recon.classify import Classification
 from clawviz.recon.markers import is_harness_retry, tool_names_used
+from clawviz.recon.selfcheck import unexplained_roots
 from clawviz.recon.tree import CallTree, failure_code
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 from clawviz.types import Call, CallDecision, PathInfo, Reason, ReasonCode, Role, State
@@ -22,6 +23,7 @@ ABNORMAL_CODES = frozenset(
         "orphaned_request",
         "unsupported_tool",
         "missing_reward",
+        "unexplained_root",
     }
 )
 """Episode reasons that exclude an attempt from GRPO statistics (not below_reward_threshold)."""
@@ -163,7 +165,7 @@ def prune_episode(
     leaves_by_seg, n_leaves = _main_leaves(tree, cls, kids, superseded)
 
     paths, kept = _select_paths(tree, cls, leaves_by_seg, settings)
-    reasons = _episode_reasons(tree, cls, n_leaves, reward, settings)
+    reasons = _episode_reasons(tree, cls, n_leaves, reward, settings, retry_of)
 
     decisions: dict[str, CallDecision] = {}
     for call in tree.calls:
@@ -186,6 +188,7 @@ def prune_episode(
             thread=cr.thread,
             linked_call=cr.linked_call,
             depth=tree.depths[cid],
+            match_ignored=[i.as_dict() for i in tree.ignored.get(cid, ())],
         )
     return PruneResult(decisions, paths, reasons, groups, n_leaves)
 
@@ -314,8 +317,21 @@ def _episode_reasons(
     n_leaves: int,
     reward: float | None,
     settings: Settings,
+    retry_of: dict[str, str] | None = None,
 ) -> list[Reason]:
     reasons: list[Reason] = []
+    odd = unexplained_roots(tree, cls, retry_of or {})
+    if odd:
+        more = f" (and {len(odd) - 3} more)" if len(odd) > 3 else ""
+        reasons.append(
+            Reason(
+                "unexplained_root",
+                f"{len(odd)} call(s) the rules cannot place: "
+                + "; ".join(u.evidence for u in odd[:3])
+                + more,
+                odd[0].call_id,
+            )
+        )
     if n_leaves > settings.max_leaves:
         reasons.append(
             Reason("too_many_branches", f"{n_leaves} leaves > max_leaves {settings.max_leaves}")

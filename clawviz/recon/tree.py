@@ -16,6 +16,7 @@ import networkx as nx
 
 from clawviz.recon.canonical import match_items, match_key, normalize_ws, strip_patterns
 from clawviz.recon.markers import ALL_IGNORE_PATTERNS
+from clawviz.recon.matchview import Ignored, ViewWalker
 from clawviz.types import Call, Message
 from clawviz.types import call_order_key as order_key
 
@@ -36,6 +37,9 @@ class CallTree:
     """Ids of the calls `is_failed` holds for (asked many times per call downstream)."""
     tolerated: dict[str, str] = field(default_factory=dict)
     """Calls whose parent only a tolerance rule found: rule code and what it ignored."""
+    ignored: dict[str, tuple[Ignored, ...]] = field(default_factory=dict)
+    """Per call, the parts of its request that matching left out or read in their kept form
+    (`recon.matchview`); calls where nothing was ignored are absent."""
 
     @cached_property
     def graph(self) -> nx.DiGraph:
@@ -243,8 +247,14 @@ def _lossy_parent(
     return best
 
 
-def build_call_tree(calls: list[Call]) -> CallTree:
-    """Rebuild parent links for the calls of one episode (independent of input order)."""
+def build_call_tree(calls: list[Call], *, match_rules: bool = True) -> CallTree:
+    """Rebuild parent links for the calls of one episode (independent of input order).
+
+    Each request is matched by `matchview.match_view` of its messages (what the harness keeps
+    of it); `match_rules=False` matches the messages as sent (strict prefix matching, kept for
+    the self-check's tests and for comparison).
+    """
+
     ordered = sorted(calls, key=order_key)
     trie = _Trie()
     owner: dict[int, str] = {}
@@ -253,6 +263,8 @@ def build_call_tree(calls: list[Call]) -> CallTree:
     resend_of: dict[str, str | None] = {}
     children: dict[str, list[str]] = {c.call_id: [] for c in ordered}
     failed: set[str] = set()
+    ignored: dict[str, tuple[Ignored, ...]] = {}
+    walker = ViewWalker()
     by_obj = trie.by_obj
     step = trie.step
     items = _Items()
@@ -267,7 +279,11 @@ def build_call_tree(calls: list[Call]) -> CallTree:
     prev_best: list[str | None] = []
     for call in ordered:
         cid = call.call_id
-        msgs = history_messages(call.messages)
+        msgs = history_messages(call.messages) if match_rules else call.messages
+        if match_rules:
+            msgs, why = walker.view(msgs)
+            if why:
+                ignored[cid] = why
         # A request usually re-sends the previous one plus new turns: resume its walk after
         # the shared messages (equal messages take the same edges). Only the previous call
         # has set an owner since, one node below its own messages, so the prefix is unchanged.
@@ -324,7 +340,17 @@ def build_call_tree(calls: list[Call]) -> CallTree:
         if is_failed(call):
             failed.add(cid)
         elif call.response is not None and call.endpoint != "non_model":
-            owner[step(node, call.response)] = cid
+            if (
+                cid in ignored
+                and walker.ends_after_drop
+                and msgs[-1].get("role") == "assistant"
+                and call.response.get("role") == "assistant"
+            ):
+                # The reply joins the last assistant message (its prompt was not kept).
+                base = nodes[-2] if len(nodes) > 1 else 0
+                owner[step(base, walker.joined_reply(call.response))] = cid
+            else:
+                owner[step(node, call.response)] = cid
             owners.append((cid, [*msgs, call.response]))
             covered[cid] = len(msgs) + 1
 
@@ -337,4 +363,5 @@ def build_call_tree(calls: list[Call]) -> CallTree:
         resend_of=resend_of,
         failed=frozenset(failed),
         tolerated=tolerated,
+        ignored=ignored,
     )

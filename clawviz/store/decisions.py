@@ -38,7 +38,7 @@ from clawviz.types import CallDecision, EpisodeAnalysis, PathInfo, Reason
 Progress = Callable[[int, int, str], None]
 
 
-ANALYSIS_VERSION = 2
+ANALYSIS_VERSION = 3
 """Bump when reconstruction logic changes: stored decisions of older versions are recomputed."""
 
 BATCH = 200
@@ -213,6 +213,7 @@ def _decision_rows(a: EpisodeAnalysis, h: str, episode_id: str) -> list[dict]:
     return [
         {"settings_hash": h, "episode_id": episode_id}
         | {f: getattr(d, f) for f in _DECISION_FIELDS}
+        | {"match_ignored": orjson.dumps(d.match_ignored).decode()}
         for d in a.decisions.values()
     ]
 
@@ -349,6 +350,7 @@ def episode_analysis(
             thread=d.thread,
             linked_call=d.linked_call,
             depth=d.depth,
+            match_ignored=orjson.loads(d.match_ignored or "[]"),
         )
         for d in session.exec(
             select(DecisionRow).where(

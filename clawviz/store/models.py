@@ -206,6 +206,8 @@ class DecisionRow(SQLModel, table=True):
     thread: str = ""
     linked_call: str | None = None
     depth: int = Field(default=0, sa_type=BigInteger)
+    match_ignored: str = "[]"
+    """JSON list of what tree matching ignored in the request (CallDecision.match_ignored)."""
 
 
 class EpisodeStatus(SQLModel, table=True):

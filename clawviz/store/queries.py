@@ -248,6 +248,11 @@ def all_reasons(df: pd.DataFrame) -> list[str]:
     return sorted({c for v in df["reasons"].unique() for c in split_reasons(v)})
 
 
+def count_with_reason(df: pd.DataFrame, code: str) -> int:
+    """Episodes of an `episodes_frame` that list reason `code` (e.g. `unexplained_root`)."""
+    return int(sum(code in split_reasons(v) for v in df["reasons"]))
+
+
 def group_frame(df: pd.DataFrame) -> pd.DataFrame:
     """Episodes that have an advantage, labelled by their GRPO group (task / harness)."""
     have = df[df["advantage"].notna()].copy()

@@ -105,3 +105,18 @@ def path_rows(analysis: EpisodeAnalysis) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def ignored_for_matching(decision: CallDecision | None) -> list[dict[str, Any]]:
+    """Rows of what tree matching left out of a call's request, and why (plain text)."""
+    if decision is None:
+        return []
+    return [
+        {
+            "message": int(i.get("index", 0)) + 1,
+            "rule": str(i.get("code", "")),
+            "text": str(i.get("excerpt", "")),
+            "why": str(i.get("why", "")),
+        }
+        for i in decision.match_ignored
+    ]

@@ -46,21 +46,32 @@ class Line:
     raw: str
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """A transcript file's bytes, decompressed when it is gzip (`<session>.jsonl.gz`)."""
+    data = Path(path).read_bytes()
+    return gzip.decompress(data) if data.startswith(GZIP_MAGIC) else data
+
+
+def is_session_name(name: str) -> bool:
+    """A session file name: `<id>.jsonl` or its gzip form `<id>.jsonl.gz`."""
+    return name.endswith((".jsonl", ".jsonl.gz"))
+
+
 def read_lines(path: str | Path) -> tuple[list[Line], list[Reject]]:
-    """Parse every non-blank line of a JSONL file (plain or gzip); bad lines become rejects, the
-    rest load."""
+    """Parse every non-blank line of a JSONL file (plain or gzip); bad lines become rejects,
+    the rest load. A gzip stream that ends early keeps the whole lines before the break, and
+    the reject names the line where it broke."""
     lines: list[Line] = []
     rejects: list[Reject] = []
-    data = Path(path).read_bytes()
-    if data[:2] == b"\x1f\x8b":  # a .jsonl.gz session file (what ingest detected it from)
-        try:
-            data = gzip.decompress(data)
-        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-            # keep what decompresses; the reject names where the stream broke
-            part = zlib.decompressobj(zlib.MAX_WBITS | 16).decompress(data)
-            data = part[: part.rfind(b"\n") + 1]
-            n = data.count(b"\n") + 1
-            rejects.append((n, f"gzip stream ends early ({exc})", ""))
+    try:
+        data = read_bytes(path)
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        part = _partial_gunzip(Path(path).read_bytes())
+        data = part[: part.rfind(b"\n") + 1]
+        rejects.append((data.count(b"\n") + 1, f"gzip stream ends early ({exc})", ""))
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     for i, raw_bytes in enumerate(data.split(b"\n"), start=1):
@@ -78,6 +89,15 @@ def read_lines(path: str | Path) -> tuple[list[Line], list[Reject]]:
             continue
         lines.append(Line(i, record, raw))
     return lines, rejects
+
+
+def _partial_gunzip(data: bytes) -> bytes:
+    """What a truncated gzip stream decompresses to before it breaks."""
+    d = zlib.decompressobj(wbits=31)
+    try:
+        return d.decompress(data)
+    except zlib.error:
+        return b""
 
 
 def lines_from_records(records: list[Any]) -> tuple[list[Line], list[Reject]]:

@@ -17,6 +17,7 @@ A spawn finds its child, in order of trust:
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -26,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from clawviz.ingest.transcripts.common import parse_time, text_of
+from clawviz.ingest.transcripts.common import is_session_name, parse_time, read_bytes, text_of
 
 SPAWN_TOOL = "sessions_spawn"
 WRAPPER_TOOL = "tool_call"
@@ -154,7 +155,7 @@ def folder_links(folder: str | Path, file: str | Path | None = None) -> Links:
     for d in folders:
         try:
             for e in os.scandir(d):
-                if e.is_file() and (e.name.endswith(".jsonl") or e.name == "sessions.json"):
+                if e.is_file() and (is_session_name(e.name) or e.name == "sessions.json"):
                     st = e.stat()
                     files[(d / e.name).relative_to(root).as_posix()] = (
                         st.st_size,
@@ -162,7 +163,7 @@ def folder_links(folder: str | Path, file: str | Path | None = None) -> Links:
                     )
         except OSError:
             continue
-    names = sorted(n for n in files if n.endswith(".jsonl"))
+    names = sorted(n for n in files if is_session_name(n))
     index: dict[str, str] = {}
     for d in folders:
         index.update(_session_index(d / "sessions.json"))
@@ -204,7 +205,7 @@ def _read_sessions(root: Path, names: list[str]) -> tuple[list[Spawn], dict[str,
         if not _is_session_file(path):
             continue
         try:
-            data = path.read_bytes()
+            data = read_bytes(path)
         except OSError:
             continue
         child = _child_of(name, data)
@@ -269,7 +270,8 @@ def _link_by_task(rest: list[Spawn], children: dict[str, Child], links: dict[str
 def _is_session_file(path: Path) -> bool:
     """Whether a file opens like a pi session (so a proxy log beside it is never read whole)."""
     try:
-        with path.open("rb") as fh:
+        opener = gzip.open if path.name.endswith(".gz") else open
+        with opener(path, "rb") as fh:
             head = b"".join(line for _, line in zip(range(_HEAD_LINES), fh, strict=False))
     except OSError:
         return False

@@ -224,7 +224,9 @@ def _replay(replay: _Replay) -> list[Call]:
     for entry in replay.s.entries:
         if entry.type == "message" and entry.record["message"].get("role") == "assistant":
             replay.assistant_call(entry)
-        elif entry.type == "compaction" and not entry.record.get("fromHook"):
+        elif entry.type == "compaction":
+            # OpenClaw 2026.9 marks every compaction of its safeguard `fromHook` (recording
+            # openclaw-2026.9.6/gateway-session): the summary still starts the next segment.
             replay.compaction_call(entry)
         elif entry.type == "branch_summary" and not entry.record.get("fromHook"):
             replay.branch_summary_call(entry)
@@ -759,6 +761,7 @@ class _Replay:
             {
                 "tokens_before": entry.record.get("tokensBefore"),
                 "first_kept_entry_id": first_kept,
+                "summary_from_hook": bool(entry.record.get("fromHook")),
                 "continuation_text_prefix": COMPACTION_SUMMARY_PREFIX,
             },
         )

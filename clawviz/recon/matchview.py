@@ -1,0 +1,371 @@
+"""What of a request the tree matches on: its messages minus what a harness sends only once.
+
+Strict prefix matching (PIPELINE §2) assumes a request is its history plus new turns. Real
+OpenClaw 2026.9 requests are not (recording `tests/data/recorded/openclaw-2026.9.6/`): each
+request ends with a context block built for that request alone, OpenClaw's own turn prompts
+(its retry prompt, a sub-agent's completion notice) are sent once and never kept, the replies
+that followed them are then merged into the previous assistant message, and some prompts are
+kept in another form than they were sent. `match_view` turns a request's messages into the
+messages the harness keeps, rule by rule, and says per call what it left out and why
+(`Ignored`, shown by the call inspector). Matching stays keyed on canonical messages
+(`canonical.match_key`) of that view.
+
+The rules are data (`RULES`), one reason code each; docs/DECISIONS.md names the recording and
+test that back each one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from clawviz.recon.canonical import block_text
+from clawviz.types import Message
+
+_DATE = r"^\s*(?:\[[^\]\n]*\d[^\]\n]*\]\s*)?"
+
+
+@dataclass(frozen=True)
+class Ignored:
+    """One part of a request that matching left out (or read in its kept form)."""
+
+    code: str
+    index: int
+    """Position of the message in the request (0-based; the system prompt is not counted)."""
+    excerpt: str
+    why: str
+
+    def as_dict(self) -> dict:
+        return {"code": self.code, "index": self.index, "excerpt": self.excerpt, "why": self.why}
+
+
+@dataclass(frozen=True)
+class DropRule:
+    """A user message the harness sends for one request only and never keeps."""
+
+    code: str
+    pattern: re.Pattern[str]
+    why: str
+
+
+DROP_RULES: tuple[DropRule, ...] = (
+    DropRule(
+        "openclaw_request_context",
+        re.compile(
+            r"^\s*<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>.*<<<END_OPENCLAW_INTERNAL_CONTEXT>>>\s*$",
+            re.DOTALL,
+        ),
+        "OpenClaw builds this context block for each request (active exec sessions, "
+        "sub-agents, routing notes) and never keeps it in the history",
+    ),
+    DropRule(
+        "openclaw_unkept_prompt",
+        re.compile(
+            _DATE + r"(?:Continue the current task from the existing transcript"
+            r"|A background task completed\. Use this result to reply)",
+        ),
+        "OpenClaw's own turn prompt (its retry after a failed call, a sub-agent's completion "
+        "notice) is sent for one model call and not kept; the reply joins the previous "
+        "assistant message",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class RenderRule:
+    """A user message the harness keeps in another form: matched by that kept form."""
+
+    code: str
+    render: Callable[[str], str | None]
+    """The kept form of a user text, or None when the rule does not apply to it."""
+    why: str
+
+
+_INTER_SESSION = re.compile(
+    r"^\s*\[Inter-session message\][^\n]*\n(?:This content was routed by OpenClaw[^\n]*\n)?"
+)
+_LEADING_DATE = re.compile(r"^\s*\[[^\]\n]*\d[^\]\n]*\]\s*")
+_SETTLED = re.compile(
+    r"^\s*\[Subagent Context\] Every subagent spawned from this session has now settled"
+)
+_HEARTBEAT = re.compile(
+    _DATE + r"(?:Follow the heartbeat monitor scratch context when provided\."
+    r"|\[OpenClaw heartbeat poll\]\s*$)"
+)
+_POLL_JOINED = re.compile(r"^(\s*\[[^\]\n]*\d[^\]\n]*\]\s*)?\[OpenClaw heartbeat poll\]\s*(?=\S)")
+_RUNTIME_LINE = re.compile(r"\n*^Runtime: agent=[^\n]*\|[^\n]*$", re.MULTILINE)
+
+
+def _runtime_line_removed(text: str) -> str | None:
+    return _RUNTIME_LINE.sub("", text) if "Runtime: agent=" in text else None
+
+
+_QUEUED = re.compile(
+    r"^(\s*\[[^\]\n]*\d[^\]\n]*\]\s*)?\[Queued user message from a previous active turn; "
+    r"preserved as context only\. Continue with the active prompt below\.\]\s*"
+)
+
+
+_JOINED_CONTINUE = re.compile(
+    r"\s*\n\s*Continue the current task from the existing transcript, preserving completed "
+    r"work\.[^\n]*\s*$"
+)
+
+
+def _joined_continue_removed(text: str) -> str | None:
+    return _JOINED_CONTINUE.sub("", text) if _JOINED_CONTINUE.search(text) else None
+
+
+def _queued_kept_form(text: str) -> str | None:
+    m = _QUEUED.search(text)
+    return (m.group(1) or "") + text[m.end() :] if m else None
+
+
+def _settled_kept_form(text: str) -> str | None:
+    body = _LEADING_DATE.sub("", _INTER_SESSION.sub("", text, count=1), count=1)
+    return body if _SETTLED.search(body) else None
+
+
+def _heartbeat_kept_form(text: str) -> str | None:
+    return "[OpenClaw heartbeat poll]" if _HEARTBEAT.search(text) else None
+
+
+def _joined_poll_removed(text: str) -> str | None:
+    m = _POLL_JOINED.search(text)
+    return (m.group(1) or "") + text[m.end() :] if m else None
+
+
+RENDER_RULES: tuple[RenderRule, ...] = (
+    RenderRule(
+        "openclaw_runtime_line",
+        _runtime_line_removed,
+        "OpenClaw appends a `Runtime: agent=... | session=...` line to a user message of each "
+        "request; a memory flush's private copy names another session in it",
+    ),
+    RenderRule(
+        "openclaw_rerendered_prompt",
+        _settled_kept_form,
+        "OpenClaw keeps its sub-agents-settled prompt without the date, under an "
+        "inter-session header: both forms are read without them",
+    ),
+    RenderRule(
+        "openclaw_rerendered_prompt",
+        _heartbeat_kept_form,
+        "OpenClaw keeps its heartbeat prompt as the line `[OpenClaw heartbeat poll]`",
+    ),
+    RenderRule(
+        "openclaw_unkept_prompt",
+        _joined_continue_removed,
+        "OpenClaw's retry prompt joined to the end of the turn's own prompt (after a rate "
+        "limit) is sent once and not kept",
+    ),
+    RenderRule(
+        "openclaw_queued_prompt",
+        _queued_kept_form,
+        "after a rate limit OpenClaw re-sends the turn's prompt wrapped as a queued user "
+        "message; it keeps the prompt without that wrapper",
+    ),
+    RenderRule(
+        "openclaw_hidden_heartbeat",
+        _joined_poll_removed,
+        "a heartbeat answered NO_REPLY is hidden from the main history, but a memory flush's "
+        "private copy keeps its poll line joined to the next user message",
+    ),
+)
+
+MERGE_CODE = "merged_assistant"
+MERGE_WHY = (
+    "consecutive assistant messages are read as one: the harness joins replies whose prompt "
+    "it did not keep"
+)
+
+RULE_CODES: tuple[str, ...] = tuple(
+    dict.fromkeys([*(r.code for r in DROP_RULES), *(r.code for r in RENDER_RULES), MERGE_CODE])
+)
+
+
+@dataclass
+class ViewMemo:
+    """Per-episode memo of the per-message decisions (calls re-send the same message objects)."""
+
+    user: dict[int, tuple[str, tuple[tuple[str, str], ...], Message | None]] = field(
+        default_factory=dict
+    )
+    """id(message) -> `_decide(message)`."""
+    merged: dict[tuple[int, ...], Message] = field(default_factory=dict)
+
+
+def _excerpt(text: str) -> str:
+    text = " ".join(text.split())
+    return text[:80] + ("..." if len(text) > 80 else "")
+
+
+def _decide(message: Message) -> tuple[str, tuple[tuple[str, str], ...], Message | None]:
+    """("keep" | "drop" | "render", the (code, why) of the rules that applied, kept form)."""
+    if message.get("role") != "user":
+        return "keep", (), None
+    content = message.get("content")
+    if isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") not in ("text", None) for b in content
+    ):
+        return "keep", (), None  # tool results and images are history
+    text = block_text(content)
+    for drop in DROP_RULES:
+        if drop.pattern.search(text):
+            return "drop", ((drop.code, drop.why),), None
+    applied: list[tuple[str, str]] = []
+    for rule in RENDER_RULES:
+        kept = rule.render(text)
+        if kept is None or kept == text:
+            continue
+        applied.append((rule.code, rule.why))
+        text = kept
+    if not applied:
+        return "keep", (), None
+    return "render", tuple(applied), {"role": "user", "content": [{"type": "text", "text": text}]}
+
+
+def _merge(a: Message, b: Message, memo: ViewMemo) -> Message:
+    key = (id(a), id(b))
+    m = memo.merged.get(key)
+    if m is None:
+        blocks: list = []
+        for msg in (a, b):
+            content = msg.get("content")
+            if isinstance(content, str):
+                blocks.append({"type": "text", "text": content})
+            else:
+                blocks.extend(x for x in content or [] if isinstance(x, dict))
+        m = memo.merged[key] = {"role": "assistant", "content": blocks}
+    return m
+
+
+def match_view(
+    messages: list[Message], memo: ViewMemo | None = None, *, response: Message | None = None
+) -> tuple[list[Message], tuple[Ignored, ...]]:
+    """The messages matching uses for a request (with `response`: for the call's reply node).
+
+    Returns the very same list object when no rule applies and no response is given, so
+    callers keep their identity fast paths; else a new list, and what was left out of the
+    request (the response itself is never reported).
+    """
+    memo = memo if memo is not None else ViewMemo()
+    out: list[Message] = []
+    ignored: list[Ignored] = []
+    changed = False
+    dropped = False
+    """Whether a message was dropped since the last one kept."""
+    n_req = len(messages)
+    seq = messages if response is None else [*messages, response]
+    for i, m in enumerate(seq):
+        d = memo.user.get(id(m))
+        if d is None:
+            d = memo.user[id(m)] = _decide(m)
+        kind, rules, kept = d
+        if kind != "keep":
+            changed = True
+            excerpt = _excerpt(block_text(m.get("content")))
+            ignored.extend(Ignored(code, i, excerpt, why) for code, why in rules)
+            if kind == "drop":
+                dropped = True
+                continue
+            m = kept or m
+        if dropped and m.get("role") == "assistant" and out and out[-1].get("role") == "assistant":
+            # The harness did not keep the prompt between these replies and joins them.
+            out[-1] = _merge(out[-1], m, memo)
+            if i < n_req:
+                ignored.append(
+                    Ignored(MERGE_CODE, i, _excerpt(block_text(m.get("content"))), MERGE_WHY)
+                )
+        else:
+            out.append(m)
+        dropped = False
+    if not changed and response is None:
+        return messages, ()
+    return out, tuple(i for i in ignored if i.index < n_req)
+
+
+class ViewWalker:
+    """`match_view` for the requests of one episode in order, resuming from the previous one.
+
+    A request usually re-sends the previous request's messages (the same objects) plus new
+    ones; the view of that shared prefix is taken from the previous call instead of being
+    rebuilt, so the work per call is its new messages (as for the tree's trie walk).
+    """
+
+    def __init__(self, memo: ViewMemo | None = None) -> None:
+        self.memo = memo if memo is not None else ViewMemo()
+        self.raw: list[Message] = []
+        self.out: list[Message] = []
+        self.ignored: list[Ignored] = []
+        self.snaps: list[tuple[int, Message | None, int, bool, bool]] = [(0, None, 0, False, False)]
+        """After each number of raw messages: (len(out), out[-1], len(ignored), changed,
+        dropped)."""
+
+    @property
+    def ends_after_drop(self) -> bool:
+        """Whether the last request's view ends on a message after which one was dropped."""
+        return self.snaps[-1][4]
+
+    def _shared(self, messages: list[Message]) -> int:
+        prev = self.raw
+        n = min(len(prev), len(messages))
+        # OpenClaw: the previous request's last message (its context block) is not re-sent.
+        for k in (n, n - 1, n - 2):
+            if k > 0 and messages[k - 1] is prev[k - 1] and messages[:k] == prev[:k]:
+                return k
+        k = 0
+        while k < n and messages[k] is prev[k]:
+            k += 1
+        return k
+
+    def view(self, messages: list[Message]) -> tuple[list[Message], tuple[Ignored, ...]]:
+        """Same result as `match_view(messages)`."""
+        memo = self.memo
+        k = self._shared(messages)
+        n_out, last, n_ign, changed, dropped = self.snaps[k]
+        out = self.out[:n_out]
+        if n_out:
+            out[-1] = last  # type: ignore[assignment]
+        ignored = self.ignored[:n_ign]
+        snaps = self.snaps[: k + 1]
+        for i in range(k, len(messages)):
+            m = messages[i]
+            d = memo.user.get(id(m))
+            if d is None:
+                d = memo.user[id(m)] = _decide(m)
+            kind, rules, kept = d
+            if kind != "keep":
+                changed = True
+                excerpt = _excerpt(block_text(m.get("content")))
+                ignored.extend(Ignored(code, i, excerpt, why) for code, why in rules)
+                if kind == "drop":
+                    dropped = True
+                    snaps.append((len(out), out[-1] if out else None, len(ignored), True, True))
+                    continue
+                m = kept or m
+            if (
+                dropped
+                and m.get("role") == "assistant"
+                and out
+                and out[-1].get("role") == "assistant"
+            ):
+                changed = True
+                out[-1] = _merge(out[-1], m, memo)
+                ignored.append(
+                    Ignored(MERGE_CODE, i, _excerpt(block_text(m.get("content"))), MERGE_WHY)
+                )
+            else:
+                out.append(m)
+            dropped = False
+            snaps.append((len(out), out[-1], len(ignored), changed, False))
+        self.raw, self.out, self.ignored, self.snaps = messages, out, ignored, snaps
+        if not changed:
+            return messages, ()
+        return out, tuple(ignored)
+
+    def joined_reply(self, response: Message) -> Message:
+        """The last request's final assistant message joined with `response` (its reply, when
+        the prompt between them was dropped: see `ends_after_drop`)."""
+        return _merge(self.out[-1], response, self.memo)
