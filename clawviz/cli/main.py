@@ -15,6 +15,7 @@ from clawviz.cli import explain
 from clawviz.cli import tasks as cli_tasks
 from clawviz.cli.common import add_common, settings_of
 from clawviz.ingest.load import IngestReport, ingest_paths
+from clawviz.record.cli import register as register_record
 from clawviz.settings import DEFAULT_SETTINGS, SETTINGS, Settings, SettingsError, allowed
 from clawviz.store import db, decisions, search
 from clawviz.store.db import session_scope
@@ -303,6 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_settings)
 
     cli_tasks.register(sub, common)
+    register_record(sub)
     return parser
 
 
