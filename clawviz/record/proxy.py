@@ -157,6 +157,29 @@ def _decode(data: bytes, encoding: str) -> bytes | None:
     return None
 
 
+# The last frame of a complete stream, per API (FORMATS §2).
+_FINAL_EVENTS = (
+    b"data: [DONE]",
+    b"event: message_stop",
+    b"event: response.completed",
+    b"event: response.failed",
+    b"event: response.incomplete",
+)
+
+
+def _complete(upstream: aiohttp.ClientResponse, chunks: list[bytes]) -> bool:
+    """Whether a client that left had already been sent the whole response: the upstream body
+    had ended, or the stream's final event was sent (SDKs close the connection right after
+    `data: [DONE]` / `message_stop`, before the end of the chunked body)."""
+    if upstream.content.at_eof():
+        return True
+    tail = b"".join(chunks[-4:])[-512:].rstrip()
+    if not tail:
+        return False
+    last = tail.rsplit(b"\n\n", 1)[-1].lstrip()
+    return last.startswith(_FINAL_EVENTS)
+
+
 def _now_iso() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
@@ -292,9 +315,13 @@ class Proxy:
             cz["delivered"] = True
         except (ConnectionResetError, aiohttp.ClientConnectionResetError) as exc:
             # The client went away (its write failed): stop reading, which cancels upstream.
-            cz["proxy_error"] = f"client went away: {exc}"
+            cz["delivered"] = _complete(upstream, chunks)
+            if not cz["delivered"]:
+                cz["proxy_error"] = f"client went away: {exc}"
         except asyncio.CancelledError:
-            cz["proxy_error"] = "client went away"
+            cz["delivered"] = _complete(upstream, chunks)
+            if not cz["delivered"]:
+                cz["proxy_error"] = "client went away"
             raise
         except (TimeoutError, aiohttp.ClientError) as exc:
             # Upstream broke mid-stream: end the client's connection the same way.
@@ -400,7 +427,7 @@ async def serve(
     for sig in (signal.SIGTERM, signal.SIGINT):
         try:
             loop.add_signal_handler(sig, stop.set)
-        except (NotImplementedError, RuntimeError):
+        except (NotImplementedError, RuntimeError, ValueError):
             pass
     bound = site._server.sockets[0].getsockname() if site._server else (host, port)  # type: ignore[union-attr]
     err.write(

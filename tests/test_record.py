@@ -1,0 +1,200 @@
+"""`clawviz record`: real SDK clients through the proxy to a scripted server, and the log."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+
+import anthropic
+import openai
+import orjson
+import pytest
+from record_support import LoopThread, Scripted, read_log
+
+SECRET = "sk-test-SECRET-7f3a9c"
+
+
+@pytest.fixture()
+def rig(tmp_path):
+    lt = LoopThread()
+    scripted = Scripted()
+    port = lt.start_scripted(scripted)
+    out = tmp_path / "log"
+    proxy = lt.start_proxy(f"http://127.0.0.1:{port}", str(out))
+    yield lt, scripted, proxy, out
+    if not proxy.fut.done():
+        proxy.stop()
+    lt.close()
+
+
+def whole_lines(out):
+    for p in out.glob("*.jsonl"):
+        data = p.read_bytes()
+        assert data.endswith(b"\n")
+        for line in data.splitlines():
+            orjson.loads(line)
+
+
+def test_openai_sdk_streamed_and_not(rig):
+    lt, scripted, proxy, out = rig
+    client = openai.OpenAI(base_url=f"{proxy.url}/ep/ep-oa/t/task_1/h/sdk/a/2/v1", api_key=SECRET)
+    msgs = [{"role": "user", "content": "hello there"}]
+    plain = client.chat.completions.create(model="scripted-1", messages=msgs)
+    assert plain.choices[0].message.content == "echo: hello there"
+    stream = client.chat.completions.create(model="scripted-1", messages=msgs, stream=True)
+    text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    assert text == "echo: hello there "
+    proxy.stop()
+
+    log = read_log(out)
+    assert list(log) == ["ep-oa.jsonl"]
+    lines = log["ep-oa.jsonl"]
+    assert [r["clawviz"]["seq"] for r in lines] == [0, 1]
+    for rec, got in zip(lines, scripted.received, strict=True):
+        # The server saw the path without the /ep/ prefix; the log names that URL and body.
+        assert got["path"] == "/v1/chat/completions"
+        assert rec["request"]["url"] == f"{proxy.upstream}/v1/chat/completions"
+        assert rec["request"]["method"] == "POST"
+        assert rec["request"]["body"] == json.loads(got["body"])
+        assert got["headers"]["Authorization"] == f"Bearer {SECRET}"
+        assert rec["request"]["headers"]["Authorization"] == "[redacted]"
+        assert rec["request"]["headers"]["User-Agent"] == got["headers"]["User-Agent"]
+        cz = rec["clawviz"]
+        assert (cz["episode_id"], cz["task_id"], cz["harness"], cz["attempt"]) == (
+            "ep-oa",
+            "task_1",
+            "sdk",
+            2,
+        )
+        assert cz["delivered"] is True
+        assert 0 <= cz["t_headers"] <= cz["t_first_byte"] <= cz["t_last_byte"]
+        assert rec["request"]["timestamp"] <= rec["response"]["timestamp"]
+        assert rec["response"]["status_code"] == 200
+    assert lines[0]["response"]["body"] == scripted.direct[0]["response"]["body"]
+    assert lines[1]["response"]["body_raw"] == b"".join(scripted.streams[0].events).decode()
+    assert lines[1]["response"]["headers"]["Content-Type"] == "text/event-stream"
+    whole_lines(out)
+
+
+def test_anthropic_sdk_streamed_and_not(rig):
+    lt, scripted, proxy, out = rig
+    client = anthropic.Anthropic(base_url=f"{proxy.url}/ep/ep-an", api_key=SECRET)
+    msgs = [{"role": "user", "content": "hi claude"}]
+    plain = client.messages.create(model="scripted-claude", max_tokens=50, messages=msgs)
+    assert plain.content[0].text == "echo: hi claude"
+    with client.messages.stream(model="scripted-claude", max_tokens=50, messages=msgs) as s:
+        streamed = "".join(s.text_stream)
+        final = s.get_final_message()
+    assert streamed == "echo: hi claude "
+    assert final.stop_reason == "end_turn"
+    proxy.stop()
+
+    lines = read_log(out)["ep-an.jsonl"]
+    assert len(lines) == 2 == len(scripted.received)
+    for rec, got in zip(lines, scripted.received, strict=True):
+        assert got["path"] == "/v1/messages"
+        # This SDK version sends the key as x-api-key or as a bearer token.
+        carrying = [k for k, v in got["headers"].items() if SECRET in v]
+        assert carrying and {k.lower() for k in carrying} <= {"x-api-key", "authorization"}
+        assert all(rec["request"]["headers"][k] == "[redacted]" for k in carrying)
+        assert SECRET not in json.dumps(rec)
+        assert rec["request"]["headers"]["anthropic-version"] == got["headers"]["anthropic-version"]
+        assert rec["request"]["body"] == json.loads(got["body"])
+    assert lines[0]["response"]["body"]["content"][0]["text"] == "echo: hi claude"
+    assert lines[1]["response"]["body_raw"] == b"".join(scripted.streams[0].events).decode()
+
+
+def test_headers_identity_and_run_file(rig):
+    lt, scripted, proxy, out = rig
+    import httpx
+
+    with httpx.Client(base_url=proxy.url) as c:
+        c.post(
+            "/v1/chat/completions",
+            json={"model": "m", "messages": [{"role": "user", "content": "a"}]},
+            headers={"X-Session-Id": "sess-9", "X-Turn-Type": "side"},
+        )
+        c.post(
+            "/v1/chat/completions",
+            json={"model": "m", "messages": [{"role": "user", "content": "b"}]},
+            headers={"X-Clawviz-Episode": "ep/with space", "X-Clawviz-Attempt": "4"},
+        )
+        r = c.get("/v1/models?x=1")
+        assert r.json()["data"][0]["id"] == "scripted-1"
+        c.post("/v1/chat/completions", json={"model": "m", "messages": []})
+    proxy.stop()
+    log = read_log(out)
+    assert scripted.received[2]["path"] == "/v1/models?x=1"
+    assert log["sess-9.jsonl"][0]["clawviz"]["episode_id"] == "sess-9"
+    assert log["sess-9.jsonl"][0]["request"]["headers"]["X-Turn-Type"] == "side"
+    (odd,) = [n for n in log if n.startswith("ep_with_space-")]
+    assert log[odd][0]["clawviz"]["episode_id"] == "ep/with space"
+    assert log[odd][0]["clawviz"]["attempt"] == 4
+    (run,) = [n for n in log if n.startswith("run-")]
+    assert [r["request"]["method"] for r in log[run]] == ["GET", "POST"]
+    assert [r["clawviz"]["seq"] for r in log[run]] == [0, 1]
+    assert all("episode_id" not in r["clawviz"] for r in log[run])
+
+
+def test_concurrent_streams(rig):
+    lt, scripted, proxy, out = rig
+    n = 16
+
+    def one(i):
+        client = openai.OpenAI(base_url=f"{proxy.url}/ep/c{i}/v1", api_key=SECRET, max_retries=0)
+        s = client.chat.completions.create(
+            model="scripted-1",
+            messages=[{"role": "user", "content": f"stream {i}"}],
+            stream=True,
+            extra_headers={"x-script": "slow:20:0.005"},
+        )
+        return "".join(c.choices[0].delta.content or "" for c in s if c.choices)
+
+    with concurrent.futures.ThreadPoolExecutor(n) as pool:
+        texts = list(pool.map(one, range(n)))
+    tail = "".join(f"e{k} " for k in range(20))
+    assert texts == [f"echo: stream {i} {tail}" for i in range(n)]
+    proxy.stop()
+    log = read_log(out)
+    assert sorted(log) == sorted(f"c{i}.jsonl" for i in range(n))
+    by_request = {
+        json.loads(st.request_body)["messages"][0]["content"]: st for st in scripted.streams
+    }
+    for i in range(n):
+        (rec,) = log[f"c{i}.jsonl"]
+        assert rec["request"]["body"]["messages"][0]["content"] == f"stream {i}"
+        assert rec["clawviz"]["delivered"] is True, rec["clawviz"]
+        assert rec["response"]["body_raw"] == b"".join(by_request[f"stream {i}"].events).decode()
+
+
+def test_secrets_never_logged(rig):
+    lt, scripted, proxy, out = rig
+    import httpx
+
+    tokens = {
+        "Authorization": "Bearer tok-auth-11111",
+        "x-api-key": "tok-xapi-22222",
+        "api-key": "tok-azure-33333",
+        "Cookie": "sid=tok-cookie-44444",
+        "Proxy-Authorization": "Basic tok-proxy-55555",
+    }
+    with httpx.Client(base_url=proxy.url) as c:
+        c.post("/ep/s/v1/chat/completions", json={"model": "m", "messages": []}, headers=tokens)
+        r = c.post(
+            "/ep/s/v1/chat/completions",
+            json={"model": "m", "messages": []},
+            headers={"x-script": "set-cookie"},
+        )
+        assert "tok-setcookie-66666" in r.headers["set-cookie"]
+    proxy.stop()
+    got = scripted.received[0]["headers"]
+    assert got["Authorization"] == tokens["Authorization"]  # forwarded to the server
+    assert got["x-api-key"] == tokens["x-api-key"]
+    assert "Proxy-Authorization" not in got  # hop-by-hop: for the proxy only
+    blob = b"".join(p.read_bytes() for p in out.rglob("*"))
+    for secret in [*(v.split()[-1].split("=")[-1] for v in tokens.values()), "tok-setcookie"]:
+        assert secret.encode() not in blob, secret
+    rec = read_log(out)["s.jsonl"]
+    assert rec[0]["request"]["headers"]["api-key"] == "[redacted]"
+    assert rec[0]["request"]["headers"]["Cookie"] == "[redacted]"
+    assert rec[1]["response"]["headers"]["Set-Cookie"] == "[redacted]"
