@@ -151,6 +151,7 @@ class Scripted:
     - `slow:N:SECONDS`: a stream of the reply text then N events, SECONDS apart;
     - `no-final`: a stream that ends without its final event;
     - `hang`: wait 30 s before answering;
+    - `status:N`: a JSON error with HTTP status N;
     - `set-cookie`: a JSON answer that sets the cookie `session=tok-setcookie-66666`;
     - `big:N`: a JSON answer with an N-character text.
     """
@@ -176,7 +177,7 @@ class Scripted:
                 "timestamp": t0,
                 "method": request.method,
                 "url": f"http://upstream{request.path_qs}",
-                "headers": dict(request.headers),
+                "headers": {str(k): v for k, v in request.headers.items()},
                 "body": body,
             },
             "response": {"timestamp": time.time(), "status_code": status, **resp},
@@ -208,6 +209,11 @@ class Scripted:
             resp = web.json_response(chat_json("cookie set"))
             resp.headers["Set-Cookie"] = "session=tok-setcookie-66666; Path=/"
             return resp
+        if script.startswith("status:"):
+            status = int(script.split(":")[1])
+            data = {"error": {"type": "server_error", "message": "scripted failure"}}
+            self._direct(request, raw, t0, status, body=data)
+            return web.json_response(data, status=status)
         if script.startswith("big:"):
             text = "x" * int(script.split(":")[1])
             data = anthropic_json(text) if anthropic else chat_json(text)

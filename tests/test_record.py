@@ -198,3 +198,86 @@ def test_secrets_never_logged(rig):
     assert rec[0]["request"]["headers"]["api-key"] == "[redacted]"
     assert rec[0]["request"]["headers"]["Cookie"] == "[redacted]"
     assert rec[1]["response"]["headers"]["Set-Cookie"] == "[redacted]"
+
+
+def _store_calls(tmp_path, name, log_path):
+    from sqlmodel import Session
+
+    from clawviz.analysis import analyse_episode
+    from clawviz.db import get_engine
+    from clawviz.ingest import ingest_paths
+    from clawviz.store import load_calls
+
+    with Session(get_engine(f"sqlite:///{tmp_path / name}")) as s:
+        report = ingest_paths([log_path], session=s)
+        assert not report.rejected and not report.errors
+        calls = sorted(load_calls(s, "rc"), key=lambda c: c.t_request)
+    return calls, analyse_episode(calls, reward=1.0)
+
+
+def test_log_reconstructs_like_a_direct_record(rig, tmp_path):
+    """The proxy's log and the server's own record of the same exchanges ingest to the same
+    calls and the same tree, roles and kept path."""
+    lt, scripted, proxy, out = rig
+    client = openai.OpenAI(
+        base_url=f"{proxy.url}/v1",
+        api_key=SECRET,
+        max_retries=0,
+        default_headers={"X-Clawviz-Episode": "rc"},
+    )
+    sys_msg = {"role": "system", "content": "You are a scripted test agent."}
+    history = [sys_msg, {"role": "user", "content": "first"}]
+    r = client.chat.completions.create(model="scripted-1", messages=history)
+    history += [{"role": "assistant", "content": r.choices[0].message.content}]
+    history += [{"role": "user", "content": "second"}]
+    with pytest.raises(openai.InternalServerError):
+        client.chat.completions.create(
+            model="scripted-1", messages=history, extra_headers={"x-script": "status:500"}
+        )
+    s = client.chat.completions.create(model="scripted-1", messages=history, stream=True)
+    text = "".join(c.choices[0].delta.content or "" for c in s if c.choices)
+    history += [{"role": "assistant", "content": text}, {"role": "user", "content": "third"}]
+    client.chat.completions.create(model="scripted-1", messages=history)
+    client.chat.completions.create(
+        model="scripted-1",
+        messages=[{"role": "user", "content": "Generate a title for: first"}],
+    )
+    proxy.stop()
+    direct = tmp_path / "direct.jsonl"
+    direct.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in scripted.direct))
+    assert len(scripted.direct) == 5
+
+    via_proxy, a_proxy = _store_calls(tmp_path, "p.db", out)
+    baseline, a_direct = _store_calls(tmp_path, "d.db", direct)
+    assert len(via_proxy) == len(baseline) == 5
+    fields = ("endpoint", "model", "http_status", "failure", "stop_reason", "turn_type")
+    for p, d in zip(via_proxy, baseline, strict=True):
+        for f in fields:
+            assert getattr(p, f) == getattr(d, f), f
+        assert p.system == d.system
+        assert p.messages == d.messages
+        assert p.response == d.response
+        assert p.usage == d.usage
+    assert [c.failure for c in baseline] == [None, "failed_http", None, None, None]
+
+    def shape(calls, analysis):
+        index = {c.call_id: i for i, c in enumerate(calls)}
+        out = []
+        for c in calls:
+            d = analysis.decisions[c.call_id]
+            out.append(
+                (
+                    d.role,
+                    d.state,
+                    d.reason,
+                    index.get(d.parent_call),
+                    index.get(d.retry_of),
+                    d.depth,
+                )
+            )
+        return out
+
+    assert shape(via_proxy, a_proxy) == shape(baseline, a_direct)
+    # What the script made happen: call 2 failed, call 3 re-sent its body, call 4 extends 3.
+    assert [(x[3], x[4]) for x in shape(via_proxy, a_proxy)[1:4]] == [(0, None), (0, 1), (2, None)]
+    assert (a_proxy.status, a_proxy.reasons) == (a_direct.status, a_direct.reasons)
