@@ -329,7 +329,10 @@ class Proxy:
             if request.transport is not None:
                 request.transport.close()
         finally:
-            upstream.close()
+            if cz["delivered"] and upstream.content.at_eof():
+                upstream.release()  # back to the pool for the next call
+            else:
+                upstream.close()  # abandon: closing the connection cancels the upstream
             now = time.perf_counter()
             cz["t_last_byte"] = now - t0
             response["timestamp"] = time.time()
