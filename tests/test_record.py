@@ -203,10 +203,10 @@ def test_secrets_never_logged(rig):
 def _store_calls(tmp_path, name, log_path):
     from sqlmodel import Session
 
-    from clawviz.analysis import analyse_episode
-    from clawviz.db import get_engine
-    from clawviz.ingest import ingest_paths
-    from clawviz.store import load_calls
+    from clawviz.ingest.load import ingest_paths
+    from clawviz.recon.pipeline import analyse_episode
+    from clawviz.store.calls import load_calls
+    from clawviz.store.db import get_engine
 
     with Session(get_engine(f"sqlite:///{tmp_path / name}")) as s:
         report = ingest_paths([log_path], session=s)

@@ -42,17 +42,17 @@ def _parse(out: Path, name: str) -> list[dict]:
 
 
 def _ingest_calls(tmp_path: Path, out: Path):
-    from sqlmodel import Session
+    from sqlmodel import Session, select
 
-    from clawviz.db import get_engine
-    from clawviz.ingest import ingest_paths
-    from clawviz.models import CallRow
+    from clawviz.ingest.load import ingest_paths
+    from clawviz.store.db import get_engine
+    from clawviz.store.models import CallRow
 
     url = f"sqlite:///{tmp_path / 'store.db'}"
     with Session(get_engine(url)) as s:
         report = ingest_paths([out], session=s)
         assert not report.rejected and not report.errors
-        return list(s.exec(__import__("sqlmodel").select(CallRow)).all())
+        return list(s.exec(select(CallRow)).all())
 
 
 def test_upstream_unreachable_is_502_and_logged_failed(tmp_path):

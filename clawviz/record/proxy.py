@@ -29,7 +29,7 @@ import orjson
 from aiohttp import web
 from multidict import CIMultiDict
 
-from clawviz.formats import REDACTED_HEADERS
+from clawviz.ingest.exchange import REDACTED_HEADERS
 from clawviz.record.logfile import LogWriter
 
 REDACTED = "[redacted]"
