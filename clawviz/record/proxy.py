@@ -120,6 +120,9 @@ def _hop_by_hop(headers: Any) -> set[str]:
     return names
 
 
+_FRAGMENT = getattr(orjson, "Fragment", None)  # orjson >= 3.10: embed JSON bytes as they are
+
+
 def _json_or_raw(data: bytes, content_type: str) -> tuple[str, Any]:
     """('body', JSON) when the bytes are JSON, else ('body_raw', text)."""
     if data and ("json" in content_type or data[:1] in (b"{", b"[")):
@@ -129,8 +132,8 @@ def _json_or_raw(data: bytes, content_type: str) -> tuple[str, Any]:
             pass
         else:
             # The server's own bytes, unless they span lines (a JSONL line must not).
-            if b"\n" not in data and b"\r" not in data:
-                return "body", orjson.Fragment(data)
+            if _FRAGMENT is not None and b"\n" not in data and b"\r" not in data:
+                return "body", _FRAGMENT(data)
             return "body", orjson.loads(data)
     return "body_raw", data.decode("utf-8", errors="replace")
 
