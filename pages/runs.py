@@ -7,7 +7,7 @@ import streamlit as st
 
 from clawviz.figures import runs as figures
 from clawviz.store import queries
-from clawviz.ui import data, state
+from clawviz.ui import data, live, state
 from clawviz.ui.pages import EPISODE, page_file, run_page
 
 EPISODE_PAGE = page_file(EPISODE)
@@ -206,6 +206,7 @@ def main() -> None:
         st.rerun()
     url = state.database_url()
     settings = state.current_settings()
+    live.indicator(url)
     eps = data.episodes(url, settings.settings_hash)
     if eps.empty:
         st.info(

@@ -35,6 +35,7 @@ def cmd_record(args: argparse.Namespace) -> int:
                 read_timeout=args.read_timeout,
                 connect_timeout=args.connect_timeout,
                 drain_timeout=args.drain_timeout,
+                db_url=getattr(args, "db", None),
             )
         )
     return 1 if writer.lost else 0
@@ -57,7 +58,11 @@ def register(sub: Any) -> None:
     p.add_argument("--read-timeout", type=float, default=600.0, help="seconds between bytes")
     p.add_argument("--connect-timeout", type=float, default=10.0, help="seconds to connect")
     p.add_argument("--drain-timeout", type=float, default=600.0, help="on SIGTERM, wait this long")
-    p.add_argument("--db", default=argparse.SUPPRESS, help="store URL (see --db on ingest)")
+    p.add_argument(
+        "--db",
+        default=argparse.SUPPRESS,
+        help="also ingest each exchange into this store as it is logged (the app shows it live)",
+    )
     p.set_defaults(func=cmd_record)
 
 

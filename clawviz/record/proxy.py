@@ -409,7 +409,8 @@ async def serve(
     read_timeout: float = 600.0,
     connect_timeout: float = 10.0,
     drain_timeout: float = 600.0,
-    on_written: Any = None,
+    db_url: str | None = None,
+    db_window: float = 0.5,
     ready: asyncio.Event | None = None,
     stop: asyncio.Event | None = None,
     stderr: TextIO | None = None,
@@ -417,7 +418,12 @@ async def serve(
     """Run the proxy until SIGTERM/SIGINT (or `stop`): then stop accepting, let in-flight
     exchanges finish (up to `drain_timeout`), write the log and return."""
     err = stderr if stderr is not None else sys.stderr
-    writer = LogWriter(out_dir, stderr=err, on_written=on_written)
+    live = None
+    if db_url:
+        from clawviz.record.live import LiveIngest
+
+        live = LiveIngest(db_url, window=db_window, stderr=err)
+    writer = LogWriter(out_dir, stderr=err, on_written=live.notify if live else None)
     proxy = Proxy(
         upstream, writer, connect_timeout=connect_timeout, read_timeout=read_timeout, stderr=err
     )
@@ -438,7 +444,7 @@ async def serve(
     bound = site._server.sockets[0].getsockname() if site._server else (host, port)  # type: ignore[union-attr]
     err.write(
         f"clawviz record: listening on http://{bound[0]}:{bound[1]} -> {upstream}, "
-        f"logging to {out_dir}/\n"
+        f"logging to {out_dir}/" + (f", ingesting into {db_url}" if db_url else "") + "\n"
     )
     err.flush()
     if ready is not None:
@@ -457,6 +463,8 @@ async def serve(
         await runner.cleanup()
         await proxy.close()
         await asyncio.to_thread(writer.close)
+        if live is not None:
+            await asyncio.to_thread(live.close)
         err.write(
             f"clawviz record: stopped; {writer.written} exchange(s) logged, {writer.lost} lost\n"
         )
