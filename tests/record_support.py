@@ -153,13 +153,15 @@ class Scripted:
     - `hang`: wait 30 s before answering;
     - `status:N`: a JSON error with HTTP status N;
     - `set-cookie`: a JSON answer that sets the cookie `session=tok-setcookie-66666`;
-    - `big:N`: a JSON answer with an N-character text.
+    - `big:N`: a JSON answer with an N-character text;
+    - `encode:gzip|zstd|OTHER`: a JSON answer sent with that Content-Encoding (OTHER: opaque bytes).
     """
 
     def __init__(self) -> None:
         self.received: list[dict[str, Any]] = []
         self.streams: list[Stream] = []
         self.direct: list[dict[str, Any]] = []
+        self.sent_bodies: list[bytes] = []
 
     @staticmethod
     def reply_text(body: dict[str, Any]) -> str:
@@ -203,6 +205,10 @@ class Scripted:
             return web.json_response(data)
         if script == "hang":
             await asyncio.sleep(30)
+        if request.headers.get("Content-Encoding") == "gzip":
+            import gzip
+
+            raw = gzip.decompress(raw)
         body = orjson.loads(raw)
         anthropic = request.path.endswith("/messages")
         if script.startswith("set-cookie"):
@@ -214,6 +220,23 @@ class Scripted:
             data = {"error": {"type": "server_error", "message": "scripted failure"}}
             self._direct(request, raw, t0, status, body=data)
             return web.json_response(data, status=status)
+        if script.startswith("encode:"):
+            enc = script.split(":")[1]
+            data = orjson.dumps(chat_json("compressed"))
+            if enc == "gzip":
+                import gzip
+
+                data = gzip.compress(data)
+            elif enc == "zstd":
+                import zstandard
+
+                data = zstandard.ZstdCompressor().compress(data)
+            else:
+                data = b"\x00\x01opaque" + data[::-1]
+            self.sent_bodies.append(data)
+            return web.Response(
+                body=data, headers={"Content-Type": "application/json", "Content-Encoding": enc}
+            )
         if script.startswith("big:"):
             text = "x" * int(script.split(":")[1])
             data = anthropic_json(text) if anthropic else chat_json(text)
@@ -277,7 +300,10 @@ class LoopThread:
         async def go() -> int:
             app = web.Application(client_max_size=1 << 30)
             app.router.add_route("*", "/{tail:.*}", scripted.handle)
-            runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+            # auto_decompress=False: `received` holds the body bytes exactly as they came.
+            runner = web.AppRunner(
+                app, handler_cancellation=True, access_log=None, auto_decompress=False
+            )
             await runner.setup()
             site = web.TCPSite(runner, "127.0.0.1", 0)
             await site.start()

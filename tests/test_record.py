@@ -281,3 +281,37 @@ def test_log_reconstructs_like_a_direct_record(rig, tmp_path):
     # What the script made happen: call 2 failed, call 3 re-sent its body, call 4 extends 3.
     assert [(x[3], x[4]) for x in shape(via_proxy, a_proxy)[1:4]] == [(0, None), (0, 1), (2, None)]
     assert (a_proxy.status, a_proxy.reasons) == (a_direct.status, a_direct.reasons)
+
+
+def test_compressed_bodies_pass_as_sent_and_log_decoded(rig):
+    import base64
+    import gzip
+
+    import httpx
+
+    lt, scripted, proxy, out = rig
+    req = {"model": "m", "messages": [{"role": "user", "content": "zipped request"}]}
+    packed = gzip.compress(json.dumps(req).encode())
+    with httpx.Client(base_url=proxy.url) as c:
+        r = c.post(
+            "/ep/z/v1/chat/completions",
+            content=packed,
+            headers={"Content-Encoding": "gzip", "Content-Type": "application/json"},
+        )
+        assert r.json()["choices"][0]["message"]["content"] == "echo: zipped request"
+        for enc in ("gzip", "zstd", "x-opaque"):
+            with c.stream(
+                "POST", "/ep/z/v1/chat/completions", json=req, headers={"x-script": f"encode:{enc}"}
+            ) as r:
+                assert r.headers["content-encoding"] == enc
+                assert b"".join(r.iter_raw()) == scripted.sent_bodies[-1]  # undecoded
+    proxy.stop()
+    assert scripted.received[0]["body"] == packed  # forwarded compressed, as it came
+    recs = read_log(out)["z.jsonl"]
+    assert recs[0]["request"]["body"] == req
+    assert recs[0]["clawviz"]["decoded"] == {"request": "gzip"}
+    for rec, enc in zip(recs[1:3], ("gzip", "zstd"), strict=True):
+        assert rec["response"]["body"]["choices"][0]["message"]["content"] == "compressed"
+        assert rec["clawviz"]["decoded"] == {"response": enc}
+    assert base64.b64decode(recs[3]["response"]["body_base64"]) == scripted.sent_bodies[-1]
+    assert recs[3]["clawviz"]["body_encoding"] == {"response": "x-opaque"}

@@ -15,6 +15,7 @@ Episode identity, first that applies:
 from __future__ import annotations
 
 import asyncio
+import base64
 import signal
 import sys
 import time
@@ -155,7 +156,11 @@ def _decode(data: bytes, encoding: str) -> bytes | None:
             import brotli  # type: ignore[import-not-found]
 
             return brotli.decompress(data)
-    except (zlib.error, ImportError, Exception):
+        if enc == "zstd":
+            import zstandard  # type: ignore[import-not-found]
+
+            return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+    except Exception:  # noqa: BLE001 - undecodable bytes are logged as base64 instead
         return None
     return None
 
@@ -181,6 +186,23 @@ def _complete(upstream: aiohttp.ClientResponse, chunks: list[bytes]) -> bool:
         return False
     last = tail.rsplit(b"\n\n", 1)[-1].lstrip()
     return last.startswith(_FINAL_EVENTS)
+
+
+def _log_body(
+    side: dict[str, Any], cz: dict[str, Any], name: str, data: bytes, headers: Any
+) -> None:
+    """Put a body into the log record: JSON as `body`, text (SSE) as `body_raw`, decoded from
+    its content-encoding; bytes that cannot be decoded as `body_base64`."""
+    encoding = headers.get("content-encoding", "")
+    decoded = _decode(data, encoding)
+    if decoded is None:
+        side["body_base64"] = base64.b64encode(data).decode()
+        cz.setdefault("body_encoding", {})[name] = encoding
+        return
+    if decoded is not data:
+        cz.setdefault("decoded", {})[name] = encoding
+    key, value = _json_or_raw(decoded, headers.get("content-type", ""))
+    side[key] = value
 
 
 def _now_iso() -> str:
@@ -246,8 +268,7 @@ class Proxy:
             "headers": redact(fwd),
         }
         if body:
-            key, value = _json_or_raw(body, request.headers.get("content-type", ""))
-            req_log[key] = value
+            _log_body(req_log, cz, "request", body, request.headers)
         else:
             req_log["body"] = None
         record: dict[str, Any] = {"request": req_log, "response": None}
@@ -339,19 +360,7 @@ class Proxy:
             now = time.perf_counter()
             cz["t_last_byte"] = now - t0
             response["timestamp"] = time.time()
-            data = b"".join(chunks)
-            encoding = upstream.headers.get("content-encoding", "")
-            decoded = _decode(data, encoding)
-            if decoded is None:
-                import base64
-
-                response["body_base64"] = base64.b64encode(data).decode()
-                cz["body_encoding"] = encoding
-            else:
-                if decoded is not data:
-                    cz["decoded"] = encoding
-                key, value = _json_or_raw(decoded, upstream.headers.get("content-type", ""))
-                response[key] = value
+            _log_body(response, cz, "response", b"".join(chunks), upstream.headers)
         return out
 
     async def _fail(
@@ -429,7 +438,11 @@ async def serve(
     )
     await proxy.start()
     runner = web.AppRunner(
-        make_app(proxy), handler_cancellation=True, access_log=None, shutdown_timeout=drain_timeout
+        make_app(proxy),
+        handler_cancellation=True,
+        access_log=None,
+        shutdown_timeout=drain_timeout,
+        auto_decompress=False,  # forward a compressed request body as it came
     )
     await runner.setup()
     site = web.TCPSite(runner, host, port, reuse_address=True)
