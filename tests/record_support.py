@@ -162,6 +162,7 @@ class Scripted:
         self.streams: list[Stream] = []
         self.direct: list[dict[str, Any]] = []
         self.sent_bodies: list[bytes] = []
+        self.hangs_cancelled = threading.Event()
 
     @staticmethod
     def reply_text(body: dict[str, Any]) -> str:
@@ -204,7 +205,11 @@ class Scripted:
             self._direct(request, raw, t0, 200, body=data)
             return web.json_response(data)
         if script == "hang":
-            await asyncio.sleep(30)
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                self.hangs_cancelled.set()  # the far side went away while we waited
+                raise
         if request.headers.get("Content-Encoding") == "gzip":
             import gzip
 

@@ -315,3 +315,23 @@ def test_compressed_bodies_pass_as_sent_and_log_decoded(rig):
         assert rec["clawviz"]["decoded"] == {"response": enc}
     assert base64.b64decode(recs[3]["response"]["body_base64"]) == scripted.sent_bodies[-1]
     assert recs[3]["clawviz"]["body_encoding"] == {"response": "x-opaque"}
+
+
+def test_upstream_base_path_and_query_are_kept(rig, tmp_path):
+    import httpx
+
+    lt, scripted, proxy, out = rig
+    other = lt.start_proxy(proxy.upstream + "/openai/", str(tmp_path / "log2"))
+    r = httpx.post(
+        f"{other.url}/ep/b/v1/chat/completions?api-version=2024-10-21&x=%2F",
+        json={"model": "m", "messages": [{"role": "user", "content": "q"}]},
+    )
+    other.stop()
+    assert r.status_code == 200
+    assert (
+        scripted.received[-1]["path"] == "/openai/v1/chat/completions?api-version=2024-10-21&x=%2F"
+    )
+    (rec,) = read_log(tmp_path / "log2")["b.jsonl"]
+    assert rec["request"]["url"] == (
+        f"{proxy.upstream}/openai/v1/chat/completions?api-version=2024-10-21&x=%2F"
+    )

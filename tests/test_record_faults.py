@@ -124,6 +124,25 @@ def test_client_disconnect_mid_stream_cancels_upstream(tmp_path, upstream):
     assert call.delivered is False and call.failure == "truncated_stream"
 
 
+def test_client_gone_before_headers_cancels_upstream(tmp_path, upstream):
+    lt, scripted, url = upstream
+    proxy = lt.start_proxy(url, str(tmp_path / "log"), stderr=io.StringIO())
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(
+            f"{proxy.url}/ep/g/v1/chat/completions",
+            json={"model": "m", "messages": []},
+            headers={"x-script": "hang"},
+            timeout=httpx.Timeout(10, read=0.5),
+        )
+    assert scripted.hangs_cancelled.wait(10), "upstream request was not cancelled"
+    proxy.stop()
+    (rec,) = _parse(tmp_path / "log", "g.jsonl")
+    assert rec["response"] is None
+    assert rec["clawviz"]["delivered"] is False
+    (call,) = _ingest_calls(tmp_path, tmp_path / "log")
+    assert call.failure == "orphaned_request" and call.delivered is False
+
+
 def test_stream_without_final_event_logged_as_is(tmp_path, upstream):
     lt, scripted, url = upstream
     proxy = lt.start_proxy(url, str(tmp_path / "log"), stderr=io.StringIO())

@@ -29,6 +29,7 @@ import aiohttp
 import orjson
 from aiohttp import web
 from multidict import CIMultiDict
+from yarl import URL
 
 from clawviz.ingest.exchange import REDACTED_HEADERS
 from clawviz.record.logfile import LogWriter
@@ -300,7 +301,7 @@ class Proxy:
         try:
             upstream = await self.session.request(
                 request.method,
-                url,
+                URL(url, encoded=True),  # the path and query exactly as the client sent them
                 headers=fwd,
                 data=body if body else None,
                 allow_redirects=False,
