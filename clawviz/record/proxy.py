@@ -245,6 +245,16 @@ class Proxy:
             await self.session.close()
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        self.inflight += 1  # counted from the first byte, so SIGTERM waits for it
+        self.idle.clear()
+        try:
+            return await self._handle(request)
+        finally:
+            self.inflight -= 1
+            if self.inflight == 0:
+                self.idle.set()
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
         t_wall = time.time()
         t0 = time.perf_counter()
         path, info = split_episode_prefix(request.raw_path)
@@ -273,18 +283,12 @@ class Proxy:
         else:
             req_log["body"] = None
         record: dict[str, Any] = {"request": req_log, "response": None}
-
-        self.inflight += 1
-        self.idle.clear()
         try:
             return await self._exchange(request, url, fwd, body, record, cz, t0)
         finally:
             record["logged_at"] = _now_iso()
             record["clawviz"] = cz
             self.writer.submit(name, record)
-            self.inflight -= 1
-            if self.inflight == 0:
-                self.idle.set()
 
     async def _exchange(
         self,
