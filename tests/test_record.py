@@ -11,6 +11,8 @@ import orjson
 import pytest
 from record_support import LoopThread, Scripted, read_log
 
+from tests.dburl import fresh_url
+
 SECRET = "sk-test-SECRET-7f3a9c"
 
 
@@ -208,7 +210,7 @@ def _store_calls(tmp_path, name, log_path):
     from clawviz.store.calls import load_calls
     from clawviz.store.db import get_engine
 
-    with Session(get_engine(f"sqlite:///{tmp_path / name}")) as s:
+    with Session(get_engine(fresh_url(tmp_path, name))) as s:
         report = ingest_paths([log_path], session=s)
         assert not report.rejected and not report.errors
         calls = sorted(load_calls(s, "rc"), key=lambda c: c.t_request)

@@ -17,6 +17,8 @@ import orjson
 import pytest
 from record_support import LoopThread, Scripted, read_log
 
+from tests.dburl import fresh_url
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -48,7 +50,7 @@ def _ingest_calls(tmp_path: Path, out: Path):
     from clawviz.store.db import get_engine
     from clawviz.store.models import CallRow
 
-    url = f"sqlite:///{tmp_path / 'store.db'}"
+    url = fresh_url(tmp_path, "store")
     with Session(get_engine(url)) as s:
         report = ingest_paths([out], session=s)
         assert not report.rejected and not report.errors
@@ -316,7 +318,7 @@ def _ingest_calls_allowing_torn(tmp_path, out, *, torn):
     from clawviz.store.db import get_engine
     from clawviz.store.models import CallRow
 
-    with Session(get_engine(f"sqlite:///{tmp_path / 'k.db'}")) as s:
+    with Session(get_engine(fresh_url(tmp_path, "k"))) as s:
         report = ingest_paths([out], session=s)
         reasons = [r.reason for r in report.rejected]
         assert len(reasons) == int(torn) and all("truncated last line" in r for r in reasons)
