@@ -323,3 +323,14 @@ def _ingest_calls_allowing_torn(tmp_path, out, *, torn):
         reasons = [r.reason for r in report.rejected]
         assert len(reasons) == int(torn) and all("truncated last line" in r for r in reasons)
         return list(s.exec(select(CallRow)).all())
+
+
+def test_seq_continues_in_an_existing_episode_file(tmp_path):
+    from clawviz.record import logfile
+
+    (tmp_path / "ep-1.jsonl").write_bytes(b'{"a":1}\n{"a":2}\n{"a":3}\n')
+    w = logfile.LogWriter(tmp_path, stderr=io.StringIO())
+    assert [w.next_seq("ep-1.jsonl") for _ in range(2)] == [3, 4]
+    assert w.next_seq(w.file_for(None)) == 0  # this run's own file starts at 0
+    assert w.file_for("a/b c") != w.file_for("a_b_c")  # cleaned ids never share a file
+    w.close()
