@@ -50,7 +50,8 @@ HOP_BY_HOP = frozenset(
         "upgrade",
     }
 )
-_REQUEST_DROP = HOP_BY_HOP | {"host", "content-length"}
+# Expect: 100-continue is this hop's business: the proxy has the whole body before it forwards.
+_REQUEST_DROP = HOP_BY_HOP | {"host", "content-length", "expect"}
 _SECRETS = REDACTED_HEADERS | {"proxy-authorization"}
 
 
