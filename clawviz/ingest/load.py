@@ -197,8 +197,8 @@ class LineReader:
     ) -> None:
         self.window = _Window(path, start, end)
         # A large buffer: exchange lines are tens of kilobytes each.
-        self.raw: BinaryIO = io.BufferedReader(self.window, 1 << 20)  # type: ignore[assignment]
-        magic = self.raw.peek(2)[:2]  # type: ignore[attr-defined]
+        self.raw: BinaryIO = io.BufferedReader(self.window, 1 << 20)
+        magic = self.raw.peek(2)[:2]
         self.stream: BinaryIO = (
             gzip.GzipFile(fileobj=self.raw) if magic == b"\x1f\x8b" else self.raw  # type: ignore[assignment]
         )
@@ -652,7 +652,7 @@ def _grown_candidates(session: Session, target: _Target) -> list[Source]:
             Source.format == "exchange",
             Source.size_bytes < size,
             Source.size_bytes > 0,
-            Source.path.endswith(name),  # type: ignore[attr-defined]
+            Source.path.endswith(name),
         )
     ).all()
     return sorted(

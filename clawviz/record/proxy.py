@@ -155,11 +155,11 @@ def _decode(data: bytes, encoding: str) -> bytes | None:
             except zlib.error:
                 return zlib.decompressobj(wbits=-15).decompress(data)
         if enc == "br":
-            import brotli  # type: ignore[import-not-found]
+            import brotli  # type: ignore[import-not-found,unused-ignore]
 
             return brotli.decompress(data)
         if enc == "zstd":
-            import zstandard  # type: ignore[import-not-found]
+            import zstandard  # type: ignore[import-not-found,unused-ignore]
 
             return zstandard.ZstdDecompressor().decompressobj().decompress(data)
     except Exception:  # noqa: BLE001 - undecodable bytes are logged as base64 instead
@@ -460,7 +460,8 @@ async def serve(
             loop.add_signal_handler(sig, stop.set)
         except (NotImplementedError, RuntimeError, ValueError):
             pass
-    bound = site._server.sockets[0].getsockname() if site._server else (host, port)  # type: ignore[union-attr]
+    sockets = getattr(site._server, "sockets", None) or []
+    bound = sockets[0].getsockname() if sockets else (host, port)
     err.write(
         f"clawviz record: listening on http://{bound[0]}:{bound[1]} -> {upstream}, "
         f"logging to {out_dir}/" + (f", ingesting into {db_url}" if db_url else "") + "\n"
