@@ -265,11 +265,25 @@ async def _streams(port: int, path: str, n: int) -> float:
         return wall
 
 
-def concurrent(ports: dict[str, int], rounds: int, n: int = 64) -> dict[str, list[float]]:
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def concurrent(
+    ports: dict[str, int], rounds: int, pids: dict[str, int], n: int = 64
+) -> dict[str, list[float]]:
+    """Wall time per round; also the CPU seconds the upstream and the proxy spent on the
+    proxied rounds (`cpu_upstream`, `cpu_proxy`)."""
     paths = {"direct": "/v1/sse?n=100&gap=0.01", "proxy": "/ep/bench-c{i}/v1/sse?n=100&gap=0.01"}
-    out: dict[str, list[float]] = {"direct": [], "proxy": []}
+    out: dict[str, list[float]] = {"direct": [], "proxy": [], "cpu_upstream": [], "cpu_proxy": []}
     for k in _abba(rounds):
+        before = {name: _cpu_s(pid) for name, pid in pids.items()}
         out[k].append(asyncio.run(_streams(ports[k], paths[k], n)))
+        if k == "proxy":
+            for name, pid in pids.items():
+                out[f"cpu_{name}"].append(_cpu_s(pid) - before[name])
     return out
 
 
@@ -278,6 +292,7 @@ def concurrent(ports: dict[str, int], rounds: int, n: int = 64) -> dict[str, lis
 
 def run(quick: bool) -> tuple[str, bool]:
     n_lat, n_ttfb, rounds = (200, 20, 2) if quick else (2000, 100, 8)
+    load = os.getloadavg()
     tmp = Path(tempfile.mkdtemp(prefix="clawviz-proxy-bench-"))
     procs, up, px = _start(tmp)
     ports = {"direct": up, "proxy": px}
@@ -285,7 +300,7 @@ def run(quick: bool) -> tuple[str, bool]:
         lat_small = latency(ports, n_lat, 2_000)
         lat_big = latency(ports, n_lat // 2, 75_000)
         tt = ttfb(ports, n_ttfb)
-        conc = concurrent(ports, rounds)
+        conc = concurrent(ports, rounds, {"upstream": procs[0].pid, "proxy": procs[1].pid})
     finally:
         _stop(procs)
     log_lines = sum(p.read_bytes().count(b"\n") for p in (tmp / "log").glob("*.jsonl"))
@@ -330,6 +345,14 @@ def run(quick: bool) -> tuple[str, bool]:
         f"{slow * 100:+.1f} % (direct {spread(conc['direct'])} s, "
         f"proxied {spread(conc['proxy'])} s) | {'met' if met else 'missed'} |"
     )
+    events = 64 * 101  # 100 events and [DONE] per stream
+    cpu_px = statistics.median(conc["cpu_proxy"])
+    cpu_up = statistics.median(conc["cpu_upstream"])
+    rows.append(
+        f"| (proxy CPU per forwarded SSE event, same rounds) | - | "
+        f"{cpu_px / events * 1e6:.0f} us (the upstream spent {cpu_up / events * 1e6:.0f} us "
+        f"making each; proxy/upstream x{cpu_px / cpu_up:.2f}) | - |"
+    )
     rows.append(
         f"| log lines written | one per exchange | {log_lines} of {expected} | "
         f"{'met' if log_lines == expected else 'missed'} |"
@@ -337,7 +360,8 @@ def run(quick: bool) -> tuple[str, bool]:
     header = (
         f"`python bench/proxy.py` ({time.strftime('%Y-%m-%d', time.gmtime())}, "
         f"{'quick' if quick else 'full'} run: {n_lat} + {n_lat // 2} calls, {n_ttfb} streams, "
-        f"{rounds} rounds of 64; {os.cpu_count()} cores shared with other work). "
+        f"{rounds} rounds of 64; {os.cpu_count()} cores shared with other work, load average "
+        f"{load[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end). "
         "Medians with the 10th-90th percentile range in brackets; latency rows are differences "
         "of the same percentile, proxied minus direct, measured interleaved (ABBA).\n\n"
         "| what | target | measured | |\n|---|---|---|---|\n"

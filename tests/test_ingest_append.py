@@ -11,6 +11,7 @@ from sqlmodel import Session, select
 from clawviz.ingest.load import LineReader, ingest_paths
 from clawviz.store.db import get_engine
 from clawviz.store.models import CallRow, Episode, RejectedLine, Source
+from tests.dburl import fresh_url
 
 
 def rec(i: int, episode: str | None = "ep-a") -> dict:
@@ -42,7 +43,7 @@ def line(i: int, episode: str | None = "ep-a") -> bytes:
 
 @pytest.fixture
 def session(tmp_path):
-    with Session(get_engine(f"sqlite:///{tmp_path / 's.db'}")) as s:
+    with Session(get_engine(fresh_url(tmp_path, "s"))) as s:
         yield s
 
 

@@ -11,6 +11,8 @@ import orjson
 import pytest
 from record_support import LoopThread, Scripted, read_log
 
+from tests.dburl import fresh_url
+
 SECRET = "sk-test-SECRET-7f3a9c"
 
 
@@ -208,7 +210,7 @@ def _store_calls(tmp_path, name, log_path):
     from clawviz.store.calls import load_calls
     from clawviz.store.db import get_engine
 
-    with Session(get_engine(f"sqlite:///{tmp_path / name}")) as s:
+    with Session(get_engine(fresh_url(tmp_path, name))) as s:
         report = ingest_paths([log_path], session=s)
         assert not report.rejected and not report.errors
         calls = sorted(load_calls(s, "rc"), key=lambda c: c.t_request)
@@ -338,3 +340,25 @@ def test_upstream_base_path_and_query_are_kept(rig, tmp_path):
     assert rec["request"]["url"] == (
         f"{proxy.upstream}/openai/v1/chat/completions?api-version=2024-10-21&x=%2F"
     )
+
+
+def test_expect_100_continue_is_answered_by_the_proxy(rig):
+    import http.client
+
+    lt, scripted, proxy, out = rig
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "x" * 5000}]})
+    conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=10)
+    conn.request(
+        "POST",
+        "/ep/e/v1/chat/completions",
+        body=body,
+        headers={"Content-Type": "application/json", "Expect": "100-continue"},
+    )
+    r = conn.getresponse()
+    assert r.status == 200 and json.loads(r.read())["choices"][0]["message"]["content"].startswith(
+        "echo: xxx"
+    )
+    conn.close()
+    proxy.stop()
+    assert "Expect" not in scripted.received[0]["headers"]
+    assert read_log(out)["e.jsonl"][0]["request"]["body"] == json.loads(body)

@@ -17,6 +17,8 @@ import orjson
 import pytest
 from record_support import LoopThread, Scripted, read_log
 
+from tests.dburl import fresh_url
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -48,7 +50,7 @@ def _ingest_calls(tmp_path: Path, out: Path):
     from clawviz.store.db import get_engine
     from clawviz.store.models import CallRow
 
-    url = f"sqlite:///{tmp_path / 'store.db'}"
+    url = fresh_url(tmp_path, "store")
     with Session(get_engine(url)) as s:
         report = ingest_paths([out], session=s)
         assert not report.rejected and not report.errors
@@ -234,7 +236,7 @@ def test_sigterm_finishes_in_flight_then_exits(tmp_path, upstream):
                 "POST",
                 f"{base}/ep/s/v1/chat/completions",
                 json={"model": "m", "messages": [], "stream": True},
-                headers={"x-script": "slow:40:0.02"},
+                headers={"x-script": "slow:100:0.02"},
                 timeout=10,
             ) as r:
                 for chunk in r.iter_raw():
@@ -245,9 +247,16 @@ def test_sigterm_finishes_in_flight_then_exits(tmp_path, upstream):
         t.start()
         assert first.wait(10)
         proc.send_signal(signal.SIGTERM)
-        time.sleep(0.2)
-        with pytest.raises(httpx.ConnectError):  # no new exchanges once stopping
-            httpx.get(f"{base}/v1/models", timeout=2)
+        refused_while_draining = False
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(f"{base}/v1/models", timeout=2)  # the signal is not handled yet
+            except httpx.ConnectError:
+                refused_while_draining = t.is_alive()
+                break
+            time.sleep(0.02)
+        assert refused_while_draining  # no new exchanges once stopping, the old one goes on
         t.join(10)
         assert proc.wait(10) == 0
     finally:
@@ -273,8 +282,8 @@ def test_kill_9_leaves_only_whole_lines(tmp_path, upstream):
                 try:
                     c.post(
                         f"{base}/ep/k/v1/chat/completions",
-                        json={"model": "m", "messages": [{"role": "user", "content": "y" * 50000}]},
-                        headers={"x-script": "big:300000"},
+                        json={"model": "m", "messages": [{"role": "user", "content": "y" * 20000}]},
+                        headers={"x-script": "big:100000"},
                     )
                     done.append(i)
                 except httpx.HTTPError:
@@ -283,8 +292,8 @@ def test_kill_9_leaves_only_whole_lines(tmp_path, upstream):
     threads = [threading.Thread(target=client, args=(i,)) for i in range(6)]
     for t in threads:
         t.start()
-    deadline = time.monotonic() + 20
-    while len(done) < 20 and time.monotonic() < deadline:
+    deadline = time.monotonic() + 30
+    while len(done) < 12 and time.monotonic() < deadline:
         time.sleep(0.02)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(10)
@@ -292,9 +301,36 @@ def test_kill_9_leaves_only_whole_lines(tmp_path, upstream):
     for t in threads:
         t.join(10)
     data = (out / "k.jsonl").read_bytes()
-    assert data.endswith(b"\n")
-    lines = data.splitlines()
-    assert len(lines) >= 10
-    for line in lines:
+    *whole, tail = data.split(b"\n")
+    assert len(whole) >= 5
+    for line in whole:
         rec = orjson.loads(line)
-        assert len(rec["response"]["body"]["choices"][0]["message"]["content"]) == 300000
+        assert len(rec["response"]["body"]["choices"][0]["message"]["content"]) == 100000
+    # The kernel may cut the one write in progress when SIGKILL lands (a short write): then
+    # only the last line is torn, and ingest reports it as such and loads every other line.
+    assert len(_ingest_calls_allowing_torn(tmp_path, out, torn=bool(tail))) == len(whole)
+
+
+def _ingest_calls_allowing_torn(tmp_path, out, *, torn):
+    from sqlmodel import Session, select
+
+    from clawviz.ingest.load import ingest_paths
+    from clawviz.store.db import get_engine
+    from clawviz.store.models import CallRow
+
+    with Session(get_engine(fresh_url(tmp_path, "k"))) as s:
+        report = ingest_paths([out], session=s)
+        reasons = [r.reason for r in report.rejected]
+        assert len(reasons) == int(torn) and all("truncated last line" in r for r in reasons)
+        return list(s.exec(select(CallRow)).all())
+
+
+def test_seq_continues_in_an_existing_episode_file(tmp_path):
+    from clawviz.record import logfile
+
+    (tmp_path / "ep-1.jsonl").write_bytes(b'{"a":1}\n{"a":2}\n{"a":3}\n')
+    w = logfile.LogWriter(tmp_path, stderr=io.StringIO())
+    assert [w.next_seq("ep-1.jsonl") for _ in range(2)] == [3, 4]
+    assert w.next_seq(w.file_for(None)) == 0  # this run's own file starts at 0
+    assert w.file_for("a/b c") != w.file_for("a_b_c")  # cleaned ids never share a file
+    w.close()

@@ -6,12 +6,14 @@ import io
 import time
 
 import httpx
+import pytest
 from record_support import LoopThread, Scripted
 from sqlmodel import Session, select
 
 from clawviz.ingest.load import ingest_paths
 from clawviz.store.db import get_engine
 from clawviz.store.models import CallRow, Episode, Source
+from tests.dburl import fresh_url
 
 
 def _wait_for(fn, timeout=15.0):
@@ -28,7 +30,7 @@ def test_each_exchange_reaches_the_store_while_recording(tmp_path):
     lt = LoopThread()
     scripted = Scripted()
     port = lt.start_scripted(scripted)
-    url = f"sqlite:///{tmp_path / 'live.db'}"
+    url = fresh_url(tmp_path, "live")
     out = tmp_path / "log"
     proxy = lt.start_proxy(
         f"http://127.0.0.1:{port}", str(out), db_url=url, db_window=0.05, stderr=io.StringIO()
@@ -60,6 +62,7 @@ def test_each_exchange_reaches_the_store_while_recording(tmp_path):
         assert len(s.exec(select(CallRow)).all()) == 2
 
 
+@pytest.mark.sqlite_only  # breaks the store by replacing its file
 def test_a_bad_store_never_stops_the_recording(tmp_path):
     lt = LoopThread()
     scripted = Scripted()

@@ -26,7 +26,8 @@ from clawviz.store.models import CallRow
 from tests.dburl import memory_engine
 
 RECORDED = Path(__file__).parent / "data" / "recorded"
-# Claude Code and OpenClaw recordings have their own tests (test_recorded_claude_code.py, test_recorded_openclaw.py).
+# Claude Code and OpenClaw recordings have their own tests (test_recorded_claude_code.py,
+# test_recorded_openclaw.py).
 FOLDERS = sorted(
     p.parent
     for p in RECORDED.glob("*/*/expected.json")

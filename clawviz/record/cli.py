@@ -19,6 +19,15 @@ def cmd_record(args: argparse.Namespace) -> int:
     from clawviz.record.proxy import serve
 
     host, port = args.listen
+    db_url = getattr(args, "db", None)
+    if db_url:
+        from clawviz.store.db import get_engine
+
+        try:
+            get_engine(db_url)  # open (or create) the store before the first exchange
+        except Exception as exc:  # noqa: BLE001 - a clear message instead of a traceback
+            print(f"error: store {db_url}: {exc}", file=sys.stderr)
+            return 1
     try:
         import uvloop  # about halves the proxy's CPU per forwarded chunk (bench/proxy.py)
 
@@ -35,7 +44,7 @@ def cmd_record(args: argparse.Namespace) -> int:
                 read_timeout=args.read_timeout,
                 connect_timeout=args.connect_timeout,
                 drain_timeout=args.drain_timeout,
-                db_url=getattr(args, "db", None),
+                db_url=db_url,
             )
         )
     return 1 if writer.lost else 0

@@ -50,7 +50,8 @@ HOP_BY_HOP = frozenset(
         "upgrade",
     }
 )
-_REQUEST_DROP = HOP_BY_HOP | {"host", "content-length"}
+# Expect: 100-continue is this hop's business: the proxy has the whole body before it forwards.
+_REQUEST_DROP = HOP_BY_HOP | {"host", "content-length", "expect"}
 _SECRETS = REDACTED_HEADERS | {"proxy-authorization"}
 
 
@@ -154,11 +155,11 @@ def _decode(data: bytes, encoding: str) -> bytes | None:
             except zlib.error:
                 return zlib.decompressobj(wbits=-15).decompress(data)
         if enc == "br":
-            import brotli  # type: ignore[import-not-found]
+            import brotli  # type: ignore[import-not-found,unused-ignore]
 
             return brotli.decompress(data)
         if enc == "zstd":
-            import zstandard
+            import zstandard  # type: ignore[import-not-found,unused-ignore]
 
             return zstandard.ZstdDecompressor().decompressobj().decompress(data)
     except Exception:  # noqa: BLE001 - undecodable bytes are logged as base64 instead
@@ -245,6 +246,16 @@ class Proxy:
             await self.session.close()
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        self.inflight += 1  # counted from the first byte, so SIGTERM waits for it
+        self.idle.clear()
+        try:
+            return await self._handle(request)
+        finally:
+            self.inflight -= 1
+            if self.inflight == 0:
+                self.idle.set()
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
         t_wall = time.time()
         t0 = time.perf_counter()
         path, info = split_episode_prefix(request.raw_path)
@@ -273,18 +284,12 @@ class Proxy:
         else:
             req_log["body"] = None
         record: dict[str, Any] = {"request": req_log, "response": None}
-
-        self.inflight += 1
-        self.idle.clear()
         try:
             return await self._exchange(request, url, fwd, body, record, cz, t0)
         finally:
             record["logged_at"] = _now_iso()
             record["clawviz"] = cz
             self.writer.submit(name, record)
-            self.inflight -= 1
-            if self.inflight == 0:
-                self.idle.set()
 
     async def _exchange(
         self,
@@ -455,8 +460,8 @@ async def serve(
             loop.add_signal_handler(sig, stop.set)
         except (NotImplementedError, RuntimeError, ValueError):
             pass
-    server: Any = site._server
-    bound = server.sockets[0].getsockname() if server else (host, port)
+    sockets = getattr(site._server, "sockets", None) or []
+    bound = sockets[0].getsockname() if sockets else (host, port)
     err.write(
         f"clawviz record: listening on http://{bound[0]}:{bound[1]} -> {upstream}, "
         f"logging to {out_dir}/" + (f", ingesting into {db_url}" if db_url else "") + "\n"

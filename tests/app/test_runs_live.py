@@ -11,6 +11,7 @@ from sqlmodel import Session
 from clawviz.ingest.load import ingest_paths
 from clawviz.store import queries
 from clawviz.store.db import get_engine
+from tests.dburl import fresh_url
 
 
 def _line(episode: str, ts: float, text: str) -> str:
@@ -42,7 +43,7 @@ def _ingest(url, path):
 
 
 def test_live_state_names_recent_episodes(tmp_path):
-    url = f"sqlite:///{tmp_path / 's.db'}"
+    url = fresh_url(tmp_path, "s")
     now = time.time()
     log = tmp_path / "a.jsonl"
     log.write_text(_line("old-1", now - 3600, "a") + _line("rec-1", now - 5, "b"))
@@ -54,7 +55,7 @@ def test_live_state_names_recent_episodes(tmp_path):
 
 
 def test_runs_page_shows_live_episodes_and_new_calls(tmp_path, on_store):
-    url = f"sqlite:///{tmp_path / 's.db'}"
+    url = fresh_url(tmp_path, "s")
     now = time.time()
     log = tmp_path / "rec-1.jsonl"
     log.write_text(_line("old-1", now - 3600, "a") + _line("rec-1", now - 5, "b"))
