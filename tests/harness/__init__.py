@@ -1,0 +1,1 @@
+"""Harness rig: scripted model servers and recording scripts for real harnesses (test tooling)."""
