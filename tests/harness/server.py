@@ -165,7 +165,12 @@ class ScriptedServer:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             self.log_path.write_text("")
         self.app = web.Application(client_max_size=64 * 1024 * 1024)
+        self.app.on_response_prepare.append(self._tag)
         self.app.router.add_route("*", "/{tail:.*}", self.handle)
+
+    async def _tag(self, request: web.Request, response: web.StreamResponse) -> None:
+        if "scripted_i" in request:
+            response.headers["x-scripted-request"] = str(request["scripted_i"])
 
     def _log(self, entry: dict[str, Any]) -> None:
         self.entries.append(entry)
@@ -174,6 +179,8 @@ class ScriptedServer:
                 f.write(json.dumps(entry, sort_keys=True) + "\n")
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        """Decide, log, answer. Every answer carries `x-scripted-request: <i>` (its log index),
+        so a recorded exchange can be paired with the server's own log line."""
         raw = await request.text() if request.can_read_body else ""
         try:
             body = json.loads(raw) if raw else {}
@@ -184,6 +191,7 @@ class ScriptedServer:
         view = make_view(path, request.method, dict(request.headers), body, raw)
         self.count += 1
         idx = self.count
+        request["scripted_i"] = idx
         wrong = self.protocol != "any" and proto in ("chat", "anthropic", "responses")
         wrong = wrong and proto != self.protocol
         if body is None or proto == "unknown" or wrong:

@@ -1,0 +1,153 @@
+"""Real recordings of pi-coding-agent and Codex CLI rebuild to what the scripted server made happen.
+
+Each folder under tests/data/recorded/<harness>-<version>/<scenario>/ was made by running the
+real harness from npm, offline, through `clawviz record` in front of the scripted server
+(tests/harness). `expected.json` was written by tests/harness/expect.py from the scenario and
+the server's own log (never from clawviz). These tests ingest the proxy log and compare every
+call's role, state, reason, segment, parent, link, retry and thread, and the episode's status,
+reasons and kept path per segment; then they ingest the harness's own session file and check it
+agrees with the wire reconstruction where a transcript can show it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from sqlalchemy.pool import StaticPool
+from sqlmodel import Session, create_engine, select
+
+from clawviz.cli.explain import explain_rows
+from clawviz.ingest.load import ingest_paths
+from clawviz.store.calls import list_episodes
+from clawviz.store.db import init_db
+from clawviz.store.decisions import ensure_analysis, episode_analysis
+from clawviz.store.models import CallRow
+
+RECORDED = Path(__file__).parent / "data" / "recorded"
+FOLDERS = sorted(p.parent for p in RECORDED.glob("*/*/expected.json"))
+IDS = [f"{p.parent.name}/{p.name}" for p in FOLDERS]
+HARNESS_OF = {"pi": "pi", "codex": "codex"}
+XFAIL: dict[str, str] = {}
+
+
+def _engine():
+    engine = create_engine("sqlite://", poolclass=StaticPool)
+    init_db(engine)
+    return engine
+
+
+def _wire(folder: Path, tmp: Path) -> dict:
+    """Ingest the proxy log (plus a reward of 1.0 so the reward rule stays out of the way)."""
+    log = tmp / "exchanges.jsonl"
+    log.write_bytes((folder / "exchanges.jsonl").read_bytes())
+    engine = _engine()
+    with Session(engine) as session:
+        report = ingest_paths([log], session=session)
+        session.commit()
+        assert not report.rejected, report.rejected
+        eps = {c.episode_id for c in session.exec(select(CallRow))}
+        assert len(eps) == 1, eps
+        (ep,) = eps
+        results = tmp / "results.jsonl"
+        results.write_text(json.dumps({"episode_id": ep, "reward": 1.0}) + "\n")
+        ingest_paths([results], session=session)
+        session.commit()
+        ensure_analysis(session)
+        return {
+            "episode": ep,
+            "rows": explain_rows(session, ep),
+            "analysis": episode_analysis(session, ep),
+            "n_episodes": len(list_episodes(session)),
+        }
+
+
+def _expected(folder: Path) -> dict:
+    return json.loads((folder / "expected.json").read_text())
+
+
+def _maybe_xfail(folder: Path) -> None:
+    key = f"{folder.parent.name}/{folder.name}"
+    if key in XFAIL:
+        pytest.xfail(XFAIL[key])
+
+
+@pytest.fixture(scope="module")
+def wire(tmp_path_factory):
+    out = {}
+    for folder in FOLDERS:
+        out[folder] = _wire(folder, tmp_path_factory.mktemp(folder.name))
+    return out
+
+
+def test_recordings_are_present_and_small():
+    assert {p.parent.name for p in FOLDERS} >= {"pi-0.73.1"}
+    for folder in FOLDERS:
+        for name in ("exchanges.jsonl", "server.jsonl", "scenario.json", "expected.json"):
+            assert (folder / name).is_file(), folder / name
+        assert sum(f.stat().st_size for f in folder.iterdir()) < 400_000, folder
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=IDS)
+def test_expected_file_is_what_the_server_log_says(folder):
+    """expected.json is exactly what tests/harness/expect.py writes from scenario + server log."""
+    from harness.expect import expected_for
+
+    assert expected_for(folder) == _expected(folder)
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=IDS)
+def test_every_call_gets_the_decision_the_server_made_happen(wire, folder):
+    _maybe_xfail(folder)
+    rows = wire[folder]["rows"]
+    expected = {c["line"]: c for c in _expected(folder)["calls"]}
+    assert sorted(r["source"]["line"] for r in rows) == sorted(expected)
+    name = {r["call_id"]: expected[r["source"]["line"]]["name"] for r in rows}
+    wrong = []
+    for r in rows:
+        e = expected[r["source"]["line"]]
+        got = {
+            "role": r["role"],
+            "state": r["state"],
+            "reason": r["reason"],
+            "segment": r["segment"],
+            "parent": name.get(r["parent_call"]),
+            "link": name.get(r["linked_call"]),
+            "retry_of": name.get(r["retry_of"]),
+        }
+        want = {k: e[k] for k in got}
+        if got != want:
+            wrong.append((e["name"], {k: (got[k], want[k]) for k in got if got[k] != want[k]}))
+    assert not wrong
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=IDS)
+def test_threads_group_calls_as_the_server_saw_them(wire, folder):
+    _maybe_xfail(folder)
+    rows = wire[folder]["rows"]
+    expected = {c["line"]: c for c in _expected(folder)["calls"]}
+    got: dict[str, set[str]] = {}
+    want: dict[str, set[str]] = {}
+    for r in rows:
+        e = expected[r["source"]["line"]]
+        got.setdefault(r["thread"], set()).add(e["name"])
+        want.setdefault(e["thread"], set()).add(e["name"])
+    assert sorted(map(sorted, got.values())) == sorted(map(sorted, want.values()))
+    assert got.get("main", set()) == want.get("main", set())
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=IDS)
+def test_episode_status_reasons_and_kept_path_per_segment(wire, folder):
+    _maybe_xfail(folder)
+    exp = _expected(folder)
+    a = wire[folder]["analysis"]
+    lines = {c["line"]: c["name"] for c in exp["calls"]}
+    name = {r["call_id"]: lines[r["source"]["line"]] for r in wire[folder]["rows"]}
+    assert wire[folder]["n_episodes"] == 1
+    assert [r.code for r in a.reasons] == exp["episode"]["reasons"]
+    assert a.status == exp["episode"]["status"]
+    assert a.n_segments == len(exp["episode"]["kept_paths"])
+    assert all(p.state == "kept" for p in a.paths), [(p.path_id, p.reason) for p in a.paths]
+    kept = sorted((p for p in a.paths if p.state == "kept"), key=lambda p: p.segment)
+    assert [[name[c] for c in p.call_ids] for p in kept] == exp["episode"]["kept_paths"]
