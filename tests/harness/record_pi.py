@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import queue
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,6 +37,7 @@ from .rig import (
     npm_install,
     offline_env,
     one_file,
+    run_offline,
     save,
 )
 
@@ -206,8 +209,6 @@ def record(
         if keep:
             print(f"kept {tmp}", file=sys.stderr)
         else:
-            import shutil
-
             shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -217,8 +218,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--npm-dir", type=Path, help="reuse this install folder")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
     ap.add_argument("--clawviz-src", type=Path, help="run `clawviz record` from this checkout")
+    ap.add_argument("--no-netns", action="store_true", help="do not isolate the network")
     a = ap.parse_args(argv)
     files = [SCENARIOS / f"{s}.json" for s in a.scenarios] or sorted(SCENARIOS.glob("*.json"))
+    if not a.no_netns and not os.environ.get("RIG_IN_NETNS"):
+        # install with the network, then record in a namespace that has only loopback
+        npm_dir = a.npm_dir or Path(tempfile.mkdtemp(prefix="rig-pi-npm-"))
+        npm_install(PI_SPEC, npm_dir)
+        rest = [str(f.stem) for f in files] + ["--npm-dir", str(npm_dir)]
+        rest += ["--keep"] if a.keep else []
+        rest += ["--clawviz-src", str(a.clawviz_src)] if a.clawviz_src else []
+        try:
+            return run_offline("tests.harness.record_pi", rest)
+        finally:
+            if a.npm_dir is None:
+                shutil.rmtree(npm_dir, ignore_errors=True)
     for f in files:
         dest = record(f, a.npm_dir, a.keep, a.clawviz_src)
         print(f"recorded {dest}")

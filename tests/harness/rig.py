@@ -190,6 +190,9 @@ def save(dest: Path, files: dict[str, Path], replacements: dict[str, str]) -> No
         if re.search(r"sk-(?!scripted)[A-Za-z0-9]{16,}", text):
             raise RuntimeError(f"{src}: looks like it holds an API key; not saved")
         (dest / name).write_text(text)
+    from .expect import expected_for
+
+    (dest / "expected.json").write_text(json.dumps(expected_for(dest), indent=1) + "\n")
 
 
 def one_file(folder: Path, pattern: str) -> Path:
@@ -201,3 +204,27 @@ def one_file(folder: Path, pattern: str) -> Path:
 
 def load_jsonl(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def run_offline(module: str, args: list[str]) -> int:
+    """Re-run `python3 -m module args` in a fresh network namespace that has only loopback.
+
+    The harness then cannot reach anything but the scripted server and the proxy, whatever it
+    tries (update checks, telemetry). Needs `unshare -n` (root, or user namespaces).
+    """
+    if shutil.which("unshare") is None:
+        raise RuntimeError("unshare not found: cannot isolate the network (use --no-netns)")
+    cmd = [
+        "unshare",
+        "-n",
+        "--",
+        "sh",
+        "-c",
+        'ip link set lo up && exec "$@"',
+        "sh",
+        sys.executable,
+        "-m",
+        module,
+        *args,
+    ]
+    return subprocess.call(cmd, cwd=REPO, env=dict(os.environ, RIG_IN_NETNS="1"))
