@@ -14,7 +14,10 @@ Rules (one main thread, as pi and Codex `exec` run; a step may override any fiel
   (`<step>-overflow` for an overflow);
 - an answered step is `main / kept` under the tip, `retry_of` its last failed attempt; a main
   call right after a summary starts the next segment (no parent) and links to that summary;
-- a summary request is `aux_summary`, linked to the main tip it summarised; it ends the segment;
+- a summary request is `aux_summary`, linked to the main tip it summarised; it ends the segment.
+  Codex sends its compaction request as the whole history plus the compaction prompt, so there
+  it is also the tip's child (parent = link = tip); pi sends a fresh `<conversation>` request
+  (no parent);
 - a utility call is `aux_utility`; /models and count_tokens are `aux_non_model`.
 """
 
@@ -25,6 +28,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+# Harnesses whose summary request extends the main tip's history (FORMATS §3).
+SUMMARY_EXTENDS_TIP = {"codex": True, "pi": False}
 FAILED = {"500", "529", "429", "overflow", "cut", "stream_error", "hang"}
 FAIL_REASON = {"cut": "truncated_stream", "stream_error": "truncated_stream"}
 
@@ -56,6 +61,8 @@ def expected_for(folder: Path) -> dict[str, Any]:
     exchanges = _jsonl(folder / "exchanges.jsonl")
     overrides = {s["name"]: s.get("expect", {}) for s in scenario["steps"]}
     line_of = line_of_entries(exchanges, server)
+    harness = folder.parent.name.split("-")[0]
+    extends = SUMMARY_EXTENDS_TIP[harness]
     calls: list[dict[str, Any]] = []
     tip: str | None = None
     segment = 0
@@ -92,6 +99,7 @@ def expected_for(folder: Path) -> dict[str, Any]:
                 state="auxiliary",
                 reason="aux_summary",
                 link=tip,
+                parent=tip if extends else None,
                 thread=name,
             )
             last_summary, tip = name, None

@@ -477,6 +477,7 @@ class ScriptedServer:
                     "call_id": t["id"],
                     "name": t["name"],
                     "arguments": _args_json(t),
+                    **({"namespace": t["namespace"]} if t.get("namespace") else {}),
                 }
             )
         usage_in = (d.usage or {}).get("input_tokens", toytok.count_tokens(body.get("input")))
