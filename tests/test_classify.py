@@ -135,6 +135,23 @@ def test_structural_subagent_by_spawn_prompt_without_markers():
     assert r[s.call_id].linked_call == m1.call_id
 
 
+def test_codex_subagent_found_past_its_environment_context_message():
+    """Codex 0.171 puts `<environment_context>` (and AGENTS.md) user messages before the spawn
+    prompt in a sub-agent's first request, the same as in main: the first-user text looks past
+    them (recorded: tests/data/recorded/codex-0.171.0/subagent)."""
+    env = "<environment_context>\n  <cwd>/w</cwd>\n  <shell>bash</shell>\n</environment_context>"
+    e = Ep(harness="codex", system="", tools=["exec_command", "multi_agent_v1"])
+    dev = {"role": "system", "content": [{"type": "text", "text": "You are a coding agent."}]}
+    spawn = tool_use("spawn_agent", {"message": "SUBTASK-1: count lines"}, "c")
+    m1 = e.call([dev, user(env), user("ask a sub-agent")], asst("", spawn))
+    s = e.call([dev, user(env), user("SUBTASK-1: count lines")])
+    r = roles(e.calls)
+    assert r[s.call_id].role == "aux_subagent"
+    assert r[s.call_id].linked_call == m1.call_id
+    # without the rule the context message is the first user text and nothing links
+    assert "spawn prompt" in r[s.call_id].reason
+
+
 def claude_code_compactions(n: int):
     """A Claude Code episode with n compactions: summary extends the tip, then a new root."""
     e = Ep()

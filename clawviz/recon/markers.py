@@ -60,6 +60,9 @@ class HarnessMarkers:
     retry_last_user: tuple[re.Pattern[str], ...] = ()
     wrapper_user: tuple[re.Pattern[str], ...] = ()
     """User messages a harness appends around a turn (runtime context); markers look past them."""
+    context_user: tuple[re.Pattern[str], ...] = ()
+    """User messages a harness puts before the user's own first words (environment, AGENTS.md):
+    the first-user text (sub-agent spawn prompts, cron markers) looks past them."""
     spawn_tools: tuple[SpawnTool, ...] = ()
     ignore_patterns: tuple[re.Pattern[str], ...] = field(default=())
     """Spans removed before matching (they change between otherwise identical turns)."""
@@ -158,6 +161,11 @@ HARNESS_MARKERS: tuple[HarnessMarkers, ...] = (
             r"^\s*Another language model started to solve this problem and produced a summary "
             r"of its thinking process\."
         ),
+        context_user=_rx(
+            r"^\s*<environment_context>",
+            r"^\s*# AGENTS\.md instructions for ",
+            r"^\s*<user_instructions>",
+        ),
         spawn_tools=(SpawnTool("spawn_agent", ("message", "prompt", "task", "items")),),
     ),
 )
@@ -183,6 +191,9 @@ _SUMMARY_HEADERS: tuple[str, ...] = tuple(
 )
 _RETRY_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
     p for m in HARNESS_MARKERS for p in m.retry_last_user
+)
+_CONTEXT_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
+    p for m in HARNESS_MARKERS for p in m.context_user
 )
 _SPAWN_NAMES = frozenset(t.name for m in HARNESS_MARKERS for t in m.spawn_tools)
 
@@ -281,9 +292,10 @@ def call_text(call: Call, cache: TextCache | None = None) -> CallText:
             last = text
             break
     headers = {k.lower(): str(v) for k, v in (call.headers or {}).items()} if call.headers else {}
+    own = [t for t in first if _first_hit(_CONTEXT_PATTERNS, t) is None]
     return CallText(
         system=call.system or "",
-        first_user=first[0] if first else "",
+        first_user=own[0] if own else (first[0] if first else ""),
         last_user=last or raw,
         last_user_raw=raw,
         user_texts=first,

@@ -84,6 +84,12 @@ def config_toml(base_url: str, extra: list[str]) -> str:
     return "\n".join(lines)
 
 
+def _thread_source(rollout: Path) -> str:
+    with rollout.open() as f:
+        first = json.loads(f.readline() or "{}")
+    return str((first.get("payload") or {}).get("thread_source", "user"))
+
+
 def record(
     scenario_file: Path, npm_dir: Path | None, keep: bool, clawviz_src: Path | None = None
 ) -> Path:
@@ -130,7 +136,13 @@ def record(
                 if p.returncode != 0 and not cfg.get("may_fail"):
                     raise RuntimeError(f"codex exec exited {p.returncode}: {tmp / 'codex.out'}")
         exchanges = one_file(rig.exchanges, "*.jsonl")
-        rollout = one_file(codex_home / "sessions", "rollout-*.jsonl")
+        # the main thread's rollout first; each sub-agent thread writes one of its own
+        rollouts = sorted(
+            (codex_home / "sessions").rglob("rollout-*.jsonl"),
+            key=lambda p: (_thread_source(p) != "user", p.name),
+        )
+        if not rollouts:
+            raise RuntimeError(f"no rollout file under {codex_home / 'sessions'}")
         dest = RECORDED / f"codex-{CODEX_VERSION}" / name
         repl = machine_replacements(tmp, rig)
         iid = codex_home / "installation_id"
@@ -141,7 +153,10 @@ def record(
             {
                 "exchanges.jsonl": exchanges,
                 "server.jsonl": rig.server_log,
-                "rollout.jsonl": rollout,
+                **{
+                    ("rollout.jsonl" if k == 0 else f"rollout-sub{k}.jsonl"): p
+                    for k, p in enumerate(rollouts)
+                },
                 "scenario.json": scenario_file,
             },
             repl,

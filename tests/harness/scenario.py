@@ -35,6 +35,8 @@ and request N+1 gets the step's reply). Keys of a step:
   ``last_user_contains``, ``first_user_contains``, ``any_user_contains``, ``system_contains``,
   ``body_contains`` (the raw request body), ``path_contains``, ``header`` ``{name: substring}``,
   ``has_tools`` (bool).
+- Tool arguments may hold ``"{{last_output.KEY}}"``: KEY of the request's last tool result
+  (JSON), for values only known at run time, e.g. the agent id a Codex ``spawn_agent`` returned.
 - ``repeat``: the step is never used up (heartbeats, polling).
 
 Requests that are summary/compaction requests (the harnesses' real prompt markers, FORMATS §3)
@@ -47,6 +49,7 @@ expected files of recordings are written from.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -134,6 +137,7 @@ class View:
     raw: str
     stream: bool
     model: str
+    last_tool_output: str = ""  # text of the request's last tool result (templating)
 
 
 @dataclass
@@ -168,6 +172,7 @@ STEP_KEYS = {
     "overflow",
     "stop_reason",
     "note",
+    "expect",  # read by expect.py only: overrides of the expected decision of this step
 }
 MATCH_KEYS = {
     "last_user_contains",
@@ -328,6 +333,8 @@ class Scenario:
         d.cut, d.stream_error = step.cut, step.stream_error
         for k, t in enumerate(d.tools):
             t.setdefault("id", f"{step.name}_{k}")
+            if "arguments" in t:
+                t["arguments"] = fill(t["arguments"], view)
         if step.cut:
             d.action = "cut"
         elif step.stream_error:
@@ -344,6 +351,29 @@ class Scenario:
             if not s.done and s.match is None:
                 return s
         return None
+
+
+_PLACEHOLDER = re.compile(r"^\{\{last_output\.([\w.]+)\}\}$")
+
+
+def fill(value: Any, view: View) -> Any:
+    """Replace `"{{last_output.KEY}}"` strings by KEY of the request's last tool result (JSON),
+    for arguments only known at run time (e.g. the agent id a spawn returned)."""
+    if isinstance(value, dict):
+        return {k: fill(v, view) for k, v in value.items()}
+    if isinstance(value, list):
+        return [fill(v, view) for v in value]
+    if isinstance(value, str):
+        m = _PLACEHOLDER.match(value)
+        if m:
+            try:
+                obj: Any = json.loads(view.last_tool_output)
+                for part in m.group(1).split("."):
+                    obj = obj[part]
+                return obj
+            except (ValueError, KeyError, TypeError, IndexError):
+                return value
+    return value
 
 
 def user_text_of(content: Any) -> str:

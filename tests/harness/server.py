@@ -49,6 +49,7 @@ def _protocol(path: str) -> str:
 def make_view(path: str, method: str, headers: dict[str, str], body: Any, raw: str) -> View:
     proto = _protocol(path)
     system, users, last_user, has_tools = "", [], "", False
+    last_out = ""
     if isinstance(body, dict):
         has_tools = bool(body.get("tools"))
         if proto in ("anthropic", "count_tokens"):
@@ -74,6 +75,7 @@ def make_view(path: str, method: str, headers: dict[str, str], body: Any, raw: s
                 for m in inp or []
                 if isinstance(m, dict) and m.get("type", "message") == "message"
             ]
+        last_out = _last_tool_output(proto, body)
         last_role_user = None
         for m in msgs:
             if m.get("role") != "user":
@@ -103,7 +105,28 @@ def make_view(path: str, method: str, headers: dict[str, str], body: Any, raw: s
         raw=raw,
         stream=bool(isinstance(body, dict) and body.get("stream")),
         model=str(body.get("model", "")) if isinstance(body, dict) else "",
+        last_tool_output=last_out,
     )
+
+
+def _last_tool_output(proto: str, body: dict[str, Any]) -> str:
+    if proto == "responses":
+        items = body.get("input") if isinstance(body.get("input"), list) else []
+        outs = [i for i in items if isinstance(i, dict) and i.get("type") == "function_call_output"]
+        if not outs:
+            return ""
+        out = outs[-1].get("output")
+        return out if isinstance(out, str) else user_text_of(out)
+    msgs = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    for m in reversed(msgs):
+        if proto == "chat" and m.get("role") == "tool":
+            return user_text_of(m.get("content"))
+        if proto == "anthropic" and isinstance(m.get("content"), list):
+            for b in reversed(m["content"]):
+                if isinstance(b, dict) and b.get("type") == "tool_result":
+                    c = b.get("content")
+                    return c if isinstance(c, str) else user_text_of(c)
+    return ""
 
 
 # -- error bodies in each API's real shape ----------------------------------------------------
