@@ -151,3 +151,102 @@ def test_episode_status_reasons_and_kept_path_per_segment(wire, folder):
     assert all(p.state == "kept" for p in a.paths), [(p.path_id, p.reason) for p in a.paths]
     kept = sorted((p for p in a.paths if p.state == "kept"), key=lambda p: p.segment)
     assert [[name[c] for c in p.call_ids] for p in kept] == exp["episode"]["kept_paths"]
+
+
+# -- the harness's own transcript of the same run -------------------------------------------------
+
+
+def _fingerprint(message: dict | None) -> tuple:
+    """What an assistant reply said: its text and tool calls (name + arguments), in order."""
+    out = []
+    for b in (message or {}).get("content") or []:
+        if b.get("type") == "text" and b.get("text", "").strip():
+            out.append(("text", b["text"].strip()))
+        elif b.get("type") == "tool_use":
+            out.append(("tool", b.get("name"), json.dumps(b.get("input"), sort_keys=True)))
+    return tuple(out)
+
+
+def _kept_replies(files: list[Path], tmp: Path) -> tuple[list[list[tuple]], object]:
+    """Ingest `files` into a fresh store; the kept path per segment as reply fingerprints."""
+    from clawviz.store.calls import load_calls
+
+    for f in files:
+        (tmp / f.name).write_bytes(f.read_bytes())
+    engine = _engine()
+    with Session(engine) as session:
+        report = ingest_paths([tmp / f.name for f in files], session=session)
+        session.commit()
+        assert not report.rejected, report.rejected
+        eps = sorted({c.episode_id for c in session.exec(select(CallRow))})
+        assert len(eps) == 1, eps
+        ensure_analysis(session)
+        a = episode_analysis(session, eps[0])
+        calls = {c.call_id: c for c in load_calls(session, eps[0])}
+        kept = sorted((p for p in a.paths if p.state == "kept"), key=lambda p: p.segment)
+        return [[_fingerprint(calls[c].response) for c in p.call_ids] for p in kept], a
+
+
+TRANSCRIPTS = [
+    f for f in FOLDERS if (f / "session.jsonl").exists() or (f / "rollout.jsonl").exists()
+]
+
+
+@pytest.mark.parametrize(
+    "folder", TRANSCRIPTS, ids=[f"{p.parent.name}/{p.name}" for p in TRANSCRIPTS]
+)
+def test_transcript_agrees_with_the_wire(folder, tmp_path):
+    """The harness's own session file of the run replays to the same kept replies, segment by
+    segment, as the proxy's log (a transcript cannot show retries, utility calls or the exact
+    summary request, so only the kept path is compared)."""
+    files = sorted(folder.glob("session.jsonl")) + sorted(folder.glob("rollout*.jsonl"))
+    (tmp_path / "wire").mkdir()
+    (tmp_path / "tx").mkdir()
+    wire, _ = _kept_replies([folder / "exchanges.jsonl"], tmp_path / "wire")
+    tx, a = _kept_replies(files, tmp_path / "tx")
+    assert tx == wire
+    assert a.n_segments == len(_expected(folder)["episode"]["kept_paths"])
+
+
+CODEX = [f for f in FOLDERS if (f / "rollout.jsonl").exists()]
+
+
+def _calls(files: list[Path], tmp: Path) -> list:
+    from clawviz.store.calls import load_calls
+
+    tmp.mkdir()
+    for f in files:
+        (tmp / f.name).write_bytes(f.read_bytes())
+    engine = _engine()
+    with Session(engine) as session:
+        ingest_paths([tmp / f.name for f in files], session=session)
+        session.commit()
+        eps = sorted({c.episode_id for c in session.exec(select(CallRow))})
+        return [c for ep in eps for c in load_calls(session, ep)]
+
+
+@pytest.mark.parametrize("folder", CODEX, ids=[f"{p.parent.name}/{p.name}" for p in CODEX])
+def test_codex_rollout_rebuilds_the_requests_codex_sent(folder, tmp_path):
+    """Every call replayed from the rollout files (main and sub-agent threads) is a request the
+    proxy logged, message for message, except the first message (the rollout keeps the full
+    base instructions, Codex sends them trimmed) and the compaction prompt (only its first
+    sentence is known); each rollout call's reply is that request's reply."""
+    wire = _calls([folder / "exchanges.jsonl"], tmp_path / "wire")
+    tx = _calls(sorted(folder.glob("rollout*.jsonl")), tmp_path / "tx")
+    assert len({c.episode_id for c in tx}) == 1
+    assert {c.source_kind for c in tx} == {"transcript"}
+    answered = [w for w in wire if w.failure is None]
+    assert len(tx) == len(answered)
+
+    def key(messages):
+        rest = messages[1:]
+        if rest and "CONTEXT CHECKPOINT COMPACTION" in json.dumps(rest[-1]):
+            rest = rest[:-1] + [{"compaction prompt": True}]
+        return json.dumps(rest, sort_keys=True)
+
+    by_request = {key(w.messages): w for w in answered}
+    for c in tx:
+        w = by_request.get(key(c.messages))
+        assert w is not None, c.call_id
+        assert _fingerprint(c.response) == _fingerprint(w.response), c.call_id
+        assert c.messages[0]["role"] == w.messages[0]["role"] == "system"

@@ -31,7 +31,7 @@ class Source(SQLModel, table=True):
     sha256: str = Field(index=True, unique=True)
     """Content hash: re-ingesting the same bytes adds nothing."""
     format: str
-    """exchange | results | transcript_pi | transcript_claude_code | unknown."""
+    """exchange | results | transcript_pi | transcript_claude_code | transcript_codex | unknown."""
     size_bytes: int = Field(default=0, sa_type=BigInteger)
     n_lines: int = Field(default=0, sa_type=BigInteger)
     n_calls: int = Field(default=0, sa_type=BigInteger)

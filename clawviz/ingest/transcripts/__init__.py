@@ -1,4 +1,5 @@
-"""Harness transcripts (FORMATS §4) replayed into calls: OpenClaw / pi and Claude Code sessions.
+"""Harness transcripts (FORMATS §4) replayed into calls: OpenClaw / pi and Claude Code sessions,
+Codex rollouts.
 
 Each assistant message becomes one call whose request is the context the harness had at that
 point; compactions become a summary call plus a new segment. Ingest detects the format by
@@ -20,6 +21,8 @@ from clawviz.ingest.transcripts.claude_code import (
     looks_like_claude_code,
     read_claude_code,
 )
+from clawviz.ingest.transcripts.codex import FORMAT as CODEX_FORMAT
+from clawviz.ingest.transcripts.codex import looks_like_codex, read_codex
 from clawviz.ingest.transcripts.common import (
     Reject,
     TranscriptRead,
@@ -31,6 +34,7 @@ from clawviz.ingest.transcripts.pi import looks_like_pi, read_pi
 
 __all__ = [
     "CLAUDE_CODE_FORMAT",
+    "CODEX_FORMAT",
     "MAIN_SYSTEM_MARKER",
     "PI_FORMAT",
     "SUBAGENT_SYSTEM_MARKER",
@@ -42,7 +46,7 @@ __all__ = [
     "read_transcript",
 ]
 
-TRANSCRIPT_FORMATS = (PI_FORMAT, CLAUDE_CODE_FORMAT)
+TRANSCRIPT_FORMATS = (PI_FORMAT, CLAUDE_CODE_FORMAT, CODEX_FORMAT)
 
 TRANSCRIPT_LIMITS = (
     "This episode was replayed from the harness's own transcript, not recorded by a proxy. "
@@ -59,7 +63,8 @@ TRANSCRIPT_LIMITS = (
 
 
 def detect_transcript(records: list[dict[str, Any]]) -> str | None:
-    """'transcript_pi', 'transcript_claude_code' or None, judged from a file's first records."""
+    """'transcript_pi', 'transcript_claude_code', 'transcript_codex' or None, judged from a
+    file's first records."""
     records = [r for r in records if isinstance(r, dict)]
     if not records or any("request" in r and "response" in r for r in records):
         return None
@@ -67,6 +72,8 @@ def detect_transcript(records: list[dict[str, Any]]) -> str | None:
         return PI_FORMAT
     if looks_like_claude_code(records):
         return CLAUDE_CODE_FORMAT
+    if looks_like_codex(records):
+        return CODEX_FORMAT
     return None
 
 
@@ -87,7 +94,9 @@ def read_transcript(path: str | Path, *, records: list[Any] | None = None) -> Tr
         return read_pi(path, lines, rejects)
     if fmt == CLAUDE_CODE_FORMAT:
         return read_claude_code(path, lines, rejects)
-    reason = "not a transcript: no pi session entries or Claude Code records found"
+    if fmt == CODEX_FORMAT:
+        return read_codex(path, lines, rejects)
+    reason = "not a transcript: no pi session entries, Claude Code or Codex records found"
     return TranscriptRead(
         calls=[],
         rejects=[(ln.number, reason, ln.raw) for ln in lines] + rejects,

@@ -1,0 +1,219 @@
+"""Replay a Codex CLI rollout (`~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl`).
+
+One record per line: `{"timestamp", "type", "payload"}` with types `session_meta` (first line:
+thread id, `session_id`, `cli_version`, `base_instructions`, and for a sub-agent thread
+`parent_thread_id` + `source.subagent`), `response_item` (a Responses API item exactly as it was
+sent or received), `turn_context`, `event_msg`, `token_usage_record` (written after each model
+response, with its `response_id` and usage), `compacted` (after a compaction: the summary
+`message` and the `replacement_history` the next requests start from) and others this reader
+does not need.
+
+Replay (what Codex 0.171 sends, checked against recordings of the same runs in
+tests/data/recorded/codex-0.171.0): a request is the base instructions as a first developer
+message (as `session_meta` keeps them; the text sent can be shorter, Codex drops sections about
+tools it did not offer, e.g. `## Planning`), then every response item so far
+(`replacement_history` after a compaction). The items between one model response's start and
+its `token_usage_record` are that response. A response
+whose id a later `compacted` record names is the compaction call: its request is the history
+plus Codex's compaction prompt (not written down; its fixed first sentence stands in, marked
+`synthetic_request`). Every thread file of one session (main and sub-agents) shares the
+session's episode; sub-agent calls are recognised later the way wire calls are (their first
+user text is a parent's `spawn_agent` message). Retries and failed requests never reach a
+rollout.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from clawviz.ingest.exchange import group_responses_items, responses_group_message
+from clawviz.ingest.transcripts.common import Line, Reject, TranscriptRead, parse_time
+from clawviz.types import Call, Message, Usage
+
+FORMAT = "transcript_codex"
+
+COMPACTION_PROMPT = (
+    "You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary for another "
+    "LLM that will resume the task."
+)
+"""The first sentences of Codex's compaction prompt (the rest is not in the rollout)."""
+
+_ASSISTANT_ITEMS = {
+    "function_call",
+    "custom_tool_call",
+    "local_shell_call",
+    "reasoning",
+    "web_search_call",
+    "tool_search_call",
+}
+_RECORD_TYPES = {
+    "session_meta",
+    "response_item",
+    "turn_context",
+    "event_msg",
+    "compacted",
+    "token_usage_record",
+    "world_state",
+}
+
+
+def looks_like_codex(records: list[dict[str, Any]]) -> bool:
+    """True when the records are Codex rollout lines (typed records with a payload)."""
+    for r in records[:5]:
+        if r.get("type") == "session_meta" and isinstance(r.get("payload"), dict):
+            p = r["payload"]
+            if "cli_version" in p or "originator" in p:
+                return True
+    typed = [r for r in records[:50] if r.get("type") in _RECORD_TYPES and "payload" in r]
+    return bool(typed) and any(r.get("type") == "response_item" for r in typed)
+
+
+def _is_response_side(item: dict[str, Any]) -> bool:
+    kind = item.get("type", "message")
+    if kind == "message":
+        return item.get("role") == "assistant"
+    return kind in _ASSISTANT_ITEMS
+
+
+def _clean(item: dict[str, Any]) -> dict[str, Any]:
+    """The item as it went over the wire (rollout-only bookkeeping removed)."""
+    return {k: v for k, v in item.items() if not k.startswith("internal_")}
+
+
+def _messages(items: list[dict[str, Any]]) -> list[Message]:
+    return [responses_group_message(g) for g in group_responses_items(items)]
+
+
+def read_codex(path: str | Path, lines: list[Line], rejects: list[Reject]) -> TranscriptRead:
+    """Replay one rollout file into calls (one per model response, compaction included)."""
+    path = str(path)
+    rejects = list(rejects)
+    notes: list[str] = []
+    meta: dict[str, Any] = {}
+    body: list[Line] = []
+    for ln in lines:
+        r = ln.record
+        if not isinstance(r.get("type"), str) or "payload" not in r:
+            rejects.append((ln.number, "rollout line without type and payload", ln.raw))
+            continue
+        if r["type"] == "session_meta" and not meta and isinstance(r["payload"], dict):
+            meta = r["payload"]
+            continue
+        body.append(ln)
+    thread_id = str(meta.get("id") or Path(path).stem)
+    episode_id = str(meta.get("session_id") or meta.get("parent_thread_id") or thread_id)
+    base = (meta.get("base_instructions") or {}).get("text")
+    head = [
+        {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": base}]}
+    ]
+    history: list[dict[str, Any]] = list(head) if base else []
+    compacted_ids = {
+        str(ln.record["payload"].get("compaction_response_id"))
+        for ln in body
+        if ln.record["type"] == "compacted" and isinstance(ln.record["payload"], dict)
+    }
+    is_sub = bool(meta.get("parent_thread_id"))
+    calls: list[Call] = []
+    pending: list[dict[str, Any]] = []
+    start_line: int | None = None
+    t_before: float | None = parse_time(meta.get("timestamp"))
+    model: str | None = None
+
+    def emit(ln: Line, usage_rec: dict[str, Any] | None) -> None:
+        nonlocal pending, start_line
+        response_id = str((usage_rec or {}).get("response_id", ""))
+        compaction = response_id in compacted_ids
+        request = list(history)
+        if compaction:
+            prompt = {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": COMPACTION_PROMPT}],
+            }
+            request.append(prompt)
+        u = (usage_rec or {}).get("usage") or {}
+        t_resp = parse_time(ln.record.get("timestamp"))
+        extra = {
+            "transcript_format": FORMAT,
+            "thread_id": thread_id,
+            "transcript_role": "compaction_summary"
+            if compaction
+            else ("subagent" if is_sub else "main"),
+            "response_id": response_id or None,
+            "cli_version": meta.get("cli_version"),
+        }
+        if compaction:
+            extra["synthetic_request"] = True
+        if is_sub:
+            extra["parent_thread_id"] = meta.get("parent_thread_id")
+        calls.append(
+            Call(
+                call_id=f"{thread_id}:L{start_line or ln.number}",
+                source_file=path,
+                line=start_line or ln.number,
+                endpoint="openai_responses",
+                seq=len(calls),
+                t_request=t_before,
+                t_response=t_resp,
+                http_status=200,
+                episode_id=episode_id,
+                harness="codex",
+                model=model,
+                session_id=episode_id,
+                messages=_messages(request),
+                response=responses_group_message(pending) if pending else None,
+                usage=Usage(
+                    input_tokens=u.get("input_tokens"),
+                    output_tokens=u.get("output_tokens"),
+                    cache_read_input_tokens=u.get("cached_input_tokens"),
+                ),
+                delivered=True,
+                source_kind="transcript",
+                extra=extra,
+            )
+        )
+        if not compaction:
+            history.extend(pending)
+        pending, start_line = [], None
+
+    for ln in body:
+        r, p = ln.record, ln.record["payload"]
+        kind = r["type"]
+        if kind == "turn_context" and isinstance(p, dict) and p.get("model"):
+            model = str(p["model"])
+        if kind == "response_item" and isinstance(p, dict):
+            item = _clean(p)
+            if _is_response_side(item):
+                if start_line is None:
+                    start_line = ln.number
+                pending.append(item)
+            else:
+                if pending:
+                    notes.append(f"line {ln.number}: response without a token usage record")
+                    emit(ln, None)
+                history.append(item)
+                t_before = parse_time(r.get("timestamp"))
+        elif kind == "token_usage_record" and isinstance(p, dict):
+            if pending:
+                emit(ln, p)
+            t_before = parse_time(r.get("timestamp"))
+        elif kind == "compacted" and isinstance(p, dict):
+            replacement = p.get("replacement_history")
+            if isinstance(replacement, list):
+                history[:] = (list(head) if base else []) + [
+                    _clean(i) for i in replacement if isinstance(i, dict)
+                ]
+            else:
+                notes.append(f"line {ln.number}: compaction without replacement_history")
+            t_before = parse_time(r.get("timestamp"))
+    if pending:
+        emit(body[-1], None)
+    return TranscriptRead(
+        calls=calls,
+        rejects=sorted(rejects, key=lambda x: x[0]),
+        format=FORMAT,
+        harness="codex",
+        episode_id=episode_id,
+        notes=notes,
+    )

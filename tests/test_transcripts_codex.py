@@ -1,0 +1,60 @@
+"""Codex rollout files (`~/.codex/sessions/.../rollout-*.jsonl`) load as transcripts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from clawviz.ingest.transcripts import CODEX_FORMAT, detect_transcript, read_transcript
+
+RECORDED = Path(__file__).parent / "data" / "recorded" / "codex-0.171.0"
+
+
+def test_recorded_rollout_is_detected_and_replayed():
+    path = RECORDED / "tools-multi-prompt" / "rollout.jsonl"
+    records = [json.loads(x) for x in path.read_text().splitlines()[:20]]
+    assert detect_transcript(records) == CODEX_FORMAT
+    read = read_transcript(path)
+    assert read.format == CODEX_FORMAT and read.harness == "codex" and not read.rejects
+    # two prompts, four model responses (see the scenario): text + 2 parallel commands, text,
+    # a failing command, text
+    got = [[(b["type"], b.get("name")) for b in c.response["content"]] for c in read.calls]
+    assert got == [
+        [("text", None), ("tool_use", "exec_command"), ("tool_use", "exec_command")],
+        [("text", None)],
+        [("tool_use", "exec_command")],
+        [("text", None)],
+    ]
+    assert all(c.source_kind == "transcript" and c.usage.input_tokens for c in read.calls)
+    # each request is the previous one plus its reply and what came back
+    for prev, nxt in zip(read.calls, read.calls[1:], strict=False):
+        assert nxt.messages[: len(prev.messages)] == prev.messages
+
+
+def test_compaction_and_subagent_thread():
+    comp = read_transcript(RECORDED / "auto-compaction" / "rollout.jsonl")
+    roles = [c.extra["transcript_role"] for c in comp.calls]
+    assert roles == ["main", "compaction_summary", "main", "main"]
+    summary = comp.calls[1]
+    assert summary.extra["synthetic_request"] is True
+    assert "CONTEXT CHECKPOINT COMPACTION" in json.dumps(summary.messages[-1])
+    # after the compaction the request starts over from the replacement history
+    assert "Another language model started" in json.dumps(comp.calls[2].messages)
+    assert len(comp.calls[2].messages) < len(summary.messages)
+    main = read_transcript(RECORDED / "subagent" / "rollout.jsonl")
+    sub = read_transcript(RECORDED / "subagent" / "rollout-sub1.jsonl")
+    assert sub.episode_id == main.episode_id
+    assert [c.extra["transcript_role"] for c in sub.calls] == ["subagent"]
+
+
+def test_bad_lines_cost_only_themselves(tmp_path):
+    good = (RECORDED / "retry-5xx" / "rollout.jsonl").read_text().splitlines()
+    lines = good[:3] + ["{not json", json.dumps({"no": "type"})] + good[3:]
+    path = tmp_path / "rollout-x.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    read = read_transcript(path)
+    assert [(n, reason.split(":")[0]) for n, reason, _ in read.rejects] == [
+        (4, "invalid JSON"),
+        (5, "rollout line without type and payload"),
+    ]
+    assert len(read.calls) == 2
