@@ -31,7 +31,11 @@ from typing import Any
 # Harnesses whose summary request extends the main tip's history (FORMATS §3).
 SUMMARY_EXTENDS_TIP = {"codex": True, "pi": False}
 FAILED = {"500", "529", "429", "overflow", "cut", "stream_error", "hang"}
-FAIL_REASON = {"cut": "truncated_stream", "stream_error": "truncated_stream"}
+FAIL_REASON = {
+    "cut": "truncated_stream",
+    "stream_error": "truncated_stream",
+    "hang": "orphaned_request",  # the client gave up before any answer: no response logged
+}
 
 
 def _jsonl(path: Path) -> list[dict]:

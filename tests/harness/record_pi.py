@@ -10,9 +10,13 @@ scenario's `prompts` over RPC one after another (each waits for the agent to go 
 stop everything by PID and save exchanges.jsonl, server.jsonl, the pi session file and the
 scenario under tests/data/recorded/pi-<version>/<scenario>/.
 
-Scenario keys used here besides the steps: `prompts` (list of user prompts), `pi` with
-`api` (openai-completions | anthropic-messages | openai-responses), `settings` (merged into
-pi's settings.json), `context_window`, `files` ({name: text} created in the work folder).
+Scenario keys used here besides the steps:
+- `prompts`: the user prompts, in order; an item may also be `{"message": ..., "abort_on":
+  STEP}` (the RPC `abort` command once the server got the request of that step, e.g. a `hang`
+  step: an interrupted turn) or `{"compact": true}` (the RPC `compact` command: /compact);
+- `pi`: `api` (openai-completions | anthropic-messages | openai-responses), `settings`
+  (merged into pi's settings.json), `context_window`;
+- `files`: {name: text} created in the work folder.
 """
 
 from __future__ import annotations
@@ -108,6 +112,7 @@ class RpcClient:
     def request(self, obj: dict, timeout: float = 20) -> dict:
         obj = dict(obj, id=f"rig-{time.monotonic_ns()}")
         self.send(obj)
+        held: list[dict] = []  # other events, given back for wait_idle
         end = time.time() + timeout
         while time.time() < end:
             try:
@@ -115,8 +120,22 @@ class RpcClient:
             except queue.Empty:
                 continue
             if ev.get("type") == "response" and ev.get("id") == obj["id"]:
+                for other in held:
+                    self.q.put(other)
                 return ev
+            held.append(ev)
         raise RuntimeError(f"no response to {obj['type']}")
+
+
+def _wait_for_step(server_log: Path, step: str, timeout: float = 60) -> None:
+    end = time.time() + timeout
+    while time.time() < end:
+        if server_log.exists():
+            for line in server_log.read_text().splitlines():
+                if json.loads(line).get("step") == step:
+                    return
+        time.sleep(0.1)
+    raise RuntimeError(f"the server never got a request for step {step!r}")
 
 
 def record(
@@ -139,7 +158,10 @@ def record(
             models = {
                 "providers": {
                     "scripted": {
-                        "baseUrl": rig.base_url("/v1"),
+                        # the Anthropic SDK adds /v1/messages itself
+                        "baseUrl": rig.base_url(
+                            "" if pi_cfg.get("api") == "anthropic-messages" else "/v1"
+                        ),
                         "api": pi_cfg.get("api", "openai-completions"),
                         "apiKey": "sk-scripted-not-a-key",
                         "compat": {
@@ -184,7 +206,17 @@ def record(
             )
             rpc = RpcClient(pi, tmp / "rpc-events.jsonl")
             for prompt in scn["prompts"]:
-                rpc.send({"type": "prompt", "message": prompt})
+                if isinstance(prompt, str):
+                    prompt = {"message": prompt}
+                if prompt.get("compact"):
+                    # manual compaction (pi's /compact), answered when the summary is in
+                    rpc.request({"type": "compact"}, timeout=60)
+                    continue
+                rpc.send({"type": "prompt", "message": prompt["message"]})
+                if "abort_on" in prompt:
+                    _wait_for_step(rig.server_log, prompt["abort_on"])
+                    time.sleep(float(prompt.get("abort_after", 0.5)))
+                    rpc.request({"type": "abort"})
                 rpc.wait_idle()
             state = rpc.request({"type": "get_state"})
             session_file = Path(state["data"]["sessionFile"])
