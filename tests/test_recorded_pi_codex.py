@@ -55,11 +55,19 @@ def _wire(folder: Path, tmp: Path) -> dict:
         ingest_paths([results], session=session)
         session.commit()
         ensure_analysis(session)
+        from clawviz.store.calls import load_calls
+
+        analysis = episode_analysis(session, ep)
+        calls = load_calls(session, ep)
+        by_id = {c.call_id: c for c in calls}
+        kept = sorted((p for p in analysis.paths if p.state == "kept"), key=lambda p: p.segment)
         return {
             "episode": ep,
             "rows": explain_rows(session, ep),
-            "analysis": episode_analysis(session, ep),
+            "analysis": analysis,
             "n_episodes": len(list_episodes(session)),
+            "calls": calls,
+            "kept_replies": [[_fingerprint(by_id[c].response) for c in p.call_ids] for p in kept],
         }
 
 
@@ -195,16 +203,13 @@ TRANSCRIPTS = [
 @pytest.mark.parametrize(
     "folder", TRANSCRIPTS, ids=[f"{p.parent.name}/{p.name}" for p in TRANSCRIPTS]
 )
-def test_transcript_agrees_with_the_wire(folder, tmp_path):
+def test_transcript_agrees_with_the_wire(wire, folder, tmp_path):
     """The harness's own session file of the run replays to the same kept replies, segment by
     segment, as the proxy's log (a transcript cannot show retries, utility calls or the exact
     summary request, so only the kept path is compared)."""
     files = sorted(folder.glob("session.jsonl")) + sorted(folder.glob("rollout*.jsonl"))
-    (tmp_path / "wire").mkdir()
-    (tmp_path / "tx").mkdir()
-    wire, _ = _kept_replies([folder / "exchanges.jsonl"], tmp_path / "wire")
-    tx, a = _kept_replies(files, tmp_path / "tx")
-    assert tx == wire
+    tx, a = _kept_replies(files, tmp_path)
+    assert tx == wire[folder]["kept_replies"]
     assert a.n_segments == len(_expected(folder)["episode"]["kept_paths"])
 
 
@@ -226,16 +231,16 @@ def _calls(files: list[Path], tmp: Path) -> list:
 
 
 @pytest.mark.parametrize("folder", CODEX, ids=[f"{p.parent.name}/{p.name}" for p in CODEX])
-def test_codex_rollout_rebuilds_the_requests_codex_sent(folder, tmp_path):
+def test_codex_rollout_rebuilds_the_requests_codex_sent(wire, folder, tmp_path):
     """Every call replayed from the rollout files (main and sub-agent threads) is a request the
     proxy logged, message for message, except the first message (the rollout keeps the full
     base instructions, Codex sends them trimmed) and the compaction prompt (only its first
     sentence is known); each rollout call's reply is that request's reply."""
-    wire = _calls([folder / "exchanges.jsonl"], tmp_path / "wire")
+    wired = wire[folder]["calls"]
     tx = _calls(sorted(folder.glob("rollout*.jsonl")), tmp_path / "tx")
     assert len({c.episode_id for c in tx}) == 1
     assert {c.source_kind for c in tx} == {"transcript"}
-    answered = [w for w in wire if w.failure is None]
+    answered = [w for w in wired if w.failure is None]
     assert len(tx) == len(answered)
 
     def key(messages):
