@@ -15,9 +15,9 @@ import pytest
 anthropic = pytest.importorskip("anthropic")
 openai = pytest.importorskip("openai")
 
-from harness.scenario import Scenario, ScenarioError  # noqa: E402
-from harness.serve import ThreadedServer  # noqa: E402
-from harness.toytok import chat_prompt_ids  # noqa: E402
+from tests.harness.scenario import Scenario, ScenarioError  # noqa: E402
+from tests.harness.serve import ThreadedServer  # noqa: E402
+from tests.harness.toytok import chat_prompt_ids  # noqa: E402
 
 TOOLS2 = [
     {"name": "read", "arguments": {"path": "a.txt"}},

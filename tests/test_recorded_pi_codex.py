@@ -15,8 +15,7 @@ import json
 from pathlib import Path
 
 import pytest
-from sqlalchemy.pool import StaticPool
-from sqlmodel import Session, create_engine, select
+from sqlmodel import Session, select
 
 from clawviz.cli.explain import explain_rows
 from clawviz.ingest.load import ingest_paths
@@ -24,6 +23,7 @@ from clawviz.store.calls import list_episodes
 from clawviz.store.db import init_db
 from clawviz.store.decisions import ensure_analysis, episode_analysis
 from clawviz.store.models import CallRow
+from tests.dburl import memory_engine
 
 RECORDED = Path(__file__).parent / "data" / "recorded"
 FOLDERS = sorted(p.parent for p in RECORDED.glob("*/*/expected.json"))
@@ -33,7 +33,7 @@ XFAIL: dict[str, str] = {}
 
 
 def _engine():
-    engine = create_engine("sqlite://", poolclass=StaticPool)
+    engine = memory_engine()
     init_db(engine)
     return engine
 
@@ -100,7 +100,7 @@ def test_recordings_are_present_and_small():
 @pytest.mark.parametrize("folder", FOLDERS, ids=IDS)
 def test_expected_file_is_what_the_server_log_says(folder):
     """expected.json is exactly what tests/harness/expect.py writes from scenario + server log."""
-    from harness.expect import expected_for
+    from tests.harness.expect import expected_for
 
     assert expected_for(folder) == _expected(folder)
 
