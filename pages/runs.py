@@ -9,7 +9,7 @@ import streamlit as st
 
 from clawviz.figures import runs as figures
 from clawviz.store import queries
-from clawviz.ui import data, state
+from clawviz.ui import data, live, state
 
 EPISODE_PAGE = Path(__file__).parent / "episode.py"
 # Above this many episodes the statistics (a pass over every kept response) wait for a click.
@@ -207,6 +207,7 @@ def main() -> None:
         st.rerun()
     url = state.database_url()
     settings = state.current_settings()
+    live.indicator(url)
     eps = data.episodes(url, settings.settings_hash)
     if eps.empty:
         st.info(

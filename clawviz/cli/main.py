@@ -14,6 +14,7 @@ from sqlmodel import Session, select
 from clawviz.cli import explain
 from clawviz.cli import tasks as cli_tasks
 from clawviz.ingest.load import IngestReport, ingest_paths
+from clawviz.record.cli import register as register_record
 from clawviz.settings import DEFAULT_SETTINGS, SETTINGS
 from clawviz.store import db, decisions, search
 from clawviz.store.db import session_scope
@@ -292,6 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_settings)
 
     cli_tasks.register(sub)
+    register_record(sub)
     return parser
 
 

@@ -2,7 +2,9 @@
 
 Each file is read line by line (plain or gzip), its format detected from its first records, and
 loaded in one transaction: a file either loads completely (minus its rejected lines, which are
-kept verbatim with a reason) or not at all. A file whose bytes were loaded before adds nothing.
+kept verbatim with a reason) or not at all. A file whose bytes were loaded before adds nothing;
+an exchange log that has grown since (same name, its old bytes as its head) adds only its new
+lines, continuing from where the last load stopped.
 """
 
 from __future__ import annotations
@@ -10,9 +12,10 @@ from __future__ import annotations
 import gc
 import gzip
 import hashlib
+import io
 import os
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -27,7 +30,7 @@ from clawviz.review import findings
 from clawviz.review import tasks as tasks_mod
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 from clawviz.store import calls as store
-from clawviz.store.models import Result, Source, Task
+from clawviz.store.models import CallRow, Result, Source, Task, utcnow
 
 Progress = Callable[[int, int, str], None]
 
@@ -61,7 +64,7 @@ class FileReport:
     path: str
     format: str
     status: str
-    """loaded | already_loaded | error."""
+    """loaded | appended (a grown log: only its new lines) | already_loaded | error."""
     n_lines: int = 0
     n_calls: int = 0
     n_results: int = 0
@@ -137,36 +140,81 @@ def _collect(paths: list[str | os.PathLike[str]]) -> list[_Target]:
 
 
 def _file_sha256(path: Path) -> str:
+    return _file_hashes(path, ())[1]
+
+
+def _file_hashes(path: Path, prefixes: Iterable[int]) -> tuple[int, str, dict[int, str]]:
+    """(size, sha256, {n: sha256 of the first n bytes}) in one pass over the bytes the file had
+    when it was opened (a log that grows meanwhile is read up to that size)."""
     h = hashlib.sha256()
+    heads: dict[int, str] = {}
     with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        size = os.fstat(f.fileno()).st_size
+        pos = 0
+        for stop in [*sorted({n for n in prefixes if 0 < n < size}), size]:
+            while pos < stop:
+                chunk = f.read(min(1 << 20, stop - pos))
+                if not chunk:  # truncated meanwhile: hash what there is
+                    size = stop = pos
+                    break
+                h.update(chunk)
+                pos += len(chunk)
+            heads[stop] = h.copy().hexdigest()
+    digest = h.hexdigest()
+    return size, digest, heads
+
+
+class _Window(io.RawIOBase):
+    """Bytes `start` to `end` of a file (a log's new tail, up to the size that was hashed)."""
+
+    def __init__(self, path: Path, start: int, end: int | None) -> None:
+        self.f = path.open("rb", buffering=0)
+        self.f.seek(start)
+        self.pos = start
+        self.end = end
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        n = len(b) if self.end is None else min(len(b), self.end - self.pos)
+        if n <= 0:
+            return 0
+        got = self.f.readinto(memoryview(b)[:n]) or 0
+        self.pos += got
+        return got
+
+    def close(self) -> None:
+        self.f.close()
+        super().close()
 
 
 class LineReader:
     """Lines of a plain or gzip file as (1-based number, bytes); notes a gzip that ends early."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(
+        self, path: Path, *, start: int = 0, end: int | None = None, first_line: int = 1
+    ) -> None:
+        self.window = _Window(path, start, end)
         # A large buffer: exchange lines are tens of kilobytes each.
-        self.raw: BinaryIO = path.open("rb", buffering=1 << 20)
-        magic = self.raw.read(2)
-        self.raw.seek(0)
+        self.raw: BinaryIO = io.BufferedReader(self.window, 1 << 20)  # type: ignore[assignment]
+        magic = self.raw.peek(2)[:2]  # type: ignore[attr-defined]
         self.stream: BinaryIO = (
             gzip.GzipFile(fileobj=self.raw) if magic == b"\x1f\x8b" else self.raw  # type: ignore[assignment]
         )
         self.error: Rejection | None = None
         self.path = path
-        self.n_lines = 0
-        """Lines read so far (set when the iteration ends)."""
+        self.first_line = first_line
+        self.n_lines = first_line - 1
+        """Number of the last line read (set when the iteration ends)."""
 
     def position(self) -> int:
-        return self.raw.tell()
+        return self.window.pos
 
     def lines(self, display: str) -> Iterator[tuple[int, bytes]]:
-        n = 0
+        n = self.first_line - 1
         try:
-            for n, data in enumerate(self.stream, 1):
+            for n, data in enumerate(self.stream, self.first_line):
                 yield n, data
         except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
             self.error = Rejection(display, n + 1, f"gzip stream ends early ({exc})")
@@ -233,20 +281,26 @@ class _FileIngest:
     """State of loading one file."""
 
     def __init__(
-        self, session: Session, target: _Target, sha: str, fmt: str, report: FileReport
+        self,
+        session: Session,
+        target: _Target,
+        sha: str,
+        fmt: str,
+        report: FileReport,
+        size: int | None = None,
+        source: Source | None = None,
     ) -> None:
         self.session = session
         self.target = target
         self.sha = sha
         self.report = report
-        self.source = Source(
-            path=target.display,
-            sha256=sha,
-            format=fmt,
-            size_bytes=target.path.stat().st_size,
-        )
-        session.add(self.source)
-        session.flush()
+        self.size = target.path.stat().st_size if size is None else size
+        """The bytes that were hashed: reading stops there even if the file grew since."""
+        if source is None:
+            source = Source(path=target.display, sha256=sha, format=fmt, size_bytes=self.size)
+            session.add(source)
+            session.flush()
+        self.source = source
         self.rejects: list[tuple[str, int, str, str]] = []
         self.episodes: set[str] = set()
 
@@ -260,20 +314,37 @@ class _FileIngest:
         self.rejects = []
 
 
+@dataclass
+class _Resume:
+    """Where a grown exchange log continues: its first new byte and line, and what is known."""
+
+    start: int
+    first_line: int
+    id_prefix: str
+    named: set[str]
+
+
 def _ingest_exchange(
     fi: _FileIngest,
     out: IngestReport,
     tick: Callable[[int], None],
     cache: MessageCache,
     seen: store.SeenHashes,
+    resume: _Resume | None = None,
 ) -> None:
     display = fi.target.display
     fallback = _fallback_episode(display)
-    named: set[str] = set()
+    named: set[str] = set(resume.named) if resume else set()
     n_fallback = 0
     batch: list[ParsedExchange] = []
     batch_bytes = 0
-    reader = LineReader(fi.target.path)
+    id_prefix = resume.id_prefix if resume else fi.sha[:12]
+    reader = LineReader(
+        fi.target.path,
+        start=resume.start if resume else 0,
+        end=fi.size,
+        first_line=resume.first_line if resume else 1,
+    )
     try:
         for n, data in reader.lines(display):
             # Only a line that starts with whitespace can be blank: no copy of every long line.
@@ -289,7 +360,7 @@ def _ingest_exchange(
                     record,
                     source_file=display,
                     line=n,
-                    call_id=f"{fi.sha[:12]}:{n}",
+                    call_id=f"{id_prefix}:{n}",
                     file_episode=fallback,
                     cache=cache,
                 )
@@ -329,8 +400,9 @@ def _ingest_exchange(
         fi.flush_rejects(out)
     finally:
         reader.close()
-    if n_fallback and len(named) == 1:
-        # FORMATS §1: identity-less calls (utility calls) join the file's one named episode.
+    if (n_fallback or resume) and len(named) == 1:
+        # FORMATS §1: identity-less calls (utility calls) join the file's one named episode
+        # (after an append, also those of the earlier part once a name appears).
         (only,) = named
         store.reassign_episode(fi.session, fi.source.id or 0, fallback, only)
         fi.episodes.discard(fallback)
@@ -517,10 +589,14 @@ def _ingest_file(
     total: int,
     progress: Progress | None,
 ) -> FileReport:
-    sha = _file_sha256(target.path)
+    grown = _grown_candidates(session, target)
+    size, sha, heads = _file_hashes(target.path, {c.size_bytes for c in grown})
     previous = store.source_by_sha(session, sha)
     if previous is not None:
         return FileReport(target.display, previous.format, "already_loaded")
+    for cand in grown:
+        if cand.size_bytes < size and heads.get(cand.size_bytes) == cand.sha256:
+            return _append_file(session, target, out, cache, seen, episodes, cand, size, sha)
     fmt, records = _sniff(target.path)
     if fmt == "unknown":
         out.skipped_files.append(
@@ -537,7 +613,7 @@ def _ingest_file(
             progress(done + pos, total, target.display)
 
     try:
-        fi = _FileIngest(session, target, sha, fmt, report)
+        fi = _FileIngest(session, target, sha, fmt, report, size=size)
         if fmt == "exchange":
             _ingest_exchange(fi, out, tick, cache, seen)
         elif fmt == "results":
@@ -560,5 +636,108 @@ def _ingest_file(
         out.rejected = [r for r in out.rejected if r.file != target.display]
         report.status, report.error = "error", f"{type(exc).__name__}: {exc}"
         report.n_calls = report.n_results = report.n_rejected = 0
+        out.errors.append(SkippedFile(target.display, report.error))
+    return report
+
+
+def _grown_candidates(session: Session, target: _Target) -> list[Source]:
+    """Exchange logs loaded before under this file name and smaller than it is now: the file
+    may be one of them grown (a live recording). Largest first."""
+    name = target.path.name
+    if target.kind != "file" or name.endswith(".gz"):
+        return []
+    size = target.path.stat().st_size
+    rows = session.exec(
+        select(Source).where(
+            Source.format == "exchange",
+            Source.size_bytes < size,
+            Source.size_bytes > 0,
+            Source.path.endswith(name),  # type: ignore[attr-defined]
+        )
+    ).all()
+    return sorted(
+        (r for r in rows if Path(r.path).name == name), key=lambda r: r.size_bytes, reverse=True
+    )
+
+
+def _torn_tail(path: Path, size: int) -> int:
+    """Bytes after the last newline in the first `size` bytes of a file."""
+    with path.open("rb") as f:
+        end = size
+        while end > 0:
+            start = max(0, end - (1 << 16))
+            f.seek(start)
+            block = f.read(end - start)
+            i = block.rfind(b"\n")
+            if i >= 0:
+                return size - (start + i + 1)
+            end = start
+    return size
+
+
+def _append_file(
+    session: Session,
+    target: _Target,
+    out: IngestReport,
+    cache: MessageCache,
+    seen: store.SeenHashes,
+    episodes: set[str],
+    source: Source,
+    size: int,
+    sha: str,
+) -> FileReport:
+    """Load only the lines a grown exchange log gained since `source` was loaded from it.
+
+    Its first `source.size_bytes` bytes are the ones loaded then (their sha256 matched), so
+    reading continues there, with line numbers and call ids continuing too. A last line that
+    was torn then (no newline yet) is read again whole, and its old rejection dropped.
+    """
+    report = FileReport(target.display, "exchange", "appended")
+    torn = _torn_tail(target.path, source.size_bytes)
+    start, first_line = source.size_bytes - torn, source.n_lines + 1
+    try:
+        if torn:
+            first_line = source.n_lines
+            dropped = store.drop_rejection(session, source.id or 0, first_line)
+            source.n_rejected -= dropped
+        first_id = session.exec(
+            select(CallRow.call_id).where(CallRow.source_id == source.id).limit(1)
+        ).first()
+        fallback = _fallback_episode(target.display)
+        named = set(
+            session.exec(
+                select(CallRow.episode_id)
+                .where(CallRow.source_id == source.id, CallRow.episode_id != fallback)
+                .distinct()
+            ).all()
+        )
+        resume = _Resume(
+            start=start,
+            first_line=first_line,
+            id_prefix=first_id.split(":")[0] if first_id else sha[:12],
+            named={e for e in named if e},
+        )
+        fi = _FileIngest(session, target, sha, "exchange", report, size=size, source=source)
+        _ingest_exchange(fi, out, lambda _: None, cache, seen, resume)
+        source.sha256 = sha
+        source.size_bytes = size
+        source.n_lines = max(report.n_lines, source.n_lines)
+        source.n_calls += report.n_calls
+        source.n_rejected += report.n_rejected
+        source.n_episodes = len(
+            session.exec(
+                select(CallRow.episode_id).where(CallRow.source_id == source.id).distinct()
+            ).all()
+        )
+        source.ingested_at = utcnow()
+        session.add(source)
+        session.commit()
+        episodes.update(fi.episodes)
+    except Exception as exc:  # noqa: BLE001 - as for a new file: reported, the others load
+        session.rollback()
+        seen.clear()
+        out.rejected = [r for r in out.rejected if r.file != target.display]
+        report.status, report.error = "error", f"{type(exc).__name__}: {exc}"
+        report.n_calls = report.n_rejected = 0
         out.errors.append(SkippedFile(target.display, report.error))
     return report

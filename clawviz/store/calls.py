@@ -22,7 +22,7 @@ from functools import cache
 from typing import Any
 
 import orjson
-from sqlalchemy import Table, bindparam, func, update
+from sqlalchemy import Table, bindparam, delete, func, update
 from sqlmodel import Session, select
 
 from clawviz.ingest.exchange import ParsedExchange, system_text
@@ -315,6 +315,14 @@ def write_rejections(
             for f, ln, r, raw in rows
         ],
     )
+
+
+def drop_rejection(session: Session, source_id: int, line: int) -> int:
+    """Forget a file's rejected line (a torn last line read again whole); returns rows gone."""
+    result = session.execute(
+        delete(RejectedLine).where(RejectedLine.source_id == source_id, RejectedLine.line == line)
+    )
+    return int(result.rowcount or 0)
 
 
 def reassign_episode(session: Session, source_id: int, old: str, new: str) -> None:

@@ -90,6 +90,33 @@ def _read(session: Session, sql: str, **params) -> pd.DataFrame:
     return pd.read_sql_query(text(sql), session.connection(), params=params)
 
 
+LIVE_WINDOW_S = 120.0
+"""An episode with a call this recent (recorder time) counts as live on the Runs page."""
+
+
+@dataclass(frozen=True)
+class LiveState:
+    """What changes while a recording runs: the store's size and the live episodes."""
+
+    stamp: tuple[int, int, float]
+    """(episodes, calls, latest call time): differs whenever anything was ingested."""
+    live: tuple[str, ...]
+    """Episodes with a call in the last `LIVE_WINDOW_S` seconds, newest first."""
+
+
+def live_state(session: Session, now: float, window_s: float = LIVE_WINDOW_S) -> LiveState:
+    """Two cheap aggregate reads (the Runs page polls them while it is open)."""
+    conn = session.connection()
+    n_ep, n_calls, last = conn.execute(
+        text("SELECT COUNT(*), COALESCE(SUM(n_calls), 0), COALESCE(MAX(last_ts), 0) FROM episode")
+    ).one()
+    live = conn.execute(
+        text("SELECT episode_id FROM episode WHERE last_ts >= :cut ORDER BY last_ts DESC LIMIT 50"),
+        {"cut": now - window_s},
+    ).scalars()
+    return LiveState((int(n_ep), int(n_calls), float(last)), tuple(live))
+
+
 def store_counts(session: Session) -> dict[str, int]:
     """Row counts of the main tables (sources, episodes, calls, results, tasks, rejected)."""
     sql = (

@@ -126,7 +126,8 @@ def test_reload_button_sees_rows_written_by_another_process(tmp_path, on_store):
     assert {m.label: m.value for m in at.metric}["Episodes"] == "1"
     _ingest(url, [tmp_path / logs[1].name], get_engine)
     at.run()
-    assert {m.label: m.value for m in at.metric}["Episodes"] == "1"  # cached
+    # The live indicator saw the store change (issue 11): no Reload needed any more.
+    assert {m.label: m.value for m in at.metric}["Episodes"] == "2"
     at.button(key=state.KEY_RELOAD).click().run()
     no_exception(at)
     assert {m.label: m.value for m in at.metric}["Episodes"] == "2"

@@ -1,0 +1,73 @@
+"""`python3 -m clawviz record --upstream URL --listen HOST:PORT --out DIR`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any
+
+
+def _listen(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"--listen wants HOST:PORT, got {value!r}")
+    return host or "127.0.0.1", int(port)
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    from clawviz.record.proxy import serve
+
+    host, port = args.listen
+    try:
+        import uvloop  # about halves the proxy's CPU per forwarded chunk (bench/proxy.py)
+
+        factory = uvloop.new_event_loop
+    except ImportError:
+        factory = None
+    with asyncio.Runner(loop_factory=factory) as runner:
+        writer = runner.run(
+            serve(
+                args.upstream,
+                host,
+                port,
+                args.out,
+                read_timeout=args.read_timeout,
+                connect_timeout=args.connect_timeout,
+                drain_timeout=args.drain_timeout,
+                db_url=getattr(args, "db", None),
+            )
+        )
+    return 1 if writer.lost else 0
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "record",
+        help="recording reverse proxy: forward to --upstream, log every exchange to --out",
+        description=(
+            "Forward every request to UPSTREAM + path, stream the answer back, and append each "
+            "exchange as one line to OUT/*.jsonl. Episode identity: a path prefix "
+            "/ep/<episode>/[t/<task>/][h/<harness>/][a/<n>/] (stripped before forwarding), else "
+            "the X-Clawviz-Episode or X-Session-Id header, else one file per proxy run."
+        ),
+    )
+    p.add_argument("--upstream", required=True, help="model server base URL, e.g. http://h:8000")
+    p.add_argument("--listen", type=_listen, default=("127.0.0.1", 8099), help="HOST:PORT")
+    p.add_argument("--out", required=True, help="folder for the JSONL logs")
+    p.add_argument("--read-timeout", type=float, default=600.0, help="seconds between bytes")
+    p.add_argument("--connect-timeout", type=float, default=10.0, help="seconds to connect")
+    p.add_argument("--drain-timeout", type=float, default=600.0, help="on SIGTERM, wait this long")
+    p.add_argument(
+        "--db",
+        default=argparse.SUPPRESS,
+        help="also ingest each exchange into this store as it is logged (the app shows it live)",
+    )
+    p.set_defaults(func=cmd_record)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="clawviz")
+    register(parser.add_subparsers(dest="command", required=True))
+    ns = parser.parse_args(["record", *sys.argv[1:]])
+    sys.exit(ns.func(ns))

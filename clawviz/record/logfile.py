@@ -1,0 +1,165 @@
+"""The proxy's log: one JSON line per exchange, one `os.write` per line, on a writer thread.
+
+Files live in one folder: `<episode>.jsonl` for an exchange that names its episode, else one
+`run-<time>-<pid>.jsonl` per proxy run (the file is then the episode, FORMATS §1). A line is
+serialised and written whole by a single `os.write` on an `O_APPEND` descriptor, so a `kill -9`
+leaves only whole lines (at worst a torn last line, which ingest reports as such). A failed write
+(disk full, ...) never reaches the agent: the exchange is counted as lost and reported loudly on
+stderr, and the proxy goes on serving.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import queue
+import re
+import stat
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+import orjson
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def file_name_for(episode_id: str) -> str:
+    """A file name for an episode id: the id itself when it is a safe name, else a cleaned id
+    plus a short hash (so two ids never share a file)."""
+    clean = _SAFE.sub("_", episode_id)[:120].lstrip(".") or "_"
+    if clean != episode_id:
+        clean += "-" + hashlib.sha1(episode_id.encode()).hexdigest()[:8]
+    return clean + ".jsonl"
+
+
+def _count_lines(path: Path) -> int:
+    """Lines already in a regular file (so `seq` continues across proxy runs); 0 otherwise."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return 0
+    if not stat.S_ISREG(st.st_mode):
+        return 0
+    n = 0
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            n += block.count(b"\n")
+    return n
+
+
+class LogWriter:
+    """Appends records to files in `out_dir` from a background thread.
+
+    `submit` never blocks on the disk; `close` writes what is queued, then stops the thread.
+    `on_written(path)` is called on the writer thread after each line that reached its file.
+    """
+
+    def __init__(
+        self,
+        out_dir: str | Path,
+        *,
+        run_name: str | None = None,
+        stderr: TextIO | None = None,
+        on_written: Callable[[Path], None] | None = None,
+    ) -> None:
+        self.dir = Path(out_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        self.run_file = run_name or f"run-{stamp}-{os.getpid()}.jsonl"
+        self.stderr = stderr if stderr is not None else sys.stderr
+        self.on_written = on_written
+        self.written = 0
+        self.lost = 0
+        self.last_error: str | None = None
+        self._seq: dict[str, int] = {}
+        self._seq_lock = threading.Lock()
+        self._fds: dict[str, int] = {}
+        self._torn: set[str] = set()
+        self._queue: queue.SimpleQueue[tuple[str, dict[str, Any]] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="clawviz-record-log", daemon=True)
+        self._thread.start()
+
+    def file_for(self, episode_id: str | None) -> str:
+        return file_name_for(episode_id) if episode_id else self.run_file
+
+    def next_seq(self, name: str) -> int:
+        """The next sequence number in a file (0-based; continues after existing lines)."""
+        with self._seq_lock:
+            if name not in self._seq:
+                self._seq[name] = _count_lines(self.dir / name)
+            seq = self._seq[name]
+            self._seq[name] = seq + 1
+            return seq
+
+    def submit(self, name: str, record: dict[str, Any]) -> None:
+        """Queue one record for `name`; the record must not be changed afterwards."""
+        self._queue.put((name, record))
+
+    def close(self, timeout: float | None = None) -> None:
+        """Write everything queued, then stop the writer thread and close the files."""
+        self._queue.put(None)
+        self._thread.join(timeout)
+        for fd in self._fds.values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._fds.clear()
+
+    # -- writer thread -------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not None:
+            name, record = item
+            try:
+                line = orjson.dumps(record) + b"\n"
+            except (TypeError, orjson.JSONEncodeError) as exc:
+                self._fail(name, f"record does not serialise: {exc}")
+                continue
+            if self._write(name, line):
+                self.written += 1
+                if self.on_written is not None:
+                    try:
+                        self.on_written(self.dir / name)
+                    except Exception as exc:  # a store error must not stop the log
+                        self._say(f"after writing {self.dir / name}: {exc!r}")
+
+    def _write(self, name: str, line: bytes) -> bool:
+        if name in self._torn:
+            # The previous write left a partial line: start on a fresh line so only that one
+            # line is bad, not this one too.
+            line = b"\n" + line
+        try:
+            fd = self._fds.get(name)
+            if fd is None:
+                fd = os.open(self.dir / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                self._fds[name] = fd
+            n = os.write(fd, line)
+        except OSError as exc:
+            self._fail(name, exc.strerror or str(exc))
+            return False
+        if n != len(line):
+            self._torn.add(name)
+            self._fail(name, f"short write ({n} of {len(line)} bytes)")
+            return False
+        self._torn.discard(name)
+        return True
+
+    def _fail(self, name: str, reason: str) -> None:
+        self.lost += 1
+        self.last_error = f"{self.dir / name}: {reason}"
+        self._say(
+            f"ERROR: exchange NOT logged to {self.dir / name}: {reason} "
+            f"({self.lost} lost so far); still serving"
+        )
+
+    def _say(self, msg: str) -> None:
+        try:
+            self.stderr.write(f"clawviz record: {msg}\n")
+            self.stderr.flush()
+        except (OSError, ValueError):
+            pass
