@@ -171,13 +171,16 @@ def scrub(text: str, replacements: dict[str, str]) -> str:
 
 
 def machine_replacements(tmp: Path, rig: Rig) -> dict[str, str]:
-    return {
+    out = {
         str(tmp): "/tmp/rig",
         f"127.0.0.1:{rig.proxy_port}": "127.0.0.1:8099",
         f"127.0.0.1:{rig.server_port}": "127.0.0.1:8000",
-        socket.gethostname(): "rig-host",
-        os.environ.get("USER", "\0"): "user",
     }
+    # Host and user names only when long enough not to hit ordinary words ("vm", "root").
+    for name, new in ((socket.gethostname(), "rig-host"), (os.environ.get("USER", ""), "user")):
+        if len(name) >= 6 and name not in ("runner", "ubuntu"):
+            out[name] = new
+    return out
 
 
 def save(dest: Path, files: dict[str, Path], replacements: dict[str, str]) -> None:
