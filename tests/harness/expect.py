@@ -72,6 +72,7 @@ def expected_for(folder: Path) -> dict[str, Any]:
     segment = 0
     segments: list[list[str]] = [[]]
     last_summary: str | None = None
+    summarised: str | None = None
     attempts: dict[str, list[str]] = {}
     counts: dict[str, int] = {}
     last_main_failed = False
@@ -97,18 +98,23 @@ def expected_for(folder: Path) -> dict[str, Any]:
             row.update(name=name, role=role, state="auxiliary", reason=role, thread=name)
         elif action == "summary":
             name = fresh("summary")
+            # Summaries with no main call between them belong to one compaction (pi's split
+            # turn sends a history summary and a turn-prefix summary at once): same tip, one
+            # new segment, and the continuation links to the last of them.
+            if tip is not None:
+                summarised = tip
+                segment += 1
+                segments.append([])
             row.update(
                 name=name,
                 role="aux_summary",
                 state="auxiliary",
                 reason="aux_summary",
-                link=tip,
-                parent=tip if extends else None,
+                link=summarised,
+                parent=summarised if extends else None,
                 thread=name,
             )
             last_summary, tip = name, None
-            segment += 1
-            segments.append([])
         elif step is not None:
             prev = attempts.setdefault(step, [])
             failed = action in FAILED

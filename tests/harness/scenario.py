@@ -4,6 +4,7 @@ A scenario is a JSON object (or the same thing as a Python dict)::
 
     {"name": "retry-5xx",
      "summary": "Summary: the user asked for X; Y was done.",   # optional
+     "summaries": ["first summary", "second summary"],          # optional, one per request
      "utility": [{"last_user_contains": "Generate a title"}],   # optional, extra utility rules
      "steps": [
        {"name": "m1", "fail": 529, "times": 2, "text": "hello"},
@@ -267,6 +268,10 @@ class Scenario:
             raise ScenarioError(f"{source}: a scenario is an object with a 'steps' list")
         self.name = str(data.get("name", Path(source).stem))
         self.summary = str(data.get("summary", DEFAULT_SUMMARY))
+        # `summaries`: one text per summary request in arrival order (the last one repeats), so
+        # parallel summary calls of one compaction (pi's split turn) answer differently.
+        self.summaries = [str(x) for x in data.get("summaries") or []]
+        self.n_summaries = 0
         self.source = source
         self.steps = [_step(s, f"{source}: steps[{i}]") for i, s in enumerate(data["steps"])]
         names = [s.name for s in self.steps]
@@ -308,7 +313,11 @@ class Scenario:
         if view.path.rstrip("/").endswith("count_tokens"):
             return Decision("utility", text="count_tokens")
         if self.is_summary(view):
-            return Decision("summary", text=self.summary)
+            self.n_summaries += 1
+            text = self.summary
+            if self.summaries:
+                text = self.summaries[min(self.n_summaries, len(self.summaries)) - 1]
+            return Decision("summary", text=text, attempt=self.n_summaries)
         ans = self.utility_answer(view)
         if ans is not None:
             return Decision("utility", text=ans)
