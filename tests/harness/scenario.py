@@ -27,8 +27,9 @@ and request N+1 gets the step's reply). Keys of a step:
   the API the request used); ``times`` (default 1) failures before the reply. A failing step
   without ``text``/``tools`` is used up by its failures. ``overflow: true`` = ``fail: "overflow"``.
 - ``hang``: seconds to wait before answering nothing (the client times out or gives up).
-- ``cut``: stream the start of the reply, then drop the connection (no final events).
-- ``stream_error``: streamed reply that ends in the API's in-stream error event.
+- ``cut``: stream the start of the reply, then drop the connection (no final events);
+  ``stream_error``: a streamed reply that ends in the API's in-stream error event. Both apply
+  to the first ``times`` requests (default 1); the next request gets the whole reply.
 - ``usage``: ``{"input_tokens": N, "output_tokens": M}`` reported instead of the toy counts
   (Codex compacts when reported usage passes ``model_auto_compact_token_limit``).
 - ``match``: the step is only used by a request that matches (keys below, all must hold);
@@ -337,16 +338,18 @@ class Scenario:
             step.done = not step.repeat
             d.action, d.hang = "hang", float(step.hang)
             return d
-        step.done = not step.repeat
+        broken = (step.cut or step.stream_error) and step.seen <= step.times
+        if not broken or step.seen == step.times and not step.has_reply:
+            step.done = not step.repeat
         d.text, d.tools = step.text, [dict(t) for t in step.tools]
-        d.cut, d.stream_error = step.cut, step.stream_error
+        d.cut, d.stream_error = step.cut and broken, step.stream_error and broken
         for k, t in enumerate(d.tools):
             t.setdefault("id", f"{step.name}_{k}")
             if "arguments" in t:
                 t["arguments"] = fill(t["arguments"], view)
-        if step.cut:
+        if d.cut:
             d.action = "cut"
-        elif step.stream_error:
+        elif d.stream_error:
             d.action = "stream_error"
         else:
             d.action = "tool" if d.tools else "ok"
