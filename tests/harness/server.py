@@ -19,6 +19,8 @@ from . import toytok
 from .scenario import Decision, Scenario, View, user_text_of
 
 BASE_TIME = 1767225600  # fixed `created` base so answers do not depend on the clock
+# the request's index in server.jsonl, for the `x-scripted-request` answer header
+REQUEST_INDEX = web.RequestKey("scripted_i", int) if hasattr(web, "RequestKey") else "scripted_i"
 LOGGED_HEADERS = (
     "x-stainless-retry-count",
     "session_id",
@@ -192,8 +194,8 @@ class ScriptedServer:
         self.app.router.add_route("*", "/{tail:.*}", self.handle)
 
     async def _tag(self, request: web.Request, response: web.StreamResponse) -> None:
-        if "scripted_i" in request:
-            response.headers["x-scripted-request"] = str(request["scripted_i"])
+        if REQUEST_INDEX in request:
+            response.headers["x-scripted-request"] = str(request[REQUEST_INDEX])
 
     def _log(self, entry: dict[str, Any]) -> None:
         self.entries.append(entry)
@@ -214,7 +216,7 @@ class ScriptedServer:
         view = make_view(path, request.method, dict(request.headers), body, raw)
         self.count += 1
         idx = self.count
-        request["scripted_i"] = idx
+        request[REQUEST_INDEX] = idx
         wrong = self.protocol != "any" and proto in ("chat", "anthropic", "responses")
         wrong = wrong and proto != self.protocol
         if body is None or proto == "unknown" or wrong:
