@@ -58,3 +58,41 @@ def test_bad_lines_cost_only_themselves(tmp_path):
         (5, "rollout line without type and payload"),
     ]
     assert len(read.calls) == 2
+
+
+def test_gzipped_session_files_load_like_plain_ones(tmp_path):
+    """A .jsonl.gz transcript (pi session, Codex rollout) replays to the same calls as the plain
+    file; a gzip cut short keeps its whole lines and names where it broke."""
+    import gzip
+
+    pi = RECORDED.parent / "pi-0.73.1" / "retry-5xx" / "session.jsonl"
+    codex = RECORDED / "retry-5xx" / "rollout.jsonl"
+    for src in (pi, codex):
+        gz = tmp_path / (src.stem + ".jsonl.gz")
+        gz.write_bytes(gzip.compress(src.read_bytes()))
+        plain, zipped = read_transcript(src), read_transcript(gz)
+        assert not zipped.rejects and zipped.format == plain.format
+        assert [c.response for c in zipped.calls] == [c.response for c in plain.calls]
+        assert [c.messages for c in zipped.calls] == [c.messages for c in plain.calls]
+    # through ingest too (it detects the format from the decompressed lines)
+    from sqlmodel import Session
+
+    from clawviz.ingest.load import ingest_paths
+    from clawviz.store.db import init_db
+    from tests.dburl import memory_engine
+
+    engine = memory_engine()
+    init_db(engine)
+    with Session(engine) as session:
+        report = ingest_paths([tmp_path], session=session)
+    assert not report.rejected
+    assert sorted((f.format, f.n_calls) for f in report.files) == [
+        ("transcript_codex", 2),
+        ("transcript_pi", 3),
+    ]
+    data = gzip.compress(codex.read_bytes())
+    cut = tmp_path / "rollout-cut.jsonl.gz"
+    cut.write_bytes(data[:-40])
+    read = read_transcript(cut)
+    assert any("gzip stream ends early" in reason for _, reason, _ in read.rejects)
+    assert read.format == CODEX_FORMAT

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+import zlib
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -45,10 +47,20 @@ class Line:
 
 
 def read_lines(path: str | Path) -> tuple[list[Line], list[Reject]]:
-    """Parse every non-blank line of a JSONL file; bad lines become rejects, the rest load."""
+    """Parse every non-blank line of a JSONL file (plain or gzip); bad lines become rejects, the
+    rest load."""
     lines: list[Line] = []
     rejects: list[Reject] = []
     data = Path(path).read_bytes()
+    if data[:2] == b"\x1f\x8b":  # a .jsonl.gz session file (what ingest detected it from)
+        try:
+            data = gzip.decompress(data)
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            # keep what decompresses; the reject names where the stream broke
+            part = zlib.decompressobj(zlib.MAX_WBITS | 16).decompress(data)
+            data = part[: part.rfind(b"\n") + 1]
+            n = data.count(b"\n") + 1
+            rejects.append((n, f"gzip stream ends early ({exc})", ""))
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     for i, raw_bytes in enumerate(data.split(b"\n"), start=1):
