@@ -87,6 +87,44 @@ SETTINGS: tuple[Setting, ...] = (
         affects_decisions=False,
     ),
     Setting(
+        "checker_allow_unsandboxed",
+        False,
+        "Where bubblewrap cannot run, run checkers anyway in the weaker process-group mode "
+        "(no namespaces: a checker can read files, environment and network). Shown as a warning.",
+        affects_decisions=False,
+    ),
+    Setting(
+        "checker_python",
+        "/usr/bin/python3",
+        "Interpreter for checkers inside the sandbox (falls back to the app's own Python).",
+        affects_decisions=False,
+    ),
+    Setting(
+        "checker_max_memory_mb",
+        1024,
+        "Address-space limit (RLIMIT_AS) of a checker, in MB.",
+        affects_decisions=False,
+    ),
+    Setting(
+        "checker_max_processes",
+        64,
+        "Process limit (RLIMIT_NPROC) inside a checker's sandbox.",
+        affects_decisions=False,
+    ),
+    Setting(
+        "checker_max_file_mb",
+        64,
+        "Largest file a checker may write (RLIMIT_FSIZE), and the size of its private /tmp, in MB.",
+        affects_decisions=False,
+    ),
+    Setting(
+        "checker_max_output_bytes",
+        1_000_000,
+        "Bytes of a checker's stdout/stderr tail kept (plus a 64 KB head); scores are parsed "
+        "from the tail.",
+        affects_decisions=False,
+    ),
+    Setting(
         "archive_max_bytes",
         512 * 1024 * 1024,
         "Largest total uncompressed size an archive may extract to.",
