@@ -283,8 +283,9 @@ def run_checker_tab(d: TaskDetail) -> None:
         return
     settings = state.current_settings()
     st.caption(
-        f"Runs reward/check.py in a separate process on a temporary copy of the workspace, "
-        f"with a {settings.checker_timeout_s} s limit (setting checker_timeout_s)."
+        f"Runs reward/check.py inside a bubblewrap sandbox (no network, no access to this "
+        f"machine's files or processes) on a private copy of the workspace, with a "
+        f"{settings.checker_timeout_s} s limit (setting checker_timeout_s)."
     )
     source = st.radio("Workspace", [SOURCE_ATTEMPT, SOURCE_UPLOAD], key=w.KEY_CHECK_SOURCE)
     workspace: str | None = None
