@@ -125,6 +125,13 @@ SETTINGS: tuple[Setting, ...] = (
         affects_decisions=False,
     ),
     Setting(
+        "workspace_roots",
+        (),
+        "Folders a results.jsonl line may name workspaces under besides the results file's own "
+        "folder (env CLAWVIZ_WORKSPACE_ROOTS adds more, separated by ':').",
+        affects_decisions=False,
+    ),
+    Setting(
         "archive_max_bytes",
         512 * 1024 * 1024,
         "Largest total uncompressed size an archive may extract to.",
