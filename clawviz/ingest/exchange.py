@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from clawviz.ingest import sse
+from clawviz.ingest.record import FormatError, check_message, validate_call
 from clawviz.recon.canonical import dumps_canonical, normalize_blocks, strip_cache_control
 from clawviz.types import Call, Endpoint, Message, Rollout, Usage
 
@@ -34,10 +35,6 @@ _KNOWN_CLAWVIZ = frozenset(
     ("episode_id", "task_id", "harness", "attempt", "seq", "delivered", "model_role", "rollout")
     + ("role",)
 )
-
-
-class FormatError(ValueError):
-    """A record that cannot be loaded; the message is the one-line reason shown to the user."""
 
 
 @dataclass
@@ -398,6 +395,8 @@ def _convert(
         hit = cache.get(key) if cache is not None else None
         if hit is None:
             msg = convert(raw)
+            # Checked once per distinct message: a cached conversion was checked when made.
+            check_message(msg, f"request message {len(messages)}")
             hit = (msg, _converted_hash(msg))
             if cache is not None:
                 cache.put(key, hit, len(wire))
@@ -793,6 +792,7 @@ def parse_exchange(
         rollout=_merge_rollout(_clawviz_rollout(clawviz.get("rollout")), resp.rollout),
         extra=extra,
     )
+    validate_call(call)
     return ParsedExchange(
         call=call,
         raw_messages=req.raw_messages,
