@@ -7,6 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from clawviz.settings import masked_url
 from clawviz.ui import data, state
 
 HERE = Path(__file__).parent
@@ -57,7 +58,7 @@ def sidebar() -> None:
     settings = state.current_settings()
     with st.sidebar:
         st.caption("Store")
-        st.code(state.database_url(), language=None, wrap_lines=True)
+        st.code(masked_url(state.database_url()), language=None, wrap_lines=True)
         counts = data.store_counts(state.database_url())
         st.caption(
             f"{counts['episodes']} episodes · {counts['calls']} calls · "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -225,6 +226,20 @@ class Settings:
     @property
     def resolved_database_url(self) -> str:
         return os.environ.get("CLAWVIZ_DATABASE_URL") or self.database_url
+
+
+_URL_PASSWORD = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*:)(?P<pw>[^\s@]*)@")
+
+
+def mask_secrets(text: str) -> str:
+    """Text with the password of every URL in it replaced by ***
+    (`postgresql://u:pw@host/db` -> `postgresql://u:***@host/db`)."""
+    return _URL_PASSWORD.sub(lambda m: f"{m['head']}***@", text)
+
+
+def masked_url(url: str) -> str:
+    """A store URL fit to show: password masked (sidebar, `clawviz settings`, logs, errors)."""
+    return mask_secrets(url)
 
 
 def _jsonable(v: Any) -> Any:

@@ -9,12 +9,13 @@ import sys
 from typing import Any
 
 import orjson
+from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, select
 
 from clawviz.cli import explain
 from clawviz.cli import tasks as cli_tasks
 from clawviz.ingest.load import IngestReport, ingest_paths
-from clawviz.settings import DEFAULT_SETTINGS, SETTINGS
+from clawviz.settings import DEFAULT_SETTINGS, SETTINGS, mask_secrets, masked_url
 from clawviz.store import db, decisions, search
 from clawviz.store.db import session_scope
 from clawviz.store.models import Episode, EpisodeStatus, Result
@@ -231,7 +232,11 @@ def cmd_settings(args: argparse.Namespace) -> int:
         {
             "name": s.name,
             "default": list(s.default) if isinstance(s.default, tuple) else s.default,
-            "value": DEFAULT_SETTINGS.resolved_database_url if s.name == "database_url" else None,
+            "value": (
+                masked_url(DEFAULT_SETTINGS.resolved_database_url)
+                if s.name == "database_url"
+                else None
+            ),
             "affects_decisions": s.affects_decisions,
             "help": s.help,
         }
@@ -305,3 +310,9 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
+    except SQLAlchemyError as exc:
+        # A store that cannot be opened: one line, never the URL's password or an SQL dump.
+        orig = getattr(exc, "orig", None) or exc
+        text = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
+        print(f"error: store: {mask_secrets(text)}", file=sys.stderr)
+        return EXIT_FATAL

@@ -18,14 +18,16 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import orjson
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from clawviz.ingest import transcripts
 from clawviz.ingest.exchange import FormatError, MessageCache, ParsedExchange, parse_exchange
+from clawviz.ingest.record import validate_call
 from clawviz.ingest.results import is_result_record, parse_result
 from clawviz.review import findings
 from clawviz.review import tasks as tasks_mod
-from clawviz.settings import DEFAULT_SETTINGS, Settings
+from clawviz.settings import DEFAULT_SETTINGS, Settings, mask_secrets
 from clawviz.store import calls as store
 from clawviz.store.models import Result, Source, Task
 
@@ -260,6 +262,14 @@ class _FileIngest:
         self.rejects = []
 
 
+def _write_batch(fi: _FileIngest, batch: list[ParsedExchange], seen: store.SeenHashes) -> None:
+    """Write a batch in a savepoint; a call the database refuses becomes a Rejected line."""
+    failed = store.write_parsed_guarded(fi.session, batch, fi.source, seen)
+    for parsed, reason in failed:
+        fi.reject(parsed.call.line, reason, "")
+    fi.report.n_calls += len(batch) - len(failed)
+
+
 def _ingest_exchange(
     fi: _FileIngest,
     out: IngestReport,
@@ -316,13 +326,11 @@ def _ingest_exchange(
             batch.append(parsed)
             batch_bytes += len(data)
             if len(batch) >= BATCH_LINES or batch_bytes >= BATCH_BYTES:
-                store.write_parsed(fi.session, batch, fi.source, seen)
-                fi.report.n_calls += len(batch)
+                _write_batch(fi, batch, seen)
                 batch, batch_bytes = [], 0
                 fi.flush_rejects(out)
                 tick(reader.position())
-        store.write_parsed(fi.session, batch, fi.source, seen)
-        fi.report.n_calls += len(batch)
+        _write_batch(fi, batch, seen)
         fi.report.n_lines = reader.n_lines
         if reader.error:
             fi.reject(reader.error.line, reader.error.reason, "")
@@ -407,13 +415,22 @@ def _ingest_transcript(fi: _FileIngest, out: IngestReport, records: list[Any]) -
     read = transcripts.read_transcript(fi.target.path)
     fi.report.covered_by = getattr(read, "covered_by", None)
     fallback = getattr(read, "episode_id", None) or _fallback_episode(fi.target.display)
+    calls = []
     for call in read.calls:
         call.source_kind = "transcript"
         call.source_file = call.source_file or fi.target.display
         call.episode_id = call.episode_id or fallback
+        try:
+            validate_call(call, messages=True)
+        except FormatError as exc:
+            fi.reject(call.line, str(exc), "")
+            continue
+        calls.append(call)
         fi.episodes.add(call.episode_id)
-    store.write_calls(fi.session, read.calls, fi.source)
-    fi.report.n_calls += len(read.calls)
+    failed = store.write_parsed_guarded(fi.session, [store.as_parsed(c) for c in calls], fi.source)
+    for parsed, reason in failed:
+        fi.reject(parsed.call.line, reason, "")
+    fi.report.n_calls += len(calls) - len(failed)
     for line, reason, raw in read.rejects:
         fi.reject(line, reason, raw)
     # Claude Code sessions read their sub-agent files too; their bad lines name those files.
@@ -553,12 +570,35 @@ def _ingest_file(
         session.add(fi.source)
         session.commit()
         episodes.update(fi.episodes)
-    except Exception as exc:  # noqa: BLE001 - a broken file is reported, the others still load
+    except IntegrityError as exc:
+        if "sha256" not in str(exc).lower():
+            return _file_failed(session, seen, target, out, report, exc)
         session.rollback()
         seen.clear()
-        # Rejections already added to the report for this file were rolled back with it.
         out.rejected = [r for r in out.rejected if r.file != target.display]
-        report.status, report.error = "error", f"{type(exc).__name__}: {exc}"
-        report.n_calls = report.n_results = report.n_rejected = 0
-        out.errors.append(SkippedFile(target.display, report.error))
+        # Another process loaded (or is loading) the same bytes: not an error of this file.
+        done_by_other = store.source_by_sha(session, sha) is not None
+        session.rollback()
+        status = "already_loaded" if done_by_other else "already_being_loaded"
+        return FileReport(target.display, fmt, status)
+    except Exception as exc:  # noqa: BLE001 - a broken file is reported, the others still load
+        return _file_failed(session, seen, target, out, report, exc)
+    return report
+
+
+def _file_failed(
+    session: Session,
+    seen: store.SeenHashes,
+    target: _Target,
+    out: IngestReport,
+    report: FileReport,
+    exc: Exception,
+) -> FileReport:
+    session.rollback()
+    seen.clear()
+    # Rejections already added to the report for this file were rolled back with it.
+    out.rejected = [r for r in out.rejected if r.file != target.display]
+    report.status, report.error = "error", f"{type(exc).__name__}: {mask_secrets(str(exc))}"
+    report.n_calls = report.n_results = report.n_rejected = 0
+    out.errors.append(SkippedFile(target.display, report.error))
     return report

@@ -18,6 +18,7 @@ from clawviz.review.archive import ArchiveError, extract_archive, open_workspace
 from clawviz.review.workspace import diff_workspaces
 from clawviz.store.db import get_engine
 from clawviz.store.models import Result
+from tests.dburl import fresh_url
 
 SECRET = b"root:$6$not-really-a-hash:19000:0:99999:7:::\n"
 
@@ -153,7 +154,7 @@ def _results_store(tmp_path: Path, lines: list[dict]) -> tuple[Session, object]:
     (folder / "ws_ok" / "f.txt").write_text("ok\n")
     path = folder / "results.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    engine = get_engine(f"sqlite:///{tmp_path / 'store.db'}")
+    engine = get_engine(fresh_url(tmp_path))
     session = Session(engine)
     report = ingest_paths([path], session=session)
     return session, report
