@@ -115,6 +115,12 @@ def header(view: data.EpisodeView) -> None:
     cols[2].metric("Status", a.status if a else "not analysed")
     if a is not None:
         reason_badges(a.reasons)
+    if a is not None and a.status == "analysis_error":
+        st.error(
+            "The analysis of this episode failed (analysis_error); the other episodes are "
+            "unaffected. The error:"
+        )
+        st.code("\n".join(r.evidence for r in a.reasons), language=None, wrap_lines=True)
     if view.analysis_error:
         st.error("The analysis of this episode failed; calls are shown without decisions.")
         st.code(view.analysis_error, language=None)

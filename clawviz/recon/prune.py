@@ -21,6 +21,7 @@ ABNORMAL_CODES = frozenset(
         "orphaned_request",
         "unsupported_tool",
         "missing_reward",
+        "analysis_error",
     }
 )
 """Episode reasons that exclude an attempt from GRPO statistics (not below_reward_threshold)."""
