@@ -82,6 +82,19 @@ SETTINGS: tuple[Setting, ...] = (
         "Optional {'checks': w, 'rubric': w} weights combining check mean and rubric score.",
     ),
     Setting(
+        "max_line_bytes",
+        64 * 1024 * 1024,
+        "Longest log line read, in bytes; a longer line is rejected while streaming (never held "
+        "in memory whole).",
+        affects_decisions=False,
+    ),
+    Setting(
+        "gzip_max_bytes",
+        16 * 1024 * 1024 * 1024,
+        "Decompression budget of one .gz file, in bytes; lines past it are not read.",
+        affects_decisions=False,
+    ),
+    Setting(
         "checker_timeout_s",
         60,
         "Time limit for running a task's checker in a separate process.",

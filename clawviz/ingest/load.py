@@ -21,7 +21,7 @@ import orjson
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
-from clawviz.ingest import transcripts
+from clawviz.ingest import bounded, transcripts
 from clawviz.ingest.exchange import FormatError, MessageCache, ParsedExchange, parse_exchange
 from clawviz.ingest.record import validate_call
 from clawviz.ingest.results import is_result_record, parse_result
@@ -102,7 +102,9 @@ class _Target:
     path: Path
     display: str
     kind: str
-    """file | task_folder."""
+    """file | task_folder | unreadable."""
+    problem: str = ""
+    """Why an `unreadable` entry is skipped (FIFO, device, dangling or looping link)."""
 
 
 def _is_task_file(path: Path) -> bool:
@@ -116,6 +118,11 @@ def _collect(paths: list[str | os.PathLike[str]]) -> list[_Target]:
         p = Path(given)
         if not p.exists():
             raise FileNotFoundError(f"{given}: no such file or folder")
+        if not p.is_dir():
+            problem = bounded.regular_file_problem(p)
+            if problem is not None:
+                targets.append(_Target(p, str(given), "unreadable", problem))
+                continue
         if p.is_file():
             kind = "task_folder" if p.suffix == ".md" and _is_task_file(p) else "file"
             targets.append(_Target(p, str(given), kind))
@@ -132,8 +139,16 @@ def _collect(paths: list[str | os.PathLike[str]]) -> list[_Target]:
                 if name.startswith("."):
                     continue
                 if name.endswith(LOG_SUFFIXES):
-                    targets.append(_Target(root_path / name, str(root_path / name), "file"))
-                elif name.endswith(".md") and _is_task_file(root_path / name):
+                    problem = bounded.regular_file_problem(root_path / name)
+                    kind = "file" if problem is None else "unreadable"
+                    targets.append(
+                        _Target(root_path / name, str(root_path / name), kind, problem or "")
+                    )
+                elif (
+                    name.endswith(".md")
+                    and bounded.regular_file_problem(root_path / name) is None
+                    and _is_task_file(root_path / name)
+                ):
                     targets.append(_Target(root_path / name, str(root_path / name), "task_folder"))
     return targets
 
@@ -147,17 +162,31 @@ def _file_sha256(path: Path) -> str:
 
 
 class LineReader:
-    """Lines of a plain or gzip file as (1-based number, bytes); notes a gzip that ends early."""
+    """Lines of a plain or gzip file as (1-based number, bytes), bounded (`ingest.bounded`).
 
-    def __init__(self, path: Path) -> None:
+    Lines over `max_line_bytes` are skipped while streaming; a gzip file is checked first
+    (CRC, decompression budget) unless `verify` is off (the format sniff reads a few lines).
+    `problems()` lists what was not read, each naming its line.
+    """
+
+    def __init__(self, path: Path, settings: Settings | None = None, *, verify: bool = True):
+        settings = settings or DEFAULT_SETTINGS
+        self.max_line = int(settings.max_line_bytes)
         # A large buffer: exchange lines are tens of kilobytes each.
         self.raw: BinaryIO = path.open("rb", buffering=1 << 20)
         magic = self.raw.read(2)
         self.raw.seek(0)
+        self.gzipped = magic == b"\x1f\x8b"
         self.stream: BinaryIO = (
-            gzip.GzipFile(fileobj=self.raw) if magic == b"\x1f\x8b" else self.raw  # type: ignore[assignment]
+            gzip.GzipFile(fileobj=self.raw) if self.gzipped else self.raw  # type: ignore[assignment]
+        )
+        self.scan = (
+            bounded.scan_gzip(path, int(settings.gzip_max_bytes))
+            if self.gzipped and verify
+            else None
         )
         self.error: Rejection | None = None
+        self.rejections: list[Rejection] = []
         self.path = path
         self.n_lines = 0
         """Lines read so far (set when the iteration ends)."""
@@ -165,13 +194,44 @@ class LineReader:
     def position(self) -> int:
         return self.raw.tell()
 
+    def problems(self) -> list[Rejection]:
+        """Lines not read: too long, in a corrupt gzip member, past the budget, cut short."""
+        return self.rejections + ([self.error] if self.error else [])
+
     def lines(self, display: str) -> Iterator[tuple[int, bytes]]:
         n = 0
+        scan = self.scan
+        reported: set[str] = set()
         try:
-            for n, data in enumerate(self.stream, 1):
+            while True:
+                if scan is not None and scan.stop_line is not None and n + 1 >= scan.stop_line:
+                    self.rejections.append(Rejection(display, n + 1, scan.budget_reason))
+                    break
+                data, long_size = bounded.read_line(self.stream, self.max_line)
+                if not data and not long_size:
+                    break
+                n += 1
+                bad = scan.bad_reason(n) if scan is not None and scan.bad else None
+                if bad is not None:
+                    if bad not in reported:
+                        reported.add(bad)
+                        self.rejections.append(Rejection(display, n, bad))
+                    continue
+                if long_size:
+                    self.rejections.append(
+                        Rejection(
+                            display,
+                            n,
+                            f"line of {long_size} bytes is longer than {self.max_line} "
+                            "(max_line_bytes); skipped",
+                        )
+                    )
+                    continue
                 yield n, data
         except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-            self.error = Rejection(display, n + 1, f"gzip stream ends early ({exc})")
+            if not (scan is not None and scan.bad):
+                what = "gzip CRC check failed" if "CRC" in str(exc) else "gzip stream ends early"
+                self.error = Rejection(display, n + 1, f"{what} ({exc})")
         finally:
             self.n_lines = n
 
@@ -180,10 +240,10 @@ class LineReader:
         self.raw.close()
 
 
-def _sniff(path: Path) -> tuple[str, list[Any]]:
+def _sniff(path: Path, settings: Settings | None = None) -> tuple[str, list[Any]]:
     """The file's format from its first parseable records, and those records."""
     records: list[Any] = []
-    reader = LineReader(path)
+    reader = LineReader(path, settings, verify=False)
     try:
         for _, data in reader.lines(str(path)):
             if len(records) >= SNIFF_LINES:
@@ -251,6 +311,7 @@ class _FileIngest:
         session.flush()
         self.rejects: list[tuple[str, int, str, str]] = []
         self.episodes: set[str] = set()
+        self.settings: Settings = DEFAULT_SETTINGS
 
     def reject(self, line: int, reason: str, raw: str) -> None:
         self.rejects.append((self.target.display, line, reason, raw))
@@ -283,7 +344,7 @@ def _ingest_exchange(
     n_fallback = 0
     batch: list[ParsedExchange] = []
     batch_bytes = 0
-    reader = LineReader(fi.target.path)
+    reader = LineReader(fi.target.path, fi.settings)
     try:
         for n, data in reader.lines(display):
             # Only a line that starts with whitespace can be blank: no copy of every long line.
@@ -332,8 +393,8 @@ def _ingest_exchange(
                 tick(reader.position())
         _write_batch(fi, batch, seen)
         fi.report.n_lines = reader.n_lines
-        if reader.error:
-            fi.reject(reader.error.line, reader.error.reason, "")
+        for problem in reader.problems():
+            fi.reject(problem.line, problem.reason, "")
         fi.flush_rejects(out)
     finally:
         reader.close()
@@ -350,7 +411,7 @@ def _ingest_results(fi: _FileIngest, out: IngestReport) -> None:
     display = fi.target.display
     base_dir = fi.target.path.resolve().parent
     seen: set[str] = set()
-    reader = LineReader(fi.target.path)
+    reader = LineReader(fi.target.path, fi.settings)
     try:
         for n, data in reader.lines(display):
             fi.report.n_lines = n
@@ -376,8 +437,8 @@ def _ingest_results(fi: _FileIngest, out: IngestReport) -> None:
             seen.add(eid)
             fi.session.add(Result(**values, source_id=fi.source.id))
             fi.report.n_results += 1
-        if reader.error:
-            fi.reject(reader.error.line, reader.error.reason, "")
+        for problem in reader.problems():
+            fi.reject(problem.line, problem.reason, "")
         fi.flush_rejects(out)
     finally:
         reader.close()
@@ -466,14 +527,17 @@ def ingest_paths(
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _ingest_targets(targets, session, progress)
+        return _ingest_targets(targets, session, progress, settings)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
 def _ingest_targets(
-    targets: list[_Target], session: Session, progress: Progress | None
+    targets: list[_Target],
+    session: Session,
+    progress: Progress | None,
+    settings: Settings = DEFAULT_SETTINGS,
 ) -> IngestReport:
     if session.get_bind().dialect.name == "sqlite":
         # Message and blob keys are random hashes: a larger page cache keeps B-tree inserts
@@ -486,6 +550,10 @@ def _ingest_targets(
     seen = store.SeenHashes()
     episodes: set[str] = set()
     for target in targets:
+        if target.kind == "unreadable":
+            # Only regular files are read: a FIFO or /dev/zero would hang or never end.
+            out.skipped_files.append(SkippedFile(target.display, target.problem))
+            continue
         if target.kind == "task_folder":
             rep = _ingest_task_folder(session, target, out)
             out.files.append(rep)
@@ -494,7 +562,9 @@ def _ingest_targets(
         size = target.path.stat().st_size
         if progress:
             progress(done, total, target.display)
-        rep = _ingest_file(session, target, out, cache, seen, episodes, done, total, progress)
+        rep = _ingest_file(
+            session, target, out, cache, seen, episodes, done, total, progress, settings
+        )
         out.files.append(rep)
         done += size
         if progress:
@@ -510,7 +580,7 @@ def _ingest_targets(
 
 def _warn_uncovered(targets: list[_Target], out: IngestReport) -> None:
     """Warn about sub-agent transcripts whose parent session file was not given with them."""
-    given = {t.path.resolve() for t in targets}
+    given = {t.path.resolve() for t in targets if t.kind != "unreadable"}
     for rep in out.files:
         if rep.covered_by and Path(rep.covered_by).resolve() not in given:
             out.warnings.append(
@@ -533,12 +603,13 @@ def _ingest_file(
     done: int,
     total: int,
     progress: Progress | None,
+    settings: Settings = DEFAULT_SETTINGS,
 ) -> FileReport:
     sha = _file_sha256(target.path)
     previous = store.source_by_sha(session, sha)
     if previous is not None:
         return FileReport(target.display, previous.format, "already_loaded")
-    fmt, records = _sniff(target.path)
+    fmt, records = _sniff(target.path, settings)
     if fmt == "unknown":
         out.skipped_files.append(
             SkippedFile(
@@ -555,6 +626,7 @@ def _ingest_file(
 
     try:
         fi = _FileIngest(session, target, sha, fmt, report)
+        fi.settings = settings
         if fmt == "exchange":
             _ingest_exchange(fi, out, tick, cache, seen)
         elif fmt == "results":
