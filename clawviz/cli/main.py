@@ -70,6 +70,9 @@ def _report_text(report: IngestReport) -> str:
             detail = f"{f.n_calls} calls"
         rej = f", {f.n_rejected} rejected" if f.n_rejected else ""
         lines.append(f"  {f.status:<14} {f.format or '-':<24} {f.path}  {detail}{rej}")
+    for f in report.files:
+        if f.status == "already_being_loaded":
+            lines.append(f"note     {f.path}: already being loaded by another process")
     for r in report.rejected:
         lines.append(f"rejected {r.file}:{r.line}: {r.reason}")
     for w in report.warnings:

@@ -63,7 +63,7 @@ class FileReport:
     path: str
     format: str
     status: str
-    """loaded | already_loaded | error."""
+    """loaded | already_loaded | already_being_loaded (by another process) | skipped | error."""
     n_lines: int = 0
     n_calls: int = 0
     n_results: int = 0
