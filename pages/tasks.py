@@ -381,7 +381,9 @@ def signoff_panel(d: TaskDetail) -> None:
     if submitted:
         try:
             with state.get_session() as session:
-                row = add_review(session, d.task.task_id, decision, reviewer, note)
+                row = add_review(
+                    session, d.task.task_id, decision, reviewer, note, require_known_task=True
+                )
         except ReviewError as exc:
             st.error(escape_md(str(exc)))
             return
