@@ -1,4 +1,4 @@
-"""Command line: `python -m clawviz {ingest,episodes,explain,settings,tasks,review}`."""
+"""Command line: `python -m clawviz {ingest,episodes,explain,settings,tasks,review,diff,check}`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import orjson
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, select
 
-from clawviz.cli import explain
+from clawviz.cli import explain, review_cmds
 from clawviz.cli import tasks as cli_tasks
 from clawviz.ingest.load import IngestReport, ingest_paths
 from clawviz.settings import DEFAULT_SETTINGS, SETTINGS, mask_secrets, masked_url
@@ -300,6 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_settings)
 
     cli_tasks.register(sub)
+    review_cmds.register(sub)
     return parser
 
 
