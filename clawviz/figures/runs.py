@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 
 from clawviz.figures.palette import ADVANTAGE_SCALE
 
+
 def label(value: object) -> str:
     """Log text (a harness name, an episode id) fit for a Plotly label: Plotly renders a subset
     of HTML in labels and hovers (<b>, <a href>, <span style>), so < > & are entities."""
