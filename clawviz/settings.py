@@ -1,7 +1,9 @@
 """The one settings table: every tunable with its default and help text.
 
 The CLI, the app and the docs all read `SETTINGS`; decisions record the settings that produced
-them through `settings_hash`.
+them through `settings_hash`. A setting that does not change decisions can also be set by the
+environment variable CLAWVIZ_<NAME> (e.g. CLAWVIZ_CHECKER_ALLOW_UNSANDBOXED=1,
+CLAWVIZ_MAX_LINE_BYTES=1048576).
 """
 
 from __future__ import annotations
@@ -218,7 +220,12 @@ class Settings:
         if name in self.values:
             return self.values[name]
         if name in SETTINGS_BY_NAME:
-            return SETTINGS_BY_NAME[name].default
+            setting = SETTINGS_BY_NAME[name]
+            if not setting.affects_decisions and name != "database_url":
+                env = os.environ.get(f"CLAWVIZ_{name.upper()}")
+                if env is not None:
+                    return _from_env(env, setting.default)
+            return setting.default
         raise AttributeError(name)
 
     def with_(self, **changes: Any) -> Settings:
@@ -253,6 +260,18 @@ def mask_secrets(text: str) -> str:
 def masked_url(url: str) -> str:
     """A store URL fit to show: password masked (sidebar, `clawviz settings`, logs, errors)."""
     return mask_secrets(url)
+
+
+def _from_env(text: str, default: Any) -> Any:
+    """A setting's value from its environment variable (CLAWVIZ_<NAME>): JSON, else the text;
+    booleans also as 1/0, true/false, yes/no."""
+    if isinstance(default, bool):
+        return text.strip().lower() in ("1", "true", "yes", "on")
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return tuple(value) if isinstance(default, tuple) and isinstance(value, list) else value
 
 
 def _jsonable(v: Any) -> Any:

@@ -24,9 +24,9 @@ def is_result_record(record: Any) -> bool:
 
 def workspace_roots() -> tuple[Path, ...]:
     """Folders outside a results file's own folder that its workspaces may name (a setting)."""
-    roots = list(DEFAULT_SETTINGS.workspace_roots or ())
-    env = os.environ.get("CLAWVIZ_WORKSPACE_ROOTS", "")
-    roots += [r for r in env.split(os.pathsep) if r]
+    value = DEFAULT_SETTINGS.workspace_roots or ()
+    # CLAWVIZ_WORKSPACE_ROOTS may be a JSON list or folders separated by ':'.
+    roots = [r for r in value.split(os.pathsep) if r] if isinstance(value, str) else list(value)
     return tuple(Path(r).resolve() for r in roots)
 
 
