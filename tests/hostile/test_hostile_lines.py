@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
+from pathlib import Path
 
 import pytest
+import streamlit as st
 from sqlmodel import Session, select
 
 from clawviz.cli.main import main as cli_main
@@ -145,8 +148,9 @@ def test_savepoint_fallback_keeps_the_batch_when_validation_is_bypassed(
     assert kept == [n for n in range(1, N_LINES + 1) if n not in bad]
 
 
-def test_poison_record_costs_only_its_episode(tmp_path, monkeypatch, capsys):
-    """A store written before these checks may hold a tool_use whose name is an object."""
+def _poison_store(tmp_path, monkeypatch) -> str:
+    """A store written before the parse-time checks: one episode holds tool_use names that are
+    objects (the checks are switched off to write it, then restored)."""
     url = fresh_url(tmp_path)
     monkeypatch.setattr(exchange, "validate_call", lambda call, messages=False: None)
     monkeypatch.setattr(exchange, "check_message", lambda msg, where: None)
@@ -175,6 +179,12 @@ def test_poison_record_costs_only_its_episode(tmp_path, monkeypatch, capsys):
         report = ingest_paths([path], session=s)
         assert report.rejected == [] and report.n_calls == 5
     monkeypatch.undo()
+    return url
+
+
+def test_poison_record_costs_only_its_episode(tmp_path, monkeypatch, capsys):
+    """A store written before these checks may hold a tool_use whose name is an object."""
+    url = _poison_store(tmp_path, monkeypatch)
     with Session(get_engine(url)) as s:
         ensure_analysis(s)
         statuses = dict(s.exec(select(EpisodeStatus.episode_id, EpisodeStatus.status)).all())
@@ -186,3 +196,25 @@ def test_poison_record_costs_only_its_episode(tmp_path, monkeypatch, capsys):
     assert cli_main(["--db", url, "episodes"]) == 0
     out = capsys.readouterr().out
     assert "sess-poison" in out and "analysis_error" in out and "sess-good" in out
+
+
+def test_poison_episode_page_shows_the_error(tmp_path, monkeypatch):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "app"))
+    from apphelpers import no_exception, open_page
+
+    url = _poison_store(tmp_path, monkeypatch)
+    monkeypatch.setenv("CLAWVIZ_DATABASE_URL", url)
+    monkeypatch.setenv("CLAWVIZ_NO_SAMPLES", "1")
+    st.cache_data.clear()
+    at = open_page("pages/episode.py", episode="sess-poison")
+    no_exception(at)
+    errors = [e.value for e in at.error]
+    assert any("analysis of this episode failed (analysis_error)" in e for e in errors), errors
+    codes = [c.value for c in at.code]
+    with Session(get_engine(url)) as s:
+        evidence = episode_analysis(s, "sess-poison").reasons[0].evidence
+    assert evidence in codes
+    at = open_page("pages/episode.py", episode="sess-good")
+    no_exception(at)
+    assert not any("analysis_error" in e.value for e in at.error)
+    st.cache_data.clear()
