@@ -7,7 +7,9 @@ from pathlib import Path
 
 import streamlit as st
 
+from clawviz.settings import mask_secrets, masked_url
 from clawviz.ui import data, pages, state
+from clawviz.ui.inspector import escape_md
 
 HERE = Path(__file__).parent
 SAMPLE_LOGS = HERE / "sample_logs"
@@ -47,7 +49,7 @@ def sidebar() -> None:
     settings = state.current_settings()
     with st.sidebar:
         st.caption("Store")
-        st.code(state.database_url(), language=None, wrap_lines=True)
+        st.code(masked_url(state.database_url()), language=None, wrap_lines=True)
         counts = data.store_counts(state.database_url())
         st.caption(
             f"{counts['episodes']} episodes · {counts['calls']} calls · "
@@ -67,7 +69,7 @@ def main() -> None:
     settings = state.current_settings()
     error = data.ensure_analysed(state.database_url(), settings.settings_hash, settings)
     if error:
-        st.warning(f"Decisions could not be computed: {error}")
+        st.warning(f"Decisions could not be computed: {escape_md(mask_secrets(error))}")
     sidebar()
     pg.run()
 

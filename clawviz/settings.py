@@ -4,7 +4,9 @@ Everything else is derived from the fields of `Settings`: the Settings page form
 (`clawviz.ui.settings_form`), the CLI's `--set name=value` (`parse_assignment`), the README
 table (`readme_table`, checked by tests/test_project.py) and the cache key (`settings_hash`, over
 the fields whose `affects_decisions` is true). Values are validated on construction, so
-`DEFAULT_SETTINGS.with_(max_leaves="9")` raises `SettingsError` naming the setting.
+`DEFAULT_SETTINGS.with_(max_leaves="9")` raises `SettingsError` naming the setting. A setting
+that changes no decision can also be given as the environment variable CLAWVIZ_<NAME>
+(`env_overrides`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -240,6 +243,90 @@ class Settings:
         ),
     )
 
+    max_line_bytes: int = field(
+        default=64 * 1024 * 1024,
+        metadata=_meta(
+            "Longest log line read, in bytes; a longer line is rejected while streaming (never "
+            "held in memory whole).",
+            "int",
+            affects_decisions=False,
+            minimum=1024,
+        ),
+    )
+    gzip_max_bytes: int = field(
+        default=16 * 1024 * 1024 * 1024,
+        metadata=_meta(
+            "Decompression budget of one .gz file, in bytes; lines past it are not read.",
+            "int",
+            affects_decisions=False,
+            minimum=1024,
+        ),
+    )
+    checker_allow_unsandboxed: bool = field(
+        default=False,
+        metadata=_meta(
+            "Where bubblewrap cannot run, run checkers anyway in the weaker process-group mode "
+            "(no namespaces: a checker can read files, environment and network). Shown as a "
+            "warning.",
+            "bool",
+            affects_decisions=False,
+        ),
+    )
+    checker_python: str = field(
+        default="/usr/bin/python3",
+        metadata=_meta(
+            "Interpreter for checkers inside the sandbox (falls back to the app's own Python).",
+            "str",
+            affects_decisions=False,
+        ),
+    )
+    checker_max_memory_mb: int = field(
+        default=1024,
+        metadata=_meta(
+            "Address-space limit (RLIMIT_AS) of a checker, in MB.",
+            "int",
+            affects_decisions=False,
+            minimum=16,
+        ),
+    )
+    checker_max_processes: int = field(
+        default=64,
+        metadata=_meta(
+            "Process limit (RLIMIT_NPROC) inside a checker's sandbox.",
+            "int",
+            affects_decisions=False,
+            minimum=1,
+        ),
+    )
+    checker_max_file_mb: int = field(
+        default=64,
+        metadata=_meta(
+            "Largest file a checker may write (RLIMIT_FSIZE), and the size of its private /tmp, "
+            "in MB.",
+            "int",
+            affects_decisions=False,
+            minimum=1,
+        ),
+    )
+    checker_max_output_bytes: int = field(
+        default=1_000_000,
+        metadata=_meta(
+            "Bytes of a checker's stdout/stderr tail kept (plus a 64 KB head); scores are parsed "
+            "from the tail.",
+            "int",
+            affects_decisions=False,
+            minimum=1024,
+        ),
+    )
+    workspace_roots: tuple[str, ...] = field(
+        default=(),
+        metadata=_meta(
+            "Folders a results.jsonl line may name workspaces under besides the results file's "
+            "own folder (env CLAWVIZ_WORKSPACE_ROOTS adds more, separated by ':').",
+            "names",
+            affects_decisions=False,
+        ),
+    )
     require_solvable_for_accept: bool = field(
         default=False,
         metadata=_meta(
@@ -508,4 +595,33 @@ def allowed(s: Setting) -> str:
     return what
 
 
-DEFAULT_SETTINGS = Settings()
+_URL_PASSWORD = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*:)(?P<pw>[^\s@]*)@")
+
+
+def mask_secrets(text: str) -> str:
+    """Text with the password of every URL in it replaced by ***
+    (`postgresql://u:pw@host/db` -> `postgresql://u:***@host/db`)."""
+    return _URL_PASSWORD.sub(lambda m: f"{m['head']}***@", text)
+
+
+def masked_url(url: str) -> str:
+    """A store URL fit to show: password masked (sidebar, `clawviz settings`, logs, errors)."""
+    return mask_secrets(url)
+
+
+def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Values of settings that change no decision given as CLAWVIZ_<NAME> environment variables
+    (e.g. CLAWVIZ_CHECKER_ALLOW_UNSANDBOXED=1), read like `--set` values. Decision settings
+    come only from the settings table, so a cache key never depends on the environment."""
+    env = os.environ if environ is None else environ
+    out: dict[str, Any] = {}
+    for s in SETTINGS:
+        if s.affects_decisions or s.name == "database_url":
+            continue
+        text = env.get(f"CLAWVIZ_{s.name.upper()}")
+        if text is not None:
+            out[s.name] = parse_value(s.name, text)
+    return out
+
+
+DEFAULT_SETTINGS = Settings(**env_overrides())

@@ -126,6 +126,12 @@ def header(view: data.EpisodeView) -> None:
                     + escape_md(r.evidence),
                     icon=":material/account_tree:",
                 )
+    if a is not None and a.status == "analysis_error":
+        st.error(
+            "The analysis of this episode failed (analysis_error); the other episodes are "
+            "unaffected. The error:"
+        )
+        st.code("\n".join(r.evidence for r in a.reasons), language=None, wrap_lines=True)
     if view.analysis_error:
         st.error("The analysis of this episode failed; calls are shown without decisions.")
         st.code(view.analysis_error, language=None)

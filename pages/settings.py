@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from clawviz.settings import DEFAULT_SETTINGS, SETTINGS, Settings, allowed
+from clawviz.settings import DEFAULT_SETTINGS, SETTINGS, Settings, allowed, masked_url
 from clawviz.ui import data, settings_form, state
 from clawviz.ui.pages import run_page
 
@@ -23,7 +23,9 @@ def settings_table() -> None:
             "name": s.name,
             "help": s.help,
             "current": _show(
-                state.database_url() if s.name == "database_url" else getattr(current, s.name)
+                masked_url(state.database_url())
+                if s.name == "database_url"
+                else getattr(current, s.name)
             ),
             "default": _show(s.default),
             "allowed": allowed(s),

@@ -308,8 +308,9 @@ def run_checker_tab(d: TaskDetail) -> None:
         return
     settings = state.current_settings()
     st.caption(
-        f"Runs reward/check.py in a separate process on a temporary copy of the workspace, "
-        f"with a {settings.checker_timeout_s} s limit (setting checker_timeout_s)."
+        f"Runs reward/check.py inside a bubblewrap sandbox (no network, no access to this "
+        f"machine's files or processes) on a private copy of the workspace, with a "
+        f"{settings.checker_timeout_s} s limit (setting checker_timeout_s)."
     )
     reference_section(d, settings)
     source = st.radio("Workspace", [SOURCE_ATTEMPT, SOURCE_UPLOAD], key=w.KEY_CHECK_SOURCE)
@@ -411,7 +412,7 @@ def signoff_panel(d: TaskDetail) -> None:
             with state.get_session() as session:
                 row = add_review(
                     session, d.task.task_id, decision, reviewer, note,
-                    settings=state.current_settings(),
+                    settings=state.current_settings(), require_known_task=True,
                 )  # fmt: skip
         except ReviewError as exc:
             st.error(escape_md(str(exc)))

@@ -1,4 +1,4 @@
-"""Command line: `python -m clawviz {ingest,episodes,explain,settings,tasks,review}`."""
+"""Command line: `python -m clawviz {ingest,episodes,explain,settings,tasks,review,diff,check}`."""
 
 from __future__ import annotations
 
@@ -9,14 +9,23 @@ import sys
 from typing import Any
 
 import orjson
+from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, col, select
 
-from clawviz.cli import explain
+from clawviz.cli import explain, review_cmds
 from clawviz.cli import tasks as cli_tasks
 from clawviz.cli.common import add_common, settings_of
 from clawviz.ingest.load import IngestReport, ingest_paths
 from clawviz.record.cli import register as register_record
-from clawviz.settings import DEFAULT_SETTINGS, SETTINGS, Settings, SettingsError, allowed
+from clawviz.settings import (
+    DEFAULT_SETTINGS,
+    SETTINGS,
+    Settings,
+    SettingsError,
+    allowed,
+    mask_secrets,
+    masked_url,
+)
 from clawviz.store import db, decisions, search
 from clawviz.store.db import session_scope
 from clawviz.store.models import Episode, EpisodeStatus, Result
@@ -72,6 +81,9 @@ def _report_text(report: IngestReport) -> str:
             detail = f"{f.n_calls} calls"
         rej = f", {f.n_rejected} rejected" if f.n_rejected else ""
         lines.append(f"  {f.status:<14} {f.format or '-':<24} {f.path}  {detail}{rej}")
+    for f in report.files:
+        if f.status == "already_being_loaded":
+            lines.append(f"note     {f.path}: already being loaded by another process")
     for r in report.rejected:
         lines.append(f"rejected {r.file}:{r.line}: {r.reason}")
     for w in report.warnings:
@@ -246,7 +258,7 @@ def cmd_settings(args: argparse.Namespace) -> int:
             "name": s.name,
             "default": plain(s.default),
             "value": plain(
-                current.resolved_database_url
+                masked_url(current.resolved_database_url)
                 if s.name == "database_url"
                 else getattr(current, s.name)
             ),
@@ -304,6 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_settings)
 
     cli_tasks.register(sub, common)
+    review_cmds.register(sub)
     register_record(sub)
     return parser
 
@@ -323,3 +336,9 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
+    except SQLAlchemyError as exc:
+        # A store that cannot be opened: one line, never the URL's password or an SQL dump.
+        orig = getattr(exc, "orig", None) or exc
+        text = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
+        print(f"error: store: {mask_secrets(text)}", file=sys.stderr)
+        return EXIT_FATAL

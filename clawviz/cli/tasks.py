@@ -152,7 +152,14 @@ def cmd_review(args: argparse.Namespace) -> int:
     """Append one review decision."""
     with session_scope(getattr(args, "db", None)) as session:
         try:
-            row = add_review(session, args.task_id, args.decision, args.reviewer, args.note)
+            row = add_review(
+                session,
+                args.task_id,
+                args.decision,
+                args.reviewer,
+                args.note,
+                require_known_task=True,
+            )
         except ReviewError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import html
+
 import pandas as pd
 import plotly.graph_objects as go
 
 from clawviz.figures.palette import ADVANTAGE_SCALE
+
+
+def label(value: object) -> str:
+    """Log text (a harness name, an episode id) fit for a Plotly label: Plotly renders a subset
+    of HTML in labels and hovers (<b>, <a href>, <span style>), so < > & are entities."""
+    return html.escape(str(value), quote=False)
+
 
 MAX_BOX_POINTS = 1500
 """Above this many episodes per harness the reward chart draws outliers only, not every point."""
@@ -16,7 +25,7 @@ def drop_reasons_figure(counts: pd.DataFrame) -> go.Figure:
     fig = go.Figure(
         go.Bar(
             x=counts["episodes"],
-            y=counts["reason"],
+            y=[label(r) for r in counts["reason"]],
             orientation="h",
             marker_color="#ff7f0e",
             hovertemplate="%{y}: %{x} episodes<extra></extra>",
@@ -44,14 +53,14 @@ def reward_by_harness_figure(episodes: pd.DataFrame) -> go.Figure:
             {"hovertemplate": "reward %{y:.2f}<extra></extra>"}
             if crowded
             else {
-                "customdata": part["episode_id"].tolist(),
+                "customdata": [label(e) for e in part["episode_id"]],
                 "hovertemplate": "%{customdata}<br>reward %{y:.2f}<extra></extra>",
             }
         )
         fig.add_trace(
             go.Box(
                 y=part["reward"].to_numpy(dtype=float),
-                name=str(harness),
+                name=label(harness),
                 boxpoints="outliers" if crowded else "all",
                 jitter=0.4,
                 pointpos=0,
@@ -76,7 +85,7 @@ def advantage_by_group_figure(groups: pd.DataFrame, max_groups: int = 40) -> go.
     adv = df["advantage"].to_numpy(dtype=float)
     fig = go.Figure(
         go.Scatter(
-            x=df["group"].tolist(),
+            x=[label(g) for g in df["group"]],
             y=adv,
             mode="markers",
             marker={
@@ -86,7 +95,7 @@ def advantage_by_group_figure(groups: pd.DataFrame, max_groups: int = 40) -> go.
                 "cmid": 0,
                 "line": {"width": 0.5, "color": "#333"},
             },
-            customdata=df["episode_id"].tolist(),
+            customdata=[label(e) for e in df["episode_id"]],
             hovertemplate="%{customdata}<br>A = %{y:+.2f}<extra></extra>",
         )
     )

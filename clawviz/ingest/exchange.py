@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from clawviz.ingest import sse
+from clawviz.ingest.record import FormatError, check_message, validate_call
 from clawviz.recon.canonical import dumps_canonical, normalize_blocks, strip_cache_control
 from clawviz.types import Call, Endpoint, Message, Rollout, Usage
 
@@ -34,10 +35,6 @@ _KNOWN_CLAWVIZ = frozenset(
     ("episode_id", "task_id", "harness", "attempt", "seq", "delivered", "model_role", "rollout")
     + ("role",)
 )
-
-
-class FormatError(ValueError):
-    """A record that cannot be loaded; the message is the one-line reason shown to the user."""
 
 
 @dataclass
@@ -301,6 +298,8 @@ def _responses_item_side(item: Any) -> str:
     if not isinstance(item, dict):
         return "user"
     kind = item.get("type", "message")
+    if not isinstance(kind, str):
+        raise FormatError(f"Responses item 'type' is a {type(kind).__name__}, not a string")
     if kind in _RESPONSES_ASSISTANT_ITEMS:
         return "assistant"
     if kind.endswith("_output"):
@@ -398,6 +397,8 @@ def _convert(
         hit = cache.get(key) if cache is not None else None
         if hit is None:
             msg = convert(raw)
+            # Checked once per distinct message: a cached conversion was checked when made.
+            check_message(msg, f"request message {len(messages)}")
             hit = (msg, _converted_hash(msg))
             if cache is not None:
                 cache.put(key, hit, len(wire))
@@ -724,7 +725,37 @@ def parse_exchange(
     file_episode: str,
     cache: MessageCache | None = None,
 ) -> ParsedExchange:
-    """Parse one exchange-log record; raise FormatError with a one-line reason if it is none."""
+    """Parse one exchange-log record; raise FormatError with a one-line reason if it is none.
+
+    FormatError is the only error: a value of a shape no converter expects (found by the
+    fuzzing in tests/hostile) is refused as an unexpected shape, never raised as a TypeError."""
+    try:
+        return _parse_exchange(
+            record,
+            source_file=source_file,
+            line=line,
+            call_id=call_id,
+            file_episode=file_episode,
+            cache=cache,
+        )
+    except FormatError:
+        raise
+    except (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError) as exc:
+        text = str(exc).splitlines()[0] if str(exc) else ""
+        raise FormatError(
+            f"exchange record has an unexpected shape ({type(exc).__name__}: {text[:200]})"
+        ) from exc
+
+
+def _parse_exchange(
+    record: Any,
+    *,
+    source_file: str,
+    line: int,
+    call_id: str,
+    file_episode: str,
+    cache: MessageCache | None = None,
+) -> ParsedExchange:
     if not isinstance(record, dict):
         raise FormatError(f"JSON {type(record).__name__} is not an exchange record")
     request = record.get("request")
@@ -793,6 +824,7 @@ def parse_exchange(
         rollout=_merge_rollout(_clawviz_rollout(clawviz.get("rollout")), resp.rollout),
         extra=extra,
     )
+    validate_call(call)
     return ParsedExchange(
         call=call,
         raw_messages=req.raw_messages,

@@ -21,14 +21,16 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import orjson
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
-from clawviz.ingest import transcripts
+from clawviz.ingest import bounded, transcripts
 from clawviz.ingest.exchange import FormatError, MessageCache, ParsedExchange, parse_exchange
+from clawviz.ingest.record import validate_call
 from clawviz.ingest.results import is_result_record, parse_result
 from clawviz.review import findings
 from clawviz.review import tasks as tasks_mod
-from clawviz.settings import DEFAULT_SETTINGS, Settings
+from clawviz.settings import DEFAULT_SETTINGS, Settings, mask_secrets
 from clawviz.store import calls as store
 from clawviz.store.models import CallRow, Result, Source, Task, utcnow
 
@@ -64,7 +66,8 @@ class FileReport:
     path: str
     format: str
     status: str
-    """loaded | appended (a grown log: only its new lines) | already_loaded | error."""
+    """loaded | appended (a grown log: only its new lines) | already_loaded |
+    already_being_loaded (by another process) | skipped | error."""
     n_lines: int = 0
     n_calls: int = 0
     n_results: int = 0
@@ -103,7 +106,9 @@ class _Target:
     path: Path
     display: str
     kind: str
-    """file | task_folder."""
+    """file | task_folder | unreadable."""
+    problem: str = ""
+    """Why an `unreadable` entry is skipped (FIFO, device, dangling or looping link)."""
 
 
 def _is_task_file(path: Path) -> bool:
@@ -117,6 +122,11 @@ def _collect(paths: list[str | os.PathLike[str]]) -> list[_Target]:
         p = Path(given)
         if not p.exists():
             raise FileNotFoundError(f"{given}: no such file or folder")
+        if not p.is_dir():
+            problem = bounded.regular_file_problem(p)
+            if problem is not None:
+                targets.append(_Target(p, str(given), "unreadable", problem))
+                continue
         if p.is_file():
             kind = "task_folder" if p.suffix == ".md" and _is_task_file(p) else "file"
             targets.append(_Target(p, str(given), kind))
@@ -133,8 +143,16 @@ def _collect(paths: list[str | os.PathLike[str]]) -> list[_Target]:
                 if name.startswith("."):
                     continue
                 if name.endswith(LOG_SUFFIXES):
-                    targets.append(_Target(root_path / name, str(root_path / name), "file"))
-                elif name.endswith(".md") and _is_task_file(root_path / name):
+                    problem = bounded.regular_file_problem(root_path / name)
+                    kind = "file" if problem is None else "unreadable"
+                    targets.append(
+                        _Target(root_path / name, str(root_path / name), kind, problem or "")
+                    )
+                elif (
+                    name.endswith(".md")
+                    and bounded.regular_file_problem(root_path / name) is None
+                    and _is_task_file(root_path / name)
+                ):
                     targets.append(_Target(root_path / name, str(root_path / name), "task_folder"))
     return targets
 
@@ -190,19 +208,43 @@ class _Window(io.RawIOBase):
 
 
 class LineReader:
-    """Lines of a plain or gzip file as (1-based number, bytes); notes a gzip that ends early."""
+    """Lines of a plain or gzip file as (1-based number, bytes), bounded (`ingest.bounded`).
+
+    Lines over `max_line_bytes` are skipped while streaming; a gzip file is checked first
+    (CRC, decompression budget) unless `verify` is off (the format sniff reads a few lines).
+    `problems()` lists what was not read, each naming its line.
+
+    `start` / `end` / `first_line` read only a window of a plain file (the new part of a grown
+    log), numbering its lines from `first_line`.
+    """
 
     def __init__(
-        self, path: Path, *, start: int = 0, end: int | None = None, first_line: int = 1
+        self,
+        path: Path,
+        settings: Settings | None = None,
+        *,
+        verify: bool = True,
+        start: int = 0,
+        end: int | None = None,
+        first_line: int = 1,
     ) -> None:
+        settings = settings or DEFAULT_SETTINGS
+        self.max_line = int(settings.max_line_bytes)
         self.window = _Window(path, start, end)
         # A large buffer: exchange lines are tens of kilobytes each.
         self.raw: BinaryIO = io.BufferedReader(self.window, 1 << 20)
         magic = self.raw.peek(2)[:2]
+        self.gzipped = magic == b"\x1f\x8b"
         self.stream: BinaryIO = (
-            gzip.GzipFile(fileobj=self.raw) if magic == b"\x1f\x8b" else self.raw  # type: ignore[assignment]
+            gzip.GzipFile(fileobj=self.raw) if self.gzipped else self.raw  # type: ignore[assignment]
+        )
+        self.scan = (
+            bounded.scan_gzip(path, int(settings.gzip_max_bytes))
+            if self.gzipped and verify
+            else None
         )
         self.error: Rejection | None = None
+        self.rejections: list[Rejection] = []
         self.path = path
         self.first_line = first_line
         self.n_lines = first_line - 1
@@ -211,13 +253,44 @@ class LineReader:
     def position(self) -> int:
         return self.window.pos
 
+    def problems(self) -> list[Rejection]:
+        """Lines not read: too long, in a corrupt gzip member, past the budget, cut short."""
+        return self.rejections + ([self.error] if self.error else [])
+
     def lines(self, display: str) -> Iterator[tuple[int, bytes]]:
         n = self.first_line - 1
+        scan = self.scan
+        reported: set[str] = set()
         try:
-            for n, data in enumerate(self.stream, self.first_line):
+            while True:
+                if scan is not None and scan.stop_line is not None and n + 1 >= scan.stop_line:
+                    self.rejections.append(Rejection(display, n + 1, scan.budget_reason))
+                    break
+                data, long_size = bounded.read_line(self.stream, self.max_line)
+                if not data and not long_size:
+                    break
+                n += 1
+                bad = scan.bad_reason(n) if scan is not None and scan.bad else None
+                if bad is not None:
+                    if bad not in reported:
+                        reported.add(bad)
+                        self.rejections.append(Rejection(display, n, bad))
+                    continue
+                if long_size:
+                    self.rejections.append(
+                        Rejection(
+                            display,
+                            n,
+                            f"line of {long_size} bytes is longer than {self.max_line} "
+                            "(max_line_bytes); skipped",
+                        )
+                    )
+                    continue
                 yield n, data
         except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-            self.error = Rejection(display, n + 1, f"gzip stream ends early ({exc})")
+            if not (scan is not None and scan.bad):
+                what = "gzip CRC check failed" if "CRC" in str(exc) else "gzip stream ends early"
+                self.error = Rejection(display, n + 1, f"{what} ({exc})")
         finally:
             self.n_lines = n
 
@@ -226,10 +299,10 @@ class LineReader:
         self.raw.close()
 
 
-def _sniff(path: Path) -> tuple[str, list[Any]]:
+def _sniff(path: Path, settings: Settings | None = None) -> tuple[str, list[Any]]:
     """The file's format from its first parseable records, and those records."""
     records: list[Any] = []
-    reader = LineReader(path)
+    reader = LineReader(path, settings, verify=False)
     try:
         for _, data in reader.lines(str(path)):
             if len(records) >= SNIFF_LINES:
@@ -303,6 +376,7 @@ class _FileIngest:
         self.source = source
         self.rejects: list[tuple[str, int, str, str]] = []
         self.episodes: set[str] = set()
+        self.settings: Settings = DEFAULT_SETTINGS
 
     def reject(self, line: int, reason: str, raw: str) -> None:
         self.rejects.append((self.target.display, line, reason, raw))
@@ -324,6 +398,14 @@ class _Resume:
     named: set[str]
 
 
+def _write_batch(fi: _FileIngest, batch: list[ParsedExchange], seen: store.SeenHashes) -> None:
+    """Write a batch in a savepoint; a call the database refuses becomes a Rejected line."""
+    failed = store.write_parsed_guarded(fi.session, batch, fi.source, seen)
+    for parsed, reason in failed:
+        fi.reject(parsed.call.line, reason, "")
+    fi.report.n_calls += len(batch) - len(failed)
+
+
 def _ingest_exchange(
     fi: _FileIngest,
     out: IngestReport,
@@ -341,6 +423,7 @@ def _ingest_exchange(
     id_prefix = resume.id_prefix if resume else fi.sha[:12]
     reader = LineReader(
         fi.target.path,
+        fi.settings,
         start=resume.start if resume else 0,
         end=fi.size,
         first_line=resume.first_line if resume else 1,
@@ -387,16 +470,14 @@ def _ingest_exchange(
             batch.append(parsed)
             batch_bytes += len(data)
             if len(batch) >= BATCH_LINES or batch_bytes >= BATCH_BYTES:
-                store.write_parsed(fi.session, batch, fi.source, seen)
-                fi.report.n_calls += len(batch)
+                _write_batch(fi, batch, seen)
                 batch, batch_bytes = [], 0
                 fi.flush_rejects(out)
                 tick(reader.position())
-        store.write_parsed(fi.session, batch, fi.source, seen)
-        fi.report.n_calls += len(batch)
+        _write_batch(fi, batch, seen)
         fi.report.n_lines = reader.n_lines
-        if reader.error:
-            fi.reject(reader.error.line, reader.error.reason, "")
+        for problem in reader.problems():
+            fi.reject(problem.line, problem.reason, "")
         fi.flush_rejects(out)
     finally:
         reader.close()
@@ -414,7 +495,7 @@ def _ingest_results(fi: _FileIngest, out: IngestReport) -> None:
     display = fi.target.display
     base_dir = fi.target.path.resolve().parent
     seen: set[str] = set()
-    reader = LineReader(fi.target.path)
+    reader = LineReader(fi.target.path, fi.settings)
     try:
         for n, data in reader.lines(display):
             fi.report.n_lines = n
@@ -440,8 +521,8 @@ def _ingest_results(fi: _FileIngest, out: IngestReport) -> None:
             seen.add(eid)
             fi.session.add(Result(**values, source_id=fi.source.id))
             fi.report.n_results += 1
-        if reader.error:
-            fi.reject(reader.error.line, reader.error.reason, "")
+        for problem in reader.problems():
+            fi.reject(problem.line, problem.reason, "")
         fi.flush_rejects(out)
     finally:
         reader.close()
@@ -479,13 +560,22 @@ def _ingest_transcript(fi: _FileIngest, out: IngestReport, records: list[Any]) -
     read = transcripts.read_transcript(fi.target.path)
     fi.report.covered_by = getattr(read, "covered_by", None)
     fallback = getattr(read, "episode_id", None) or _fallback_episode(fi.target.display)
+    calls = []
     for call in read.calls:
         call.source_kind = "transcript"
         call.source_file = call.source_file or fi.target.display
         call.episode_id = call.episode_id or fallback
+        try:
+            validate_call(call, messages=True)
+        except FormatError as exc:
+            fi.reject(call.line, str(exc), "")
+            continue
+        calls.append(call)
         fi.episodes.add(call.episode_id)
-    store.write_calls(fi.session, read.calls, fi.source)
-    fi.report.n_calls += len(read.calls)
+    failed = store.write_parsed_guarded(fi.session, [store.as_parsed(c) for c in calls], fi.source)
+    for parsed, reason in failed:
+        fi.reject(parsed.call.line, reason, "")
+    fi.report.n_calls += len(calls) - len(failed)
     for line, reason, raw in read.rejects:
         fi.reject(line, reason, raw)
     # Claude Code sessions read their sub-agent files too; their bad lines name those files.
@@ -521,14 +611,17 @@ def ingest_paths(
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _ingest_targets(targets, session, progress)
+        return _ingest_targets(targets, session, progress, settings)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
 def _ingest_targets(
-    targets: list[_Target], session: Session, progress: Progress | None
+    targets: list[_Target],
+    session: Session,
+    progress: Progress | None,
+    settings: Settings = DEFAULT_SETTINGS,
 ) -> IngestReport:
     if session.get_bind().dialect.name == "sqlite":
         # Message and blob keys are random hashes: a larger page cache keeps B-tree inserts
@@ -541,6 +634,10 @@ def _ingest_targets(
     seen = store.SeenHashes()
     episodes: set[str] = set()
     for target in targets:
+        if target.kind == "unreadable":
+            # Only regular files are read: a FIFO or /dev/zero would hang or never end.
+            out.skipped_files.append(SkippedFile(target.display, target.problem))
+            continue
         if target.kind == "task_folder":
             rep = _ingest_task_folder(session, target, out)
             out.files.append(rep)
@@ -549,7 +646,9 @@ def _ingest_targets(
         size = target.path.stat().st_size
         if progress:
             progress(done, total, target.display)
-        rep = _ingest_file(session, target, out, cache, seen, episodes, done, total, progress)
+        rep = _ingest_file(
+            session, target, out, cache, seen, episodes, done, total, progress, settings
+        )
         out.files.append(rep)
         done += size
         if progress:
@@ -565,7 +664,7 @@ def _ingest_targets(
 
 def _warn_uncovered(targets: list[_Target], out: IngestReport) -> None:
     """Warn about sub-agent transcripts whose parent session file was not given with them."""
-    given = {t.path.resolve() for t in targets}
+    given = {t.path.resolve() for t in targets if t.kind != "unreadable"}
     for rep in out.files:
         if rep.covered_by and Path(rep.covered_by).resolve() not in given:
             out.warnings.append(
@@ -588,6 +687,7 @@ def _ingest_file(
     done: int,
     total: int,
     progress: Progress | None,
+    settings: Settings = DEFAULT_SETTINGS,
 ) -> FileReport:
     grown = _grown_candidates(session, target)
     size, sha, heads = _file_hashes(target.path, {c.size_bytes for c in grown})
@@ -597,7 +697,7 @@ def _ingest_file(
     for cand in grown:
         if cand.size_bytes < size and heads.get(cand.size_bytes) == cand.sha256:
             return _append_file(session, target, out, cache, seen, episodes, cand, size, sha)
-    fmt, records = _sniff(target.path)
+    fmt, records = _sniff(target.path, settings)
     if fmt == "unknown":
         out.skipped_files.append(
             SkippedFile(
@@ -614,6 +714,7 @@ def _ingest_file(
 
     try:
         fi = _FileIngest(session, target, sha, fmt, report, size=size)
+        fi.settings = settings
         if fmt == "exchange":
             _ingest_exchange(fi, out, tick, cache, seen)
         elif fmt == "results":
@@ -629,14 +730,37 @@ def _ingest_file(
         session.add(fi.source)
         session.commit()
         episodes.update(fi.episodes)
-    except Exception as exc:  # noqa: BLE001 - a broken file is reported, the others still load
+    except IntegrityError as exc:
+        if "sha256" not in str(exc).lower():
+            return _file_failed(session, seen, target, out, report, exc)
         session.rollback()
         seen.clear()
-        # Rejections already added to the report for this file were rolled back with it.
         out.rejected = [r for r in out.rejected if r.file != target.display]
-        report.status, report.error = "error", f"{type(exc).__name__}: {exc}"
-        report.n_calls = report.n_results = report.n_rejected = 0
-        out.errors.append(SkippedFile(target.display, report.error))
+        # Another process loaded (or is loading) the same bytes: not an error of this file.
+        done_by_other = store.source_by_sha(session, sha) is not None
+        session.rollback()
+        status = "already_loaded" if done_by_other else "already_being_loaded"
+        return FileReport(target.display, fmt, status)
+    except Exception as exc:  # noqa: BLE001 - a broken file is reported, the others still load
+        return _file_failed(session, seen, target, out, report, exc)
+    return report
+
+
+def _file_failed(
+    session: Session,
+    seen: store.SeenHashes,
+    target: _Target,
+    out: IngestReport,
+    report: FileReport,
+    exc: Exception,
+) -> FileReport:
+    session.rollback()
+    seen.clear()
+    # Rejections already added to the report for this file were rolled back with it.
+    out.rejected = [r for r in out.rejected if r.file != target.display]
+    report.status, report.error = "error", f"{type(exc).__name__}: {mask_secrets(str(exc))}"
+    report.n_calls = report.n_results = report.n_rejected = 0
+    out.errors.append(SkippedFile(target.display, report.error))
     return report
 
 

@@ -24,6 +24,7 @@ ABNORMAL_CODES = frozenset(
         "unsupported_tool",
         "missing_reward",
         "unexplained_root",
+        "analysis_error",
     }
 )
 """Episode reasons that exclude an attempt from GRPO statistics (not below_reward_threshold)."""

@@ -1,8 +1,11 @@
 """Safe extraction of workspace archives (.tar.gz / .tgz / .tar / .zip) into a folder.
 
 Archives come from untrusted runs, so every member is checked before anything is written: no
-path may leave the target folder, links may only point inside it, device files are refused, and
-size / file-count limits hold against both the declared sizes and the bytes actually written.
+path may leave the target folder, every symlink is resolved against the archive's other links
+and must end inside it (targets are never judged as text), hard links may name only regular files
+already extracted, device files are refused, and size / file-count limits hold against both the
+declared sizes and the bytes actually written. Python's `data` tar filter runs on each member as
+it is written, as a second line of defence.
 """
 
 from __future__ import annotations
@@ -55,19 +58,99 @@ def _safe_relpath(archive: Path, member: str) -> PurePosixPath:
     return PurePosixPath(*parts) if parts else PurePosixPath(".")
 
 
-def _link_inside(rel: PurePosixPath, link_target: str) -> bool:
-    """True when a link at `rel` pointing to `link_target` stays inside the extraction root."""
-    if link_target.startswith("/") or "\\" in link_target:
-        return False
-    depth = len(rel.parent.parts)
-    for part in PurePosixPath(link_target).parts:
-        if part == "..":
-            depth -= 1
-            if depth < 0:
-                return False
-        elif part != ".":
-            depth += 1
-    return True
+class _Tree:
+    """The archive's final tree as declared by its members, for resolving links before writing.
+
+    Link targets are never judged as text: each is resolved component by component against
+    the other links of the archive (a chain like `l2 -> .`, `up1 -> l2/..` climbs one level per
+    link although every target looks relative and inside), and must end inside the root.
+    """
+
+    MAX_HOPS = 40
+
+    def __init__(self, archive: Path) -> None:
+        self.archive = archive
+        self.links: dict[str, str] = {}
+        self.entries: dict[str, str] = {}
+
+    def add(self, rel: PurePosixPath, kind: str, member: str) -> None:
+        key = rel.as_posix()
+        if key == ".":
+            return
+        if key in self.entries and not (kind == "dir" and self.entries[key] == "dir"):
+            raise ArchiveError(f"{self.archive.name}: member {member!r} appears twice")
+        self.entries[key] = kind
+
+    def resolve(self, parts: tuple[str, ...], member: str) -> tuple[str, ...]:
+        """Follow every link on the way; raise if the path leaves the root or loops."""
+        stack: list[str] = []
+        todo = list(parts)
+        hops = 0
+        while todo:
+            part = todo.pop(0)
+            if part in ("", "."):
+                continue
+            if part == "..":
+                if not stack:
+                    raise ArchiveError(
+                        f"{self.archive.name}: link {member!r} resolves outside the archive"
+                    )
+                stack.pop()
+                continue
+            stack.append(part)
+            target = self.links.get("/".join(stack))
+            if target is None:
+                continue
+            hops += 1
+            if hops > self.MAX_HOPS:
+                raise ArchiveError(f"{self.archive.name}: link {member!r} loops")
+            if target.startswith("/") or "\\" in target:
+                raise ArchiveError(
+                    f"{self.archive.name}: link {member!r} -> {target!r} is absolute"
+                )
+            stack.pop()
+            todo = [*PurePosixPath(target).parts, *todo]
+        return tuple(stack)
+
+    def check_links(self) -> None:
+        for key, target in self.links.items():
+            rel = PurePosixPath(key)
+            if target.startswith("/") or "\\" in target or not target:
+                raise ArchiveError(
+                    f"{self.archive.name}: symlink {key!r} -> {target!r} points outside"
+                )
+            try:
+                self.resolve((*rel.parent.parts, *PurePosixPath(target).parts), key)
+            except ArchiveError as exc:
+                raise ArchiveError(
+                    f"{self.archive.name}: symlink {key!r} -> {target!r} points outside "
+                    f"({str(exc).split(': ', 1)[-1]})"
+                ) from None
+
+    def hardlink_source(self, name: str, linkname: str, extracted: set[str]) -> str:
+        """A hard link may name only a regular file extracted before it, by its plain path."""
+        src = _safe_relpath(self.archive, linkname).as_posix()
+        if self.resolve(PurePosixPath(src).parts, name) != PurePosixPath(src).parts:
+            raise ArchiveError(
+                f"{self.archive.name}: hard link {name!r} -> {linkname!r} goes through a link"
+            )
+        if src not in extracted:
+            raise ArchiveError(
+                f"{self.archive.name}: hard link {name!r} -> {linkname!r} names no regular "
+                "file extracted before it"
+            )
+        return src
+
+
+def _second_line(tf_member: tarfile.TarInfo, target: Path, archive: Path) -> None:
+    """Python's own `data` extraction filter, checked against the files written so far."""
+    data_filter = getattr(tarfile, "data_filter", None)
+    if data_filter is None:
+        return
+    try:
+        data_filter(tf_member, str(target.resolve()))
+    except tarfile.FilterError as exc:
+        raise ArchiveError(f"{archive.name}: member {tf_member.name!r} refused ({exc})") from exc
 
 
 class _Budget:
@@ -146,24 +229,30 @@ def _extract_tar(archive: Path, target: Path, budget: _Budget) -> ExtractReport:
     n_files = n_dirs = n_links = 0
     with tarfile.open(archive, "r:*") as tf:
         members = []
+        tree = _Tree(archive)
         # Check every member first so a bad one late in the archive writes nothing.
         for m in tf:
             budget.entry(m.name)
             rel = _safe_relpath(archive, m.name)
             if m.ischr() or m.isblk() or m.isfifo() or m.isdev():
                 raise ArchiveError(f"{archive.name}: member {m.name!r} is a device or fifo")
-            if m.issym() and not _link_inside(rel, m.linkname):
-                raise ArchiveError(
-                    f"{archive.name}: symlink {m.name!r} -> {m.linkname!r} points outside"
-                )
-            if m.islnk():
-                _safe_relpath(archive, m.linkname)
+            if not (m.isdir() or m.isfile() or m.issym() or m.islnk()):
+                raise ArchiveError(f"{archive.name}: member {m.name!r} has an unsupported type")
+            kind = "dir" if m.isdir() else "link" if m.issym() else "file"
+            tree.add(rel, kind, m.name)
+            if m.issym():
+                tree.links[rel.as_posix()] = m.linkname
             if m.isfile():
                 budget.declared(m.name, m.size)
             members.append((m, rel))
+        tree.check_links()
+        extracted: set[str] = set()
         for m, rel in members:
             if rel == PurePosixPath("."):
                 continue
+            if m.islnk():
+                src_rel = tree.hardlink_source(m.name, m.linkname, extracted)
+            _second_line(m, target, archive)
             dest = _prepare(target, rel, archive, m.name)
             if m.isdir():
                 dest.mkdir(parents=True, exist_ok=True)
@@ -173,7 +262,7 @@ def _extract_tar(archive: Path, target: Path, budget: _Budget) -> ExtractReport:
                 dest.symlink_to(m.linkname)
                 n_links += 1
             elif m.islnk():
-                src = target.joinpath(*_safe_relpath(archive, m.linkname).parts)
+                src = target.joinpath(*PurePosixPath(src_rel).parts)
                 if src.is_symlink() or not src.is_file():
                     raise ArchiveError(
                         f"{archive.name}: hard link {m.name!r} -> {m.linkname!r} has no file"
@@ -181,6 +270,7 @@ def _extract_tar(archive: Path, target: Path, budget: _Budget) -> ExtractReport:
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 with src.open("rb") as fh:
                     budget.write(m.name, fh, dest)
+                extracted.add(rel.as_posix())
                 n_files += 1
             elif m.isfile():
                 dest.parent.mkdir(parents=True, exist_ok=True)
@@ -190,6 +280,7 @@ def _extract_tar(archive: Path, target: Path, budget: _Budget) -> ExtractReport:
                 with data:
                     budget.write(m.name, data, dest)
                 dest.chmod(0o644 | (m.mode & 0o111))
+                extracted.add(rel.as_posix())
                 n_files += 1
     return ExtractReport(n_files, n_dirs, n_links, budget.n_bytes)
 
@@ -199,24 +290,26 @@ def _extract_zip(archive: Path, target: Path, budget: _Budget) -> ExtractReport:
     with zipfile.ZipFile(archive) as zf:
         infos = zf.infolist()
         checked: list[tuple[zipfile.ZipInfo, PurePosixPath, str | None]] = []
+        tree = _Tree(archive)
         for info in infos:
             budget.entry(info.filename)
             rel = _safe_relpath(archive, info.filename)
             mode = info.external_attr >> 16
             if stat.S_ISLNK(mode):
+                if info.file_size > 4096:
+                    raise ArchiveError(f"{archive.name}: symlink {info.filename!r} is too long")
                 link_target = zf.read(info).decode("utf-8", "replace")
-                if not _link_inside(rel, link_target):
-                    raise ArchiveError(
-                        f"{archive.name}: symlink {info.filename!r} -> {link_target!r} "
-                        "points outside"
-                    )
+                tree.add(rel, "link", info.filename)
+                tree.links[rel.as_posix()] = link_target
                 checked.append((info, rel, link_target))
                 continue
+            tree.add(rel, "dir" if info.is_dir() else "file", info.filename)
             if mode and (stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode)):
                 raise ArchiveError(f"{archive.name}: member {info.filename!r} is a device or fifo")
             if not info.is_dir():
                 budget.declared(info.filename, info.file_size)
             checked.append((info, rel, None))
+        tree.check_links()
         for info, rel, link_to in checked:
             if rel == PurePosixPath("."):
                 continue

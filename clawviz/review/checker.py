@@ -1,9 +1,9 @@
-"""Run a task's checker (untrusted code) on a workspace, in a separate process with a time limit.
+"""Run a task's checker (untrusted code) on a workspace, confined by bubblewrap, with a time limit.
 
 ClawGym convention (`reward/check.py`): `python check.py <workspace>` prints a JSON object of
-named sub-scores; `reward.sh` averages them. Here the checker runs on a temporary copy of the
-workspace (cwd = that copy), in its own process group with a minimal environment, and the whole
-group is killed when the time limit passes. It never runs inside the app process.
+named sub-scores; `reward.sh` averages them. Here the checker runs on a private copy of the
+workspace inside the sandbox described in `clawviz.review.sandbox` (and docs/SECURITY.md); the
+whole sandbox is killed when the time limit passes. It never runs inside the app process.
 """
 
 from __future__ import annotations
@@ -13,19 +13,16 @@ import math
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from clawviz.review import sandbox
 from clawviz.review.archive import ArchiveError, open_workspace
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 
 CheckerStatus = Literal["ok", "timeout", "crash", "bad_output"]
-_MAX_CAPTURE = 1_000_000
 
 
 class CheckerError(ValueError):
@@ -44,6 +41,9 @@ class CheckerResult:
     returncode: int | None = None
     duration: float = 0.0
     message: str = ""
+    sandbox: str = "bwrap"
+    """'bwrap' (confined) or 'process_group' (the weaker mode; `warning` says so)."""
+    warning: str = ""
 
     @property
     def failed_checks(self) -> list[str]:
@@ -116,17 +116,18 @@ def _minimal_env(home: Path) -> dict[str, str]:
     return env
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
+UNSANDBOXED_WARNING = (
+    "Checker ran WITHOUT the bubblewrap sandbox (checker_allow_unsandboxed is on): it could "
+    "read this machine's files and environment and open network connections."
+)
 
 
-def _clip(text: str) -> str:
-    if len(text) <= _MAX_CAPTURE:
-        return text
-    return text[:_MAX_CAPTURE] + f"\n… [{len(text) - _MAX_CAPTURE} more characters cut]"
+def sandbox_refusal(problem: str) -> str:
+    return (
+        f"Checker not run: {problem}. Checkers are untrusted code and run only inside the "
+        "bubblewrap sandbox; install bubblewrap and allow user namespaces, or set "
+        "checker_allow_unsandboxed to accept the weaker process-group mode."
+    )
 
 
 def run_checker(
@@ -136,9 +137,18 @@ def run_checker(
     *,
     settings: Settings = DEFAULT_SETTINGS,
 ) -> CheckerResult:
-    """Run `reward/check.py <copy of workspace>` in a child process and parse its sub-scores."""
+    """Run `reward/check.py <copy of workspace>` in the sandbox and parse its sub-scores.
+
+    Raises CheckerError when there is no checker, or when bubblewrap cannot run here and the
+    weaker mode is not allowed.
+    """
     check_py = find_checker(task_folder)
     timeout = float(timeout_s if timeout_s is not None else settings.checker_timeout_s)
+    python = sandbox._python_for(settings)
+    problem = sandbox.bwrap_problem(python)
+    if problem is not None and not settings.checker_allow_unsandboxed:
+        raise CheckerError(sandbox_refusal(problem))
+    limits = sandbox.Limits.from_settings(settings, timeout)
     tmp = Path(tempfile.mkdtemp(prefix="clawviz-check-"))
     try:
         reward_dir = tmp / "reward"
@@ -146,43 +156,50 @@ def run_checker(
         work = tmp / "workspace"
         with open_workspace(workspace, settings=settings) as folder:
             shutil.copytree(folder, work, symlinks=True)
-        home = tmp / "home"
-        home.mkdir()
-        cmd = [sys.executable, str(reward_dir / check_py.name), str(work)]
-        t0 = time.monotonic()
-        proc = subprocess.Popen(
-            cmd,
-            cwd=work,
-            env=_minimal_env(home),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            out, err = proc.communicate()
-            return CheckerResult(
+        if problem is None:
+            sandbox.prepare_for_sandbox(tmp, python)
+            cmd = sandbox.bwrap_command(python, reward_dir, work, check_py.name, limits)
+            outcome = sandbox.run_bounded(
+                cmd,
+                env=dict(sandbox._SANDBOX_ENV),
+                cwd=tmp,
+                timeout_s=timeout,
+                tail_bytes=limits.output_bytes,
+            )
+            mode, warning = "bwrap", ""
+        else:
+            home = tmp / "home"
+            home.mkdir()
+            cmd = [python, str(reward_dir / check_py.name), str(work)]
+            outcome = sandbox.run_bounded(
+                cmd,
+                env=_minimal_env(home),
+                cwd=work,
+                timeout_s=timeout,
+                tail_bytes=limits.output_bytes,
+                preexec_fn=sandbox.rlimit_preexec(limits),
+            )
+            mode, warning = "process_group", f"{UNSANDBOXED_WARNING} ({problem})"
+        if outcome.timed_out:
+            result = CheckerResult(
                 "timeout",
-                stdout=_clip(out.decode("utf-8", "replace")),
-                stderr=_clip(err.decode("utf-8", "replace")),
-                returncode=proc.returncode,
-                duration=time.monotonic() - t0,
+                stdout=outcome.stdout.text(),
+                stderr=outcome.stderr.text(),
+                returncode=None,
+                duration=outcome.duration,
                 message=f"Checker did not finish within {timeout:g} s and was killed.",
             )
-        finally:
-            # Children the checker left behind in its group must not outlive the run.
-            if proc.returncode is not None:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-        duration = time.monotonic() - t0
-        stdout = out.decode("utf-8", "replace")
-        stderr = err.decode("utf-8", "replace")
-        return _interpret(proc.returncode, _clip(stdout), _clip(stderr), duration)
+        else:
+            result = _interpret(
+                outcome.returncode if outcome.returncode is not None else -1,
+                outcome.stdout.text(),
+                outcome.stderr.text(),
+                outcome.duration,
+                scores_text=outcome.stdout.tail_text(),
+                limits=limits,
+            )
+        result.sandbox, result.warning = mode, warning
+        return result
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -206,8 +223,16 @@ def run_checker_on_archive_bytes(
         return run_checker(task_folder, archive, timeout_s, settings=settings)
 
 
-def _interpret(returncode: int, stdout: str, stderr: str, duration: float) -> CheckerResult:
-    obj = parse_scores(stdout)
+def _interpret(
+    returncode: int,
+    stdout: str,
+    stderr: str,
+    duration: float,
+    *,
+    scores_text: str | None = None,
+    limits: sandbox.Limits | None = None,
+) -> CheckerResult:
+    obj = parse_scores(stdout if scores_text is None else scores_text)
     scores = _numeric_scores(obj) if obj else {}
     reward = sum(scores.values()) / len(scores) if scores else None
     result = CheckerResult(
@@ -217,6 +242,15 @@ def _interpret(returncode: int, stdout: str, stderr: str, duration: float) -> Ch
         result.status = "crash"
         last = stderr.strip().splitlines()[-1] if stderr.strip() else "no stderr"
         result.message = f"Checker exited with code {returncode}: {last}"
+        if returncode < 0 and limits is not None:
+            sig = signal.Signals(-returncode)
+            why = {
+                signal.SIGXCPU: f"CPU limit of {limits.cpu_seconds} s",
+                signal.SIGXFSZ: f"file size limit of {limits.file_bytes} bytes",
+                signal.SIGKILL: "killed (memory or process limit)",
+            }.get(sig)
+            if why:
+                result.message += f" ({why})"
     elif obj is None:
         result.status = "bad_output"
         result.message = "Checker printed no JSON object of sub-scores on stdout."

@@ -32,9 +32,13 @@ def add_review(
     valid_findings: list[int] | None = None,
     *,
     settings: Settings = DEFAULT_SETTINGS,
+    require_known_task: bool = False,
 ) -> models.Review:
     """Append one decision; never updates or deletes an earlier one. It records the findings
-    judged valid at that moment (`valid_findings`, default: read from the store)."""
+    judged valid at that moment (`valid_findings`, default: read from the store).
+
+    With `require_known_task` (the CLI and the Tasks page), a task id the store does not hold
+    is refused: a typo must not become a sign-off nobody can see."""
     decision = (decision or "").strip().lower()
     if decision not in DECISIONS:
         raise ReviewError(f"decision must be one of {', '.join(DECISIONS)}, not {decision!r}")
@@ -51,6 +55,11 @@ def add_review(
                 f"({solved.label if solved else 'never checked'}; setting "
                 "require_solvable_for_accept)"
             )
+    if require_known_task and session.get(models.Task, task_id) is None:
+        raise ReviewError(
+            f"no task {task_id!r} in the store (load its task folder first; "
+            "`clawviz tasks` lists the known ones)"
+        )
     row = models.Review(
         task_id=task_id,
         decision=decision,

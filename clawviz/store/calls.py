@@ -23,6 +23,16 @@ from typing import Any
 
 import orjson
 from sqlalchemy import Table, bindparam, delete, func, update
+from sqlalchemy.exc import (
+    DataError,
+    DBAPIError,
+    IntegrityError,
+    InterfaceError,
+    InternalError,
+    OperationalError,
+    ProgrammingError,
+    StatementError,
+)
 from sqlmodel import Session, select
 
 from clawviz.ingest.exchange import ParsedExchange, system_text
@@ -304,6 +314,67 @@ def write_parsed(
     new_blobs = [(h, pack.text(t)) for h, t in blobs.items() if seen.add_new("blob:" + h)]
     _insert_rows(session, Blob.__table__, ("hash", "text"), new_blobs)
     _insert_rows(session, CallRow.__table__, _CALL_COLS, calls)
+
+
+def _store_error(exc: BaseException) -> str:
+    """A one-line reason for a value the database refused, without the SQL statement."""
+    orig = getattr(exc, "orig", None) or exc
+    text = str(orig).strip().splitlines()[0] if str(orig).strip() else ""
+    return f"cannot store this line ({type(orig).__name__}: {text[:200]})"
+
+
+def write_parsed_guarded(
+    session: Session,
+    items: Sequence[ParsedExchange],
+    source: Source | None,
+    seen: SeenHashes | None = None,
+) -> list[tuple[ParsedExchange, str]]:
+    """`write_parsed` inside a savepoint; if the batch fails, retry one call at a time.
+
+    Returns (item, reason) for each call the database refused: one value SQL cannot bind costs
+    its own line, never the batch or the file. Hashes noted during a rolled-back attempt are
+    forgotten, so no later call refers to a message that was not written.
+    """
+    if not items:
+        return []
+    seen = seen if seen is not None else SeenHashes()
+    try:
+        with session.begin_nested():
+            write_parsed(session, items, source, seen)
+        return []
+    except _VALUE_ERRORS as exc:
+        if not _is_value_error(exc):
+            raise
+        seen.clear()
+    failures: list[tuple[ParsedExchange, str]] = []
+    for item in items:
+        try:
+            with session.begin_nested():
+                write_parsed(session, [item], source, seen)
+        except _VALUE_ERRORS as exc:
+            if not _is_value_error(exc):
+                raise
+            seen.clear()
+            failures.append((item, _store_error(exc)))
+    return failures
+
+
+# What a bad value makes the driver raise (a value it cannot bind, a constraint, a range).
+# A store failure (disk full, locked, connection lost: OperationalError) is not the line's
+# fault and still fails the whole file.
+_VALUE_ERRORS = (StatementError, OverflowError, TypeError, ValueError, orjson.JSONEncodeError)
+
+
+def _is_value_error(exc: BaseException) -> bool:
+    if isinstance(exc, (OperationalError, InternalError)):
+        return False
+    if isinstance(exc, (IntegrityError, DataError, ProgrammingError, InterfaceError)):
+        return True
+    if isinstance(exc, DBAPIError):
+        return False
+    if isinstance(exc, StatementError):
+        return isinstance(exc.orig, (OverflowError, TypeError, ValueError))
+    return True
 
 
 def write_calls(session: Session, calls: Iterable[Call], source: Source | None) -> None:

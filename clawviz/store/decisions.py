@@ -158,16 +158,20 @@ def _ensure_analysis(session: Session, settings: Settings, progress: Progress | 
     total = len(stale)
     for start in range(0, total, BATCH):
         batch = stale[start : start + BATCH]
-        calls_of = store.load_calls_many(session, [s.episode_id for s in batch])
+        try:
+            calls_of: dict[str, Any] = store.load_calls_many(session, [s.episode_id for s in batch])
+        except Exception:  # noqa: BLE001 - one unreadable episode must not stop the batch
+            calls_of = {}
         analyses: list[tuple[EpisodeAnalysis, _Stale]] = []
         for i, item in enumerate(batch, start):
             eid = item.episode_id
             if progress:
                 progress(i, total, f"analysing {eid}")
             try:
-                a = analyse_episode(calls_of[eid], reward=item.reward, settings=settings)
-            except Exception as exc:
-                raise RuntimeError(f"analysing episode {eid!r} failed: {exc}") from exc
+                calls = calls_of[eid] if eid in calls_of else store.load_calls(session, eid)
+                a = analyse_episode(calls, reward=item.reward, settings=settings)
+            except Exception as exc:  # noqa: BLE001 - a poison record costs its own episode
+                a = failed_analysis(eid, settings, item.reward, exc)
             a.episode_id = eid
             analyses.append((a, item))
         _persist(session, analyses, settings)
@@ -177,6 +181,26 @@ def _ensure_analysis(session: Session, settings: Settings, progress: Progress | 
         session.commit()
     if progress:
         progress(total, total, "analysis done")
+
+
+ANALYSIS_ERROR = "analysis_error"
+
+
+def failed_analysis(
+    episode_id: str, settings: Settings, reward: float | None, exc: BaseException
+) -> EpisodeAnalysis:
+    """The verdict of an episode whose analysis raised: dropped as analysis_error, with the
+    error as evidence (shown on its page); the other episodes and the app carry on."""
+    evidence = f"{type(exc).__name__}: {exc}"[:2000]
+    return EpisodeAnalysis(
+        episode_id,
+        settings.settings_hash,
+        ANALYSIS_ERROR,  # type: ignore[arg-type]
+        [Reason(ANALYSIS_ERROR, evidence)],
+        {},
+        [],
+        reward,
+    )
 
 
 def _ensure_unattached(session: Session, settings: Settings) -> None:

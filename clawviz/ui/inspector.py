@@ -13,9 +13,22 @@ from clawviz.types import Call, CallDecision, EpisodeAnalysis, Message
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^])")
 
 
+# GFM autolink literals (mdast-util-gfm-autolink-literal) are found in the text after escapes
+# are resolved, so backslashes cannot stop them: a WORD JOINER (U+2060, invisible) after the
+# scheme, after "www" and after "@" breaks the patterns without changing what is shown.
+_AUTOLINK = re.compile(r"(?i)(https?)(?=:)|(www)(?=\.)|(@)")
+WORD_JOINER = "\u2060"
+
+
+def no_autolink(text: str) -> str:
+    """Text whose bare URLs and e-mail addresses Markdown will not turn into links."""
+    return _AUTOLINK.sub(lambda m: m.group(0) + WORD_JOINER, text)
+
+
 def escape_md(text: str) -> str:
-    """Backslash-escape Markdown (and directive) syntax so log text shows literally."""
-    return _MD_SPECIAL.sub(r"\\\1", text).replace("\n", " ")
+    """Backslash-escape Markdown (and directive) syntax so log text shows literally, and keep
+    bare URLs from becoming links."""
+    return _MD_SPECIAL.sub(r"\\\1", no_autolink(text)).replace("\n", " ")
 
 
 @dataclass

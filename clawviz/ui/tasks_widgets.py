@@ -138,6 +138,8 @@ def scores_table(scores: dict[str, float]) -> None:
 
 def checker_result(res: CheckerResult) -> None:
     """A checker run: verdict, reward, per-check scores, captured output."""
+    if res.warning:
+        st.warning(escape_md(res.warning), icon=":material/gpp_maybe:")
     if res.status == "ok":
         solvable = res.reward is not None and res.reward >= 1.0
         st.success(
