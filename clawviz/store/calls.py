@@ -4,17 +4,21 @@ Each distinct message is stored once (keyed by `canonical.message_hash`); system
 definitions and the rest of each request body are content-addressed blobs. Writes are bulk
 `INSERT ... ON CONFLICT DO NOTHING`, so a batch that repeats a history adds nothing new.
 
-On SQLite, large texts are stored zlib-compressed: the column then holds bytes (a BLOB) instead
-of text, so stores written before compression still read. A message row packs both forms in one
-stream, `canonical_json` = zlib(canonical + "\n" + raw) with an empty `raw_json`, since the two
-forms are nearly the same text; an empty raw part means the raw form equals the canonical one.
-The read functions here (`load_calls`, `raw_request`, `message_texts`, `unpack_text`) undo it.
+On SQLite, large texts are stored compressed: the column then holds bytes (a BLOB) instead
+of text, so stores written before compression still read. New texts are zstd frames (level 1,
+about 3x faster than zlib level 1 at a slightly better ratio); stores written with zlib still
+read, since the two formats' first bytes differ (zstd frames start with 28 b5 2f fd, zlib
+streams with 78). A message row packs both forms in one stream, `canonical_json` =
+compress(canonical + "\n" + raw) with an empty `raw_json`, since the two forms are nearly the
+same text; an empty raw part means the raw form equals the canonical one. The read functions
+here (`load_calls`, `raw_request`, `message_texts`, `unpack_text`) undo it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import threading
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -22,6 +26,7 @@ from functools import cache
 from typing import Any
 
 import orjson
+import zstandard
 from sqlalchemy import Table, bindparam, func, update
 from sqlmodel import Session, select
 
@@ -34,7 +39,34 @@ _CHUNK = 500
 PACK_MIN = 256
 """Texts shorter than this stay plain: compression would barely shrink them."""
 PACK_LEVEL = 1
-"""zlib level: the fastest; higher levels save a few percent for twice the time."""
+"""zstd level: the fastest regular one; higher levels save a few percent for twice the time."""
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+"""The first bytes of every zstd frame (a zlib stream starts with 0x78)."""
+
+_local = threading.local()
+"""zstd (de)compressor objects are not safe across threads: one pair per thread (app pages)."""
+
+
+def _zstd() -> tuple[zstandard.ZstdCompressor, zstandard.ZstdDecompressor]:
+    pair = getattr(_local, "zstd", None)
+    if pair is None:
+        pair = _local.zstd = (
+            zstandard.ZstdCompressor(level=PACK_LEVEL),
+            zstandard.ZstdDecompressor(),
+        )
+    return pair
+
+
+def compress(data: bytes) -> bytes:
+    """A zstd frame of `data` (it records its size, so `decompress` needs no hint)."""
+    return _zstd()[0].compress(data)
+
+
+def decompress(data: bytes) -> bytes:
+    """The bytes of a stored compressed value: a zstd frame, or a zlib stream (older stores)."""
+    if data[:4] == ZSTD_MAGIC:
+        return _zstd()[1].decompress(data)
+    return zlib.decompress(data)
 
 
 def _dumps(obj: Any) -> str:
@@ -46,20 +78,20 @@ def _dumpb(obj: Any) -> bytes:
 
 
 def unpack_text(value: str | bytes | None) -> str | None:
-    """The text of a stored text column (a bytes value is zlib-compressed text)."""
+    """The text of a stored text column (a bytes value is compressed text)."""
     if isinstance(value, bytes):
-        return zlib.decompress(value).decode()
+        return decompress(value).decode()
     return value
 
 
 def _unpack_json(value: str | bytes) -> Any:
-    return orjson.loads(zlib.decompress(value) if isinstance(value, bytes) else value)
+    return orjson.loads(decompress(value) if isinstance(value, bytes) else value)
 
 
 def _message_json(canonical: str | bytes, raw: str | bytes) -> tuple[str | bytes, str | bytes]:
     """The canonical and raw JSON of a stored message row (either packing), for orjson.loads."""
     if isinstance(canonical, bytes):
-        c, _, r = zlib.decompress(canonical).partition(b"\n")
+        c, _, r = decompress(canonical).partition(b"\n")
         return c, r or c
     return canonical, raw
 
@@ -81,7 +113,7 @@ class _Packer:
 
     def text(self, data: bytes) -> str | bytes:
         if self.on and len(data) >= PACK_MIN:
-            return zlib.compress(data, PACK_LEVEL)
+            return compress(data)
         return data.decode()
 
     def message(self, canonical: bytes, raw: bytes) -> tuple[str | bytes, str | bytes]:
@@ -90,7 +122,7 @@ class _Packer:
             return canonical.decode(), raw.decode()
         # orjson never writes a raw newline, so "\n" separates the two forms unambiguously.
         rest = b"" if raw == canonical else raw
-        return zlib.compress(canonical + b"\n" + rest, PACK_LEVEL), b""
+        return compress(canonical + b"\n" + rest), b""
 
 
 def _insert_ignore(session: Session, table: Table, rows: list[dict[str, Any]]) -> None:
