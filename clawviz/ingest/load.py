@@ -28,7 +28,9 @@ from clawviz.review import findings
 from clawviz.review import tasks as tasks_mod
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 from clawviz.store import calls as store
+from clawviz.store import decisions
 from clawviz.store.models import Result, Source, Task
+from clawviz.types import Call
 
 Progress = Callable[[int, int, str], None]
 
@@ -92,6 +94,68 @@ class IngestReport:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+HOLD_CALLS = 20_000
+"""Calls kept in memory for the analysis at the end of ingest (messages are shared between a
+thread's calls, so this is tens of MB); beyond it the largest episodes are reloaded instead."""
+
+
+class _Held:
+    """Calls of this ingest by episode, kept for the analysis at its end (bounded).
+
+    Calls of the file being loaded are staged and join the held ones when its transaction
+    commits; a rolled-back file's calls are dropped with it.
+    """
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = HOLD_CALLS if limit is None else limit
+        self.calls: dict[str, list[Call]] = {}
+        self.staged: dict[str, list[Call]] = {}
+        self.n = 0
+        self.evicted: set[str] = set()
+
+    def add(self, call: Call) -> None:
+        eid = call.episode_id
+        if eid is None or eid in self.evicted:
+            return
+        self.staged.setdefault(eid, []).append(call)
+        self.n += 1
+        if self.n > self.limit:
+            self._evict()
+
+    def _evict(self) -> None:
+        """Drop the largest episodes until under the limit (they are reloaded from the store)."""
+        sizes: dict[str, int] = {}
+        for group in (self.calls, self.staged):
+            for eid, calls in group.items():
+                sizes[eid] = sizes.get(eid, 0) + len(calls)
+        for eid in sorted(sizes, key=sizes.__getitem__, reverse=True):
+            if self.n <= self.limit // 2:
+                break
+            self.n -= sizes[eid]
+            self.calls.pop(eid, None)
+            self.staged.pop(eid, None)
+            self.evicted.add(eid)
+
+    def rename(self, old: str, new: str) -> None:
+        """Staged calls of episode `old` now belong to `new` (a file's fallback resolved)."""
+        moved = self.staged.pop(old, [])
+        for call in moved:
+            call.episode_id = new
+        if new in self.evicted:
+            self.n -= len(moved)
+        elif moved:
+            self.staged.setdefault(new, []).extend(moved)
+
+    def commit(self) -> None:
+        for eid, calls in self.staged.items():
+            self.calls.setdefault(eid, []).extend(calls)
+        self.staged = {}
+
+    def rollback(self) -> None:
+        self.n -= sum(len(c) for c in self.staged.values())
+        self.staged = {}
 
 
 @dataclass
@@ -277,9 +341,16 @@ class _FileIngest:
     """State of loading one file."""
 
     def __init__(
-        self, session: Session, target: _Target, sha: str, fmt: str, report: FileReport
+        self,
+        session: Session,
+        target: _Target,
+        sha: str,
+        fmt: str,
+        report: FileReport,
+        held: _Held,
     ) -> None:
         self.session = session
+        self.held = held
         self.target = target
         self.sha = sha
         self.report = report
@@ -357,6 +428,7 @@ def _ingest_exchange(
                     )
                 )
             fi.episodes.add(parsed.call.episode_id or fallback)
+            fi.held.add(parsed.call)
             batch.append(parsed)
             batch_bytes += len(data)
             if len(batch) >= BATCH_LINES or batch_bytes >= BATCH_BYTES:
@@ -377,6 +449,7 @@ def _ingest_exchange(
         # FORMATS §1: identity-less calls (utility calls) join the file's one named episode.
         (only,) = named
         store.reassign_episode(fi.session, fi.source.id or 0, fallback, only)
+        fi.held.rename(fallback, only)
         fi.episodes.discard(fallback)
         fi.episodes.add(only)
     store.refresh_episodes(fi.session, fi.episodes)
@@ -456,6 +529,7 @@ def _ingest_transcript(fi: _FileIngest, out: IngestReport, records: list[Any]) -
         call.source_file = call.source_file or fi.target.display
         call.episode_id = call.episode_id or fallback
         fi.episodes.add(call.episode_id)
+        fi.held.add(call)
     store.write_calls(fi.session, read.calls, fi.source)
     fi.report.n_calls += len(read.calls)
     for line, reason, raw in read.rejects:
@@ -493,14 +567,14 @@ def ingest_paths(
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _ingest_targets(targets, session, progress)
+        return _ingest_targets(targets, session, settings, progress)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
 def _ingest_targets(
-    targets: list[_Target], session: Session, progress: Progress | None
+    targets: list[_Target], session: Session, settings: Settings, progress: Progress | None
 ) -> IngestReport:
     if session.get_bind().dialect.name == "sqlite":
         # Message and blob keys are random hashes: a larger page cache keeps B-tree inserts
@@ -511,6 +585,7 @@ def _ingest_targets(
     done = 0
     cache = MessageCache()
     seen = store.SeenHashes()
+    held = _Held()
     episodes: set[str] = set()
     for target in targets:
         if target.kind == "task_folder":
@@ -521,7 +596,9 @@ def _ingest_targets(
         size = target.path.stat().st_size
         if progress:
             progress(done, total, target.display)
-        rep = _ingest_file(session, target, out, cache, seen, episodes, done, total, progress)
+        rep = _ingest_file(
+            session, target, out, cache, seen, held, episodes, done, total, progress
+        )
         out.files.append(rep)
         done += size
         if progress:
@@ -529,6 +606,8 @@ def _ingest_targets(
     _warn_uncovered(targets, out)
     store.fill_episodes_from_results(session)
     session.commit()
+    # Decisions at ingest, from the calls still in memory: `episodes` and the app only read.
+    decisions.ensure_analysis(session, settings, held=held.calls)
     out.n_calls = sum(f.n_calls for f in out.files)
     out.n_results = sum(f.n_results for f in out.files)
     out.n_episodes = len(episodes)
@@ -556,6 +635,7 @@ def _ingest_file(
     out: IngestReport,
     cache: MessageCache,
     seen: store.SeenHashes,
+    held: _Held,
     episodes: set[str],
     done: int,
     total: int,
@@ -581,7 +661,7 @@ def _ingest_file(
             progress(done + pos, total, target.display)
 
     try:
-        fi = _FileIngest(session, target, sha, fmt, report)
+        fi = _FileIngest(session, target, sha, fmt, report, held)
         if fmt == "exchange":
             _ingest_exchange(fi, out, tick, cache, seen)
         elif fmt == "results":
@@ -596,9 +676,11 @@ def _ingest_file(
         fi.source.n_episodes = len(fi.episodes)
         session.add(fi.source)
         session.commit()
+        held.commit()
         episodes.update(fi.episodes)
     except Exception as exc:  # noqa: BLE001 - a broken file is reported, the others still load
         session.rollback()
+        held.rollback()
         seen.clear()
         # Rejections already added to the report for this file were rolled back with it.
         out.rejected = [r for r in out.rejected if r.file != target.display]

@@ -33,7 +33,7 @@ from clawviz.recon.pipeline import UNATTACHED, analyse_episode, apply_grpo
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 from clawviz.store import calls as store
 from clawviz.store.models import CallRow, DecisionRow, Episode, EpisodeStatus, Result, utcnow
-from clawviz.types import CallDecision, EpisodeAnalysis, PathInfo, Reason
+from clawviz.types import Call, CallDecision, EpisodeAnalysis, PathInfo, Reason
 
 Progress = Callable[[int, int, str], None]
 
@@ -99,14 +99,31 @@ def ensure_analysis(
     session: Session,
     settings: Settings = DEFAULT_SETTINGS,
     progress: Progress | None = None,
+    held: dict[str, list[Call]] | None = None,
 ) -> None:
-    """Compute and persist decisions for every episode not yet analysed under these settings."""
+    """Compute and persist decisions for every episode not yet analysed under these settings.
+
+    `held`: calls already in memory by episode (ingest passes what it just wrote). An episode
+    whose held calls are all its stored calls is analysed from them, without a reload.
+    """
     try:
-        _ensure_analysis(session, settings, progress)
+        _ensure_analysis(session, settings, progress, held or {})
     except IntegrityError:
         # Another process (a second app session, the CLI) stored the same decisions first.
         session.rollback()
-        _ensure_analysis(session, settings, progress)
+        _ensure_analysis(session, settings, progress, held or {})
+
+
+def load_order(call: Call) -> tuple[Any, ...]:
+    """The order `store.load_calls` returns calls in: seq, request time, file, line (None last)."""
+    return (
+        call.seq is None,
+        call.seq or 0,
+        call.t_request is None,
+        call.t_request or 0.0,
+        call.source_file,
+        call.line,
+    )
 
 
 @dataclass
@@ -118,6 +135,7 @@ class _Stale:
     stamp: str
     stored: bool
     reward: float | None
+    n_calls: int = 0
 
 
 def _stale_episodes(session: Session, settings: Settings) -> list[_Stale]:
@@ -131,6 +149,7 @@ def _stale_episodes(session: Session, settings: Settings) -> list[_Stale]:
             e.episode_id,
             e.task_id,
             e.harness,
+            e.n_calls,
             stamp,
             st.episode_id.is_not(None),
             r.id,
@@ -149,7 +168,8 @@ def _stale_episodes(session: Session, settings: Settings) -> list[_Stale]:
         .order_by(e.task_id, e.harness, e.episode_id)
     )
     out = []
-    for eid, task, harness, stamp_text, stored, rid, rew, checks, rubric in session.execute(query):
+    for row in session.execute(query):
+        eid, task, harness, n_calls, stamp_text, stored, rid, rew, checks, rubric = row
         reward = None
         if rid is not None:
             reward = reward_from_result(
@@ -158,11 +178,30 @@ def _stale_episodes(session: Session, settings: Settings) -> list[_Stale]:
                 orjson.loads(rubric or "{}"),
                 weights=settings.reward_weights,
             )
-        out.append(_Stale(eid, (task, harness), stamp_text, bool(stored), reward))
+        out.append(_Stale(eid, (task, harness), stamp_text, bool(stored), reward, n_calls or 0))
     return out
 
 
-def _ensure_analysis(session: Session, settings: Settings, progress: Progress | None) -> None:
+def _calls_of(
+    session: Session, batch: list[_Stale], held: dict[str, list[Call]]
+) -> dict[str, list[Call]]:
+    """Each episode's calls: from `held` when it has all of them, else from the store."""
+    out: dict[str, list[Call]] = {}
+    missing: list[str] = []
+    for item in batch:
+        calls = held.get(item.episode_id)
+        if calls is not None and len(calls) == item.n_calls:
+            out[item.episode_id] = sorted(calls, key=load_order)
+        else:
+            missing.append(item.episode_id)
+    if missing:
+        out.update(store.load_calls_many(session, missing))
+    return out
+
+
+def _ensure_analysis(
+    session: Session, settings: Settings, progress: Progress | None, held: dict[str, list[Call]]
+) -> None:
     stale = _stale_episodes(session, settings)
     _ensure_unattached(session, settings)
     if not stale:
@@ -170,7 +209,7 @@ def _ensure_analysis(session: Session, settings: Settings, progress: Progress | 
     total = len(stale)
     for start in range(0, total, BATCH):
         batch = stale[start : start + BATCH]
-        calls_of = store.load_calls_many(session, [s.episode_id for s in batch])
+        calls_of = _calls_of(session, batch, held)
         analyses: list[tuple[EpisodeAnalysis, _Stale]] = []
         for i, item in enumerate(batch, start):
             eid = item.episode_id
