@@ -1,4 +1,4 @@
-"""Decisions are made at the end of ingest from the calls in memory; `episodes`/explain only read."""
+"""Decisions are made at the end of ingest from the calls in memory; episodes and explain read."""
 
 from __future__ import annotations
 

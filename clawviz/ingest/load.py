@@ -596,9 +596,7 @@ def _ingest_targets(
         size = target.path.stat().st_size
         if progress:
             progress(done, total, target.display)
-        rep = _ingest_file(
-            session, target, out, cache, seen, held, episodes, done, total, progress
-        )
+        rep = _ingest_file(session, target, out, cache, seen, held, episodes, done, total, progress)
         out.files.append(rep)
         done += size
         if progress:
