@@ -1,4 +1,8 @@
-"""Command line: `python -m clawviz {ingest,episodes,explain,settings,tasks,review}`."""
+"""Command line: `python -m clawviz {ingest,episodes,explain,settings,tasks,review}`.
+
+Lean on purpose: a command imports only what it runs (inside its function), and none of them
+import pandas, plotly or streamlit; importing this module costs next to nothing.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +10,14 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import orjson
-from sqlmodel import Session, select
-
-from clawviz.cli import explain
 from clawviz.cli import tasks as cli_tasks
-from clawviz.ingest.load import IngestReport, ingest_paths
-from clawviz.settings import DEFAULT_SETTINGS, SETTINGS
-from clawviz.store import db, decisions, search
-from clawviz.store.db import session_scope
-from clawviz.store.models import Episode, EpisodeStatus, Result
+
+if TYPE_CHECKING:
+    from sqlmodel import Session
+
+    from clawviz.ingest.load import IngestReport
 
 EXIT_OK = 0
 EXIT_FATAL = 1
@@ -87,6 +87,9 @@ def _report_text(report: IngestReport) -> str:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     """Load files and folders; exit 0 if all lines loaded, 2 if some were rejected, 1 on error."""
+    from clawviz.ingest.load import ingest_paths
+    from clawviz.store.db import session_scope
+
     bar = ProgressBar() if sys.stderr.isatty() and not args.json else None
     try:
         with session_scope(args.db) as session:
@@ -108,6 +111,13 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 def episode_rows(session: Session) -> list[dict[str, Any]]:
     """One row per episode with reward, status and reasons."""
+    import orjson
+    from sqlmodel import select
+
+    from clawviz.settings import DEFAULT_SETTINGS
+    from clawviz.store import decisions
+    from clawviz.store.models import Episode, EpisodeStatus, Result
+
     settings_hash = DEFAULT_SETTINGS.settings_hash
     decisions.ensure_analysis(session, DEFAULT_SETTINGS)
     statuses = {
@@ -160,6 +170,8 @@ def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
 
 def cmd_episodes(args: argparse.Namespace) -> int:
     """List episodes."""
+    from clawviz.store.db import session_scope
+
     with session_scope(args.db) as session:
         rows = episode_rows(session)
     if args.json:
@@ -172,6 +184,9 @@ def cmd_episodes(args: argparse.Namespace) -> int:
 
 def cmd_search(args: argparse.Namespace) -> int:
     """Full-text search over every distinct message and reply."""
+    from clawviz.store import search
+    from clawviz.store.db import session_scope
+
     with session_scope(args.db) as session:
         try:
             hits = search.search(
@@ -194,6 +209,8 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_migrate(args: argparse.Namespace) -> int:
     """Bring the store to the newest schema (Alembic revisions in clawviz/store/migrations)."""
+    from clawviz.store import db
+
     engine = db.get_engine(args.db, check_schema=False)
     before = db.schema_version(engine)
     applied = db.migrate(engine)
@@ -214,6 +231,11 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     """Explain one episode call by call."""
+    from clawviz.cli import explain
+    from clawviz.settings import DEFAULT_SETTINGS
+    from clawviz.store.db import session_scope
+    from clawviz.store.models import Episode
+
     with session_scope(args.db) as session:
         if session.get(Episode, args.episode_id) is None:
             print(f"error: no episode {args.episode_id!r} in the store", file=sys.stderr)
@@ -227,6 +249,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def cmd_settings(args: argparse.Namespace) -> int:
     """Print the settings table: name, default, whether it changes decisions, help."""
+    from clawviz.settings import DEFAULT_SETTINGS, SETTINGS
+
     rows = [
         {
             "name": s.name,

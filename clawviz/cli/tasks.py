@@ -8,10 +8,9 @@ import json
 import sys
 from typing import Any
 
-from clawviz.review import diagnosis, findings
-from clawviz.review.signoff import DECISIONS, ReviewError, add_review
-from clawviz.review.tasks import task_detail, task_queue, verdict_label
-from clawviz.store.db import session_scope
+DECISIONS = ("accept", "revise", "reject")
+"""`review.signoff.DECISIONS` (a test keeps them equal): the parser is built without importing
+the store, so `clawviz --help` and the other commands stay fast to start."""
 
 
 def register(subparsers: Any) -> None:
@@ -54,6 +53,10 @@ def register(subparsers: Any) -> None:
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
     """Diagnose tasks through a model endpoint and store the findings."""
+    from clawviz.review import diagnosis, findings
+    from clawviz.review.tasks import task_detail, task_queue
+    from clawviz.store.db import session_scope
+
     ep = diagnosis.Endpoint(
         base_url=args.base_url, model=args.model, api=args.api, api_key_env=args.api_key_env,
         timeout_s=args.timeout,
@@ -104,6 +107,9 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
 def cmd_findings(args: argparse.Namespace) -> int:
     """List a task's findings with their verdicts."""
+    from clawviz.review import findings
+    from clawviz.store.db import session_scope
+
     with session_scope(getattr(args, "db", None)) as session:
         rows = findings.list_findings(session, args.task_id)
         out = [
@@ -128,6 +134,9 @@ def cmd_findings(args: argparse.Namespace) -> int:
 
 def cmd_tasks(args: argparse.Namespace) -> int:
     """Print the task queue as a table or as JSON."""
+    from clawviz.review.tasks import task_queue, verdict_label
+    from clawviz.store.db import session_scope
+
     with session_scope(getattr(args, "db", None)) as session:
         rows = task_queue(session)
     if getattr(args, "json", False):
@@ -148,6 +157,9 @@ def cmd_tasks(args: argparse.Namespace) -> int:
 
 def cmd_review(args: argparse.Namespace) -> int:
     """Append one review decision."""
+    from clawviz.review.signoff import ReviewError, add_review
+    from clawviz.store.db import session_scope
+
     with session_scope(getattr(args, "db", None)) as session:
         try:
             row = add_review(session, args.task_id, args.decision, args.reviewer, args.note)

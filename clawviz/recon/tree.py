@@ -12,12 +12,14 @@ import math
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from itertools import islice
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from clawviz.recon.canonical import match_key, normalize_ws
 from clawviz.recon.markers import ALL_IGNORE_PATTERNS
 from clawviz.types import Call, Message
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 @dataclass
@@ -38,6 +40,8 @@ class CallTree:
     @cached_property
     def graph(self) -> nx.DiGraph:
         """The tree as a networkx graph (edges parent -> child), built on first use."""
+        import networkx as nx  # only the figures use it: the command line does not load it
+
         g = nx.DiGraph()
         g.add_nodes_from(c.call_id for c in self.calls)
         g.add_edges_from((p, c) for c, p in self.parent.items() if p is not None)
