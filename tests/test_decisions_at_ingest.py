@@ -17,6 +17,7 @@ from clawviz.store import calls as store
 from clawviz.store import decisions
 from clawviz.store.db import get_engine
 from clawviz.store.models import DecisionRow, Episode, EpisodeStatus
+from tests.dburl import fresh_url
 
 SAMPLE_LOGS = Path(__file__).resolve().parents[1] / "sample_logs"
 
@@ -53,7 +54,7 @@ def spy(monkeypatch):
 def test_ingest_analyses_every_episode_from_memory_as_a_reload_would(tmp_path, spy):
     if not (SAMPLE_LOGS / "exchanges").is_dir():
         pytest.skip("sample_logs/ is missing")
-    with Session(get_engine(f"sqlite:///{tmp_path / 's.db'}")) as s:
+    with Session(get_engine(fresh_url(tmp_path, "s"))) as s:
         ingest_paths([SAMPLE_LOGS / "exchanges", SAMPLE_LOGS / "results.jsonl"], session=s)
         n_episodes = len(s.exec(select(Episode)).all())
         assert n_episodes > 10
@@ -73,7 +74,7 @@ def test_ingest_analyses_every_episode_from_memory_as_a_reload_would(tmp_path, s
 def test_episodes_and_explain_after_ingest_reconstruct_nothing(tmp_path, spy):
     log = tmp_path / "cc.jsonl"
     log.write_text(jsonl(claude_code_episode()))
-    with Session(get_engine(f"sqlite:///{tmp_path / 's.db'}")) as s:
+    with Session(get_engine(fresh_url(tmp_path, "s"))) as s:
         ingest_paths([log], session=s)
         assert spy["analysed"] == 1
         rows = episode_rows(s)
@@ -89,7 +90,7 @@ def test_an_episode_spread_over_two_ingests_is_reloaded_whole(tmp_path, spy):
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     a.write_text(jsonl(records[:2]))
     b.write_text(jsonl(records[2:]))
-    with Session(get_engine(f"sqlite:///{tmp_path / 's.db'}")) as s:
+    with Session(get_engine(fresh_url(tmp_path, "s"))) as s:
         ingest_paths([a], session=s)
         assert spy == {"analysed": 1, "reloaded": 0}
         ingest_paths([b], session=s)
@@ -105,13 +106,13 @@ def test_held_calls_beyond_the_limit_are_reloaded_and_decide_the_same(tmp_path, 
     log = tmp_path / "two.jsonl"
     log.write_text(jsonl(claude_code_episode() + claude_code_episode(session="other-session")))
     monkeypatch.setattr(ingest_mod, "HOLD_CALLS", 4)
-    with Session(get_engine(f"sqlite:///{tmp_path / 's.db'}")) as s:
+    with Session(get_engine(fresh_url(tmp_path, "s"))) as s:
         ingest_paths([log], session=s)
         assert len(s.exec(select(Episode)).all()) == spy["analysed"] == 2
         assert spy["reloaded"] >= 1  # 6 calls, at most 4 held: an episode came from the store
         bounded = _decisions(s)
     monkeypatch.setattr(ingest_mod, "HOLD_CALLS", 1000)
-    with Session(get_engine(f"sqlite:///{tmp_path / 't.db'}")) as s:
+    with Session(get_engine(fresh_url(tmp_path, "t"))) as s:
         before = spy["reloaded"]
         ingest_paths([log], session=s)
         assert spy["reloaded"] == before
