@@ -17,13 +17,13 @@ ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("pandas", "plotly", "streamlit", "networkx", "numpy")
 
 
-def _modules_after(argv: list[str]) -> dict:
+def _modules_after(argv: list[str], heavy: tuple[str, ...] = HEAVY) -> dict:
     code = (
         "import json, sys, contextlib, io\n"
         "from clawviz.cli.main import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         f"    rc = main({argv!r})\n"
-        f"print(json.dumps({{'rc': rc, 'heavy': [m for m in {HEAVY!r} if m in sys.modules]}}))\n"
+        f"print(json.dumps({{'rc': rc, 'heavy': [m for m in {heavy!r} if m in sys.modules]}}))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
@@ -37,6 +37,9 @@ def test_ingest_episodes_and_explain_import_no_dataframe_chart_or_ui_library(tmp
     db = ["--db", f"sqlite:///{tmp_path / 'lean.db'}"]
     assert _modules_after([*db, "ingest", str(log)]) == {"rc": 0, "heavy": []}
     assert _modules_after([*db, "episodes"]) == {"rc": 0, "heavy": []}
+    # Ingest made the decisions: listing them reads the SQLite file without the ORM.
+    orm = ("sqlalchemy", "sqlmodel", "pydantic")
+    assert _modules_after([*db, "episodes"], orm) == {"rc": 0, "heavy": []}
     assert _modules_after([*db, "explain", SESSION]) == {"rc": 0, "heavy": []}
     assert _modules_after([*db, "--json", "explain", SESSION]) == {"rc": 0, "heavy": []}
 

@@ -169,11 +169,17 @@ def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
 
 
 def cmd_episodes(args: argparse.Namespace) -> int:
-    """List episodes."""
-    from clawviz.store.db import session_scope
+    """List episodes (read straight from a SQLite store whose decisions are current)."""
+    from clawviz.settings import DEFAULT_SETTINGS
+    from clawviz.store import fastread
 
-    with session_scope(args.db) as session:
-        rows = episode_rows(session)
+    url = args.db or DEFAULT_SETTINGS.resolved_database_url
+    rows = fastread.episode_rows(url, DEFAULT_SETTINGS)
+    if rows is None:
+        from clawviz.store.db import session_scope
+
+        with session_scope(args.db) as session:
+            rows = episode_rows(session)
     if args.json:
         _print_json(rows)
     else:

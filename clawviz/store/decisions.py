@@ -32,6 +32,7 @@ from clawviz.recon.advantage import reward_from_result
 from clawviz.recon.pipeline import UNATTACHED, analyse_episode, apply_grpo
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 from clawviz.store import calls as store
+from clawviz.store.fastread import ANALYSIS_VERSION, settings_json_parts
 from clawviz.store.models import CallRow, DecisionRow, Episode, EpisodeStatus, Result, utcnow
 from clawviz.types import Call, CallDecision, EpisodeAnalysis, PathInfo, Reason
 
@@ -50,9 +51,6 @@ def result_reward(result: Result | None, settings: Settings = DEFAULT_SETTINGS) 
     )
 
 
-ANALYSIS_VERSION = 2
-"""Bump when reconstruction logic changes: stored decisions of older versions are recomputed."""
-
 BATCH = 200
 """Episodes loaded, analysed and committed together by `ensure_analysis`."""
 
@@ -63,10 +61,11 @@ def _inputs_stamp() -> ColumnElement[str]:
     """SQL text naming an episode's inputs: its calls (count, last time) and its result.
 
     Built by the database, both when it is stored (in `settings_json`) and when it is checked,
-    so the no-op check is one query. Results are never replaced once loaded (ingest keeps the
-    first), so whether there is one, its reward and its check sizes stand for its content; no
-    row id, so copied episodes (bench stores) keep their stamps. Only digits, signs, letters
-    and `|` occur: the text needs no JSON escaping.
+    so the no-op check is one query (`clawviz.store.fastread` holds the same SQL as text).
+    Results are never replaced once loaded (ingest keeps the first), so whether there is one,
+    its reward and its check sizes stand for its content; no row id, so copied episodes (bench
+    stores) keep their stamps. Only digits, signs, letters and `|` occur: the text needs no
+    JSON escaping.
     """
     e, r = Episode.__table__.c, Result.__table__.c
 
@@ -87,12 +86,7 @@ def _inputs_stamp() -> ColumnElement[str]:
     return out
 
 
-def _settings_json_parts(settings: Settings) -> tuple[str, str]:
-    """`settings_json` is prefix + inputs stamp + suffix (the JSON of settings and stamp)."""
-    marker = "\x00"
-    whole = orjson.dumps({"settings": settings.decision_values(), "inputs": marker}).decode()
-    prefix, _, suffix = whole.partition(orjson.dumps(marker).decode()[1:-1])
-    return prefix, suffix
+_settings_json_parts = settings_json_parts
 
 
 def ensure_analysis(

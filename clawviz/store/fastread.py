@@ -1,0 +1,137 @@
+"""Read-only answers straight from a SQLite store file, for the command line's fast start.
+
+Ingest stores the decisions, so `clawviz episodes` usually only has to read. Importing the ORM
+(SQLModel, SQLAlchemy, pydantic) costs several times more than that read, so when the store is
+a SQLite file whose decisions are current under the given settings, the rows are read here with
+the standard library's `sqlite3`. Anything else (another database, a stale or missing analysis,
+an unreadable file) returns None and the caller takes the full path, which analyses first.
+
+The staleness check is the SQL of `clawviz.store.decisions._stale_episodes` written as text;
+tests/test_fastread.py checks both agree on fresh and stale stores.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from clawviz.settings import Settings
+
+ANALYSIS_VERSION = 2
+"""Bump when reconstruction logic changes: stored decisions of older versions are recomputed."""
+
+UNATTACHED = ""
+"""DecisionRow.episode_id of calls no episode could be determined for (pipeline.UNATTACHED)."""
+
+
+def settings_json_parts(settings: Settings) -> tuple[str, str]:
+    """`settings_json` is prefix + inputs stamp + suffix (the JSON of settings and stamp)."""
+    marker = "\x00"
+    whole = orjson.dumps({"settings": settings.decision_values(), "inputs": marker}).decode()
+    prefix, _, suffix = whole.partition(orjson.dumps(marker).decode()[1:-1])
+    return prefix, suffix
+
+
+def _text(col: str) -> str:
+    return f"coalesce(CAST({col} AS VARCHAR), '')"
+
+
+_STAMP = " || '|' || ".join(
+    [
+        f"'v{ANALYSIS_VERSION}'",
+        _text("e.n_calls"),
+        _text("e.last_ts"),
+        "CASE WHEN r.id IS NULL THEN 'none' ELSE 'result' END",
+        _text("r.reward"),
+        _text("length(r.checks_json)"),
+        _text("length(r.rubric_json)"),
+    ]
+)
+"""`decisions._inputs_stamp()` as SQLite text."""
+
+_N_STALE = f"""
+SELECT count(*) FROM episode AS e
+LEFT OUTER JOIN result AS r ON r.episode_id = e.episode_id
+LEFT OUTER JOIN episode_status AS st
+  ON st.episode_id = e.episode_id AND st.settings_hash = :h
+WHERE st.episode_id IS NULL OR st.settings_json != (:prefix || {_STAMP} || :suffix)
+"""
+
+_UNATTACHED = """
+SELECT (SELECT count(*) FROM call WHERE episode_id IS NULL),
+       (SELECT count(*) FROM decision WHERE settings_hash = :h AND episode_id = :u)
+"""
+
+_ROWS = """
+SELECT e.episode_id, e.task_id, e.harness, e.model, e.attempt, e.n_calls, r.reward,
+       st.status, st.reasons_json
+FROM episode AS e
+LEFT OUTER JOIN result AS r ON r.episode_id = e.episode_id
+LEFT OUTER JOIN episode_status AS st
+  ON st.episode_id = e.episode_id AND st.settings_hash = :h
+ORDER BY e.task_id, e.harness, e.attempt, e.episode_id
+"""
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of a `sqlite:///...` URL (None for memory databases and other engines)."""
+    if not url.startswith("sqlite:///"):
+        return None
+    path = url[len("sqlite:///") :].split("?", 1)[0]
+    if not path or path == ":memory:":
+        return None
+    return Path(path)
+
+
+def _connect(url: str) -> sqlite3.Connection | None:
+    path = sqlite_path(url)
+    if path is None or not path.is_file():
+        return None
+    try:
+        return sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    except sqlite3.Error:
+        return None
+
+
+def n_stale(con: sqlite3.Connection, settings: Settings) -> int:
+    """Episodes (plus 1 for unanalysed unattached calls) `ensure_analysis` would recompute."""
+    prefix, suffix = settings_json_parts(settings)
+    h = settings.settings_hash
+    (stale,) = con.execute(_N_STALE, {"h": h, "prefix": prefix, "suffix": suffix}).fetchone()
+    calls, done = con.execute(_UNATTACHED, {"h": h, "u": UNATTACHED}).fetchone()
+    return stale + (calls != done)
+
+
+def episode_rows(url: str, settings: Settings) -> list[dict[str, Any]] | None:
+    """`clawviz episodes` rows read directly, or None when the full path is needed."""
+    con = _connect(url)
+    if con is None:
+        return None
+    try:
+        if n_stale(con, settings):
+            return None
+        rows = con.execute(_ROWS, {"h": settings.settings_hash}).fetchall()
+    except sqlite3.Error:
+        return None
+    finally:
+        con.close()
+    out = []
+    for eid, task, harness, model, attempt, n_calls, reward, status, reasons_json in rows:
+        reasons = [r.get("code") for r in orjson.loads(reasons_json)] if reasons_json else []
+        out.append(
+            {
+                "episode_id": eid,
+                "task_id": task,
+                "harness": harness,
+                "model": model,
+                "attempt": attempt,
+                "n_calls": n_calls,
+                "reward": reward,
+                "status": status or "unknown",
+                "reasons": reasons,
+            }
+        )
+    return out
