@@ -12,7 +12,7 @@ from clawviz.cli.main import episode_rows, main
 from clawviz.ingest.load import ingest_paths
 from clawviz.settings import DEFAULT_SETTINGS
 from clawviz.store import calls as store
-from clawviz.store import decisions, fastread
+from clawviz.store import decisions, fastread, models
 from clawviz.store.db import get_engine
 from clawviz.store.models import CallRow, DecisionRow
 from clawviz.types import Call
@@ -118,3 +118,10 @@ def test_episodes_command_on_a_stale_store_analyses_first(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "unknown" not in out.split("\n", 1)[1]
     assert fastread.episode_rows(u, DEFAULT_SETTINGS) is not None
+
+
+def test_nul_marked_texts_read_back_as_the_orm_reads_them():
+    assert fastread.NUL_PREFIX == models.NUL_PREFIX
+    marked = models.NulSafeString().process_bind_param(models.NUL_PREFIX + "x", None)
+    assert fastread.restore_nul(marked) == models.restore_nul(marked) == models.NUL_PREFIX + "x"
+    assert fastread.restore_nul("plain") == "plain"

@@ -12,6 +12,7 @@ tests/test_fastread.py checks both agree on fresh and stale stores.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,17 @@ def settings_json_parts(settings: Settings) -> tuple[str, str]:
     whole = orjson.dumps({"settings": settings.decision_values(), "inputs": marker}).decode()
     prefix, _, suffix = whole.partition(orjson.dumps(marker).decode()[1:-1])
     return prefix, suffix
+
+
+NUL_PREFIX = "\ufdd0nul:"
+"""`models.NUL_PREFIX` (a test keeps them equal): texts that start with it are JSON-encoded."""
+
+
+def restore_nul(value: Any) -> Any:
+    """`models.restore_nul` without importing the ORM: a raw-SQL text as it was written."""
+    if isinstance(value, str) and value.startswith(NUL_PREFIX):
+        return json.loads(value[len(NUL_PREFIX) :])
+    return value
 
 
 def _text(col: str) -> str:
@@ -120,17 +132,18 @@ def episode_rows(url: str, settings: Settings) -> list[dict[str, Any]] | None:
         con.close()
     out = []
     for eid, task, harness, model, attempt, n_calls, reward, status, reasons_json in rows:
+        reasons_json = restore_nul(reasons_json)
         reasons = [r.get("code") for r in orjson.loads(reasons_json)] if reasons_json else []
         out.append(
             {
-                "episode_id": eid,
-                "task_id": task,
-                "harness": harness,
-                "model": model,
+                "episode_id": restore_nul(eid),
+                "task_id": restore_nul(task),
+                "harness": restore_nul(harness),
+                "model": restore_nul(model),
                 "attempt": attempt,
                 "n_calls": n_calls,
                 "reward": reward,
-                "status": status or "unknown",
+                "status": restore_nul(status) or "unknown",
                 "reasons": reasons,
             }
         )
