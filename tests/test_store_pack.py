@@ -208,3 +208,13 @@ def test_seen_hashes_known_is_the_live_set_across_clear():
     seen.add_new("b")
     seen.add_new("c")  # over the limit: the set is emptied, then "c" recorded
     assert known is seen.known and known == {"c"}
+
+
+def test_recent_blobs_hash_is_the_sha256_of_the_bytes_however_often_they_repeat():
+    import hashlib
+
+    recent = store._RecentBlobs(n=2)
+    values = [b'{"t":1}', b'{"t":1.0}', b'{"t":true}', b'{"t":1}', b'{"t":1.0}', b'{"t":1}']
+    for v in values:
+        assert recent.hash(v) == hashlib.sha256(v).hexdigest()
+    assert len(recent.items) == 2

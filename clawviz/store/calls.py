@@ -162,6 +162,7 @@ class SeenHashes:
     def __init__(self, limit: int = 200_000) -> None:
         self.limit = limit
         self._seen: set[str] = set()
+        self.recent_blobs = _RecentBlobs()
 
     @property
     def known(self) -> set[str]:
@@ -182,12 +183,32 @@ class SeenHashes:
         self._seen.clear()
 
 
-def _blob(value: Any, blobs: dict[str, bytes]) -> str | None:
+class _RecentBlobs:
+    """The last few blobs' JSON and hash: a call's system prompt, tools and envelope are
+    usually the previous call's (of its thread), so comparing bytes skips the sha256."""
+
+    def __init__(self, n: int = 8) -> None:
+        self.n = n
+        self.items: list[tuple[bytes, str]] = []
+
+    def hash(self, data: bytes) -> str:
+        items = self.items
+        for i in range(len(items) - 1, -1, -1):
+            if items[i][0] == data:
+                return items[i][1]
+        h = hashlib.sha256(data).hexdigest()
+        items.append((data, h))
+        if len(items) > self.n:
+            del items[0]
+        return h
+
+
+def _blob(value: Any, blobs: dict[str, bytes], recent: _RecentBlobs | None = None) -> str | None:
     """Queue `value` (JSON-encoded) as a blob; return its hash (None for None)."""
     if value is None:
         return None
     data = _dumpb(value)
-    h = hashlib.sha256(data).hexdigest()
+    h = recent.hash(data) if recent is not None else hashlib.sha256(data).hexdigest()
     blobs.setdefault(h, data)
     return h
 
@@ -240,7 +261,11 @@ _MESSAGE_COLS = ("hash", "role", "canonical_json", "raw_json", "size_bytes")
 
 
 def _call_row(
-    p: ParsedExchange, source_id: int | None, blobs: dict[str, bytes], pack: _Packer
+    p: ParsedExchange,
+    source_id: int | None,
+    blobs: dict[str, bytes],
+    pack: _Packer,
+    recent: _RecentBlobs | None = None,
 ) -> tuple[Any, ...]:
     """The call's column values in `_CALL_COLS` order."""
     c = p.call
@@ -276,10 +301,10 @@ def _call_row(
         c.error,
         c.delivered,
         c.source_kind,
-        _blob(system, blobs),
+        _blob(system, blobs, recent),
         _dumps(c.tools),
-        _blob(p.tools_raw or None, blobs),
-        _blob(p.envelope or None, blobs),
+        _blob(p.tools_raw or None, blobs, recent),
+        _blob(p.envelope or None, blobs, recent),
         pack.text(_dumpb(p.message_hashes)),
         # Read as plain JSON by SQL queries elsewhere (dataset stats), so never compressed.
         _dumps(c.response) if c.response is not None else None,
@@ -321,7 +346,7 @@ def write_parsed(
                 raw_json = _dumpb(raw)
                 canonical_json, raw_col = pack.message(_dumpb(msg), raw_json)
                 messages.append((h, str(msg.get("role")), canonical_json, raw_col, len(raw_json)))
-        calls.append(_call_row(p, source_id, blobs, pack))
+        calls.append(_call_row(p, source_id, blobs, pack, seen.recent_blobs))
     _insert_rows(session, MessageRow.__table__, _MESSAGE_COLS, messages)
     # Blob keys share the seen-set with message keys under a prefix (different hash inputs).
     new_blobs = [(h, pack.text(t)) for h, t in blobs.items() if seen.add_new("blob:" + h)]
