@@ -117,3 +117,21 @@ def test_held_calls_beyond_the_limit_are_reloaded_and_decide_the_same(tmp_path, 
         ingest_paths([log], session=s)
         assert spy["reloaded"] == before
         assert _decisions(s) == bounded
+
+
+def test_decision_rows_with_nul_marked_text_take_the_encoding_path(tmp_path):
+    from clawviz.store.models import NUL_PREFIX
+
+    with Session(get_engine(fresh_url(tmp_path, "nul"))) as s:
+        row = {
+            "settings_hash": "h",
+            "episode_id": "e",
+            "call_id": "c",
+            "role": "main",
+            "state": "kept",
+            "reason": NUL_PREFIX + "odd",
+        }
+        decisions._insert_decisions(s, [row, dict(row, call_id="d", reason="plain")])
+        s.commit()
+        got = {r.call_id: r.reason for r in s.exec(select(DecisionRow))}
+    assert got == {"c": NUL_PREFIX + "odd", "d": "plain"}

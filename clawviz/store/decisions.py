@@ -33,7 +33,15 @@ from clawviz.recon.pipeline import UNATTACHED, analyse_episode, apply_grpo
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 from clawviz.store import calls as store
 from clawviz.store.fastread import ANALYSIS_VERSION, settings_json_parts
-from clawviz.store.models import CallRow, DecisionRow, Episode, EpisodeStatus, Result, utcnow
+from clawviz.store.models import (
+    NUL_PREFIX,
+    CallRow,
+    DecisionRow,
+    Episode,
+    EpisodeStatus,
+    Result,
+    utcnow,
+)
 from clawviz.types import Call, CallDecision, EpisodeAnalysis, PathInfo, Reason
 
 Progress = Callable[[int, int, str], None]
@@ -262,6 +270,22 @@ def _decision_rows(a: EpisodeAnalysis, h: str, episode_id: str) -> list[dict]:
     ]
 
 
+def _insert_decisions(session: Session, rows: list[dict[str, Any]]) -> None:
+    """Insert decision rows; on SQLite through the driver's executemany (the hot path: one row
+    per call, and SQLAlchemy's per-value parameter processing cost more than the insert)."""
+    if not rows:
+        return
+    plain = session.get_bind().dialect.name == "sqlite" and not any(
+        isinstance(v, str) and v.startswith(NUL_PREFIX) for r in rows for v in r.values()
+    )
+    if not plain:
+        session.execute(insert(DecisionRow.__table__), rows)
+        return
+    cols = tuple(rows[0])
+    sql = f"INSERT INTO decision ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+    session.connection().exec_driver_sql(sql, [tuple(r[c] for c in cols) for r in rows])
+
+
 def _chunks(items: list[str], n: int = 500) -> list[list[str]]:
     """Lists short enough for one `IN (...)` (SQLite limits bound parameters)."""
     return [items[i : i + n] for i in range(0, len(items), n)]
@@ -281,8 +305,7 @@ def _persist(
     for chunk in _chunks([cid for a, _ in analyses for cid in a.decisions]):
         session.execute(delete(dec).where(dec.c.settings_hash == h, dec.c.call_id.in_(chunk)))
     rows = [row for a, _ in analyses for row in _decision_rows(a, h, a.episode_id)]
-    if rows:
-        session.execute(insert(dec), rows)
+    _insert_decisions(session, rows)
     prefix, suffix = _settings_json_parts(settings)
     now = utcnow()
     session.execute(
