@@ -96,9 +96,9 @@ class IngestReport:
         return asdict(self)
 
 
-HOLD_CALLS = 20_000
+HOLD_CALLS = 10_000
 """Calls kept in memory for the analysis at the end of ingest (messages are shared between a
-thread's calls, so this is tens of MB); beyond it the largest episodes are reloaded instead."""
+thread's calls: ~4 KB each, so ~40 MB); beyond it the largest episodes are reloaded instead."""
 
 
 class _Held:
