@@ -19,6 +19,7 @@ from typing import Any, BinaryIO
 
 import orjson
 import xxhash
+from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, select
 
 from clawviz.ingest import transcripts
@@ -605,7 +606,14 @@ def _ingest_targets(
     store.fill_episodes_from_results(session)
     session.commit()
     # Decisions at ingest, from the calls still in memory: `episodes` and the app only read.
-    decisions.ensure_analysis(session, settings, held=held.calls)
+    try:
+        decisions.ensure_analysis(session, settings, held=held.calls)
+    except SQLAlchemyError as exc:
+        # The calls are committed; their decisions are then made on first view instead.
+        session.rollback()
+        out.warnings.append(
+            Rejection("", 0, f"decisions not stored at ingest ({str(exc).splitlines()[0][:200]})")
+        )
     out.n_calls = sum(f.n_calls for f in out.files)
     out.n_results = sum(f.n_results for f in out.files)
     out.n_episodes = len(episodes)

@@ -108,12 +108,20 @@ def ensure_analysis(
     `held`: calls already in memory by episode (ingest passes what it just wrote). An episode
     whose held calls are all its stored calls is analysed from them, without a reload.
     """
-    try:
-        _ensure_analysis(session, settings, progress, held or {})
-    except IntegrityError:
-        # Another process (a second app session, the CLI) stored the same decisions first.
-        session.rollback()
-        _ensure_analysis(session, settings, progress, held or {})
+    for attempt in range(RETRIES):
+        try:
+            _ensure_analysis(session, settings, progress, held or {})
+            return
+        except IntegrityError:
+            # Another process (an app session, the CLI, a parallel ingest) stored decisions of
+            # the same episodes first: what it finished is skipped on the next attempt.
+            session.rollback()
+            if attempt == RETRIES - 1:
+                raise
+
+
+RETRIES = 5
+"""Attempts of `ensure_analysis` when other processes store the same decisions at once."""
 
 
 def load_order(call: Call) -> tuple[Any, ...]:
@@ -297,7 +305,9 @@ def _persist(
     """Replace the stored decisions and statuses of a batch of analysed episodes."""
     h = settings.settings_hash
     dec, sts = DecisionRow.__table__, EpisodeStatus.__table__
-    replaced = [a.episode_id for a, item in analyses if item.stored]
+    # Every episode of the batch, not only those stored before this run looked: a parallel
+    # process may have stored one since (on SQLite the delete and insert are one write).
+    replaced = [a.episode_id for a, _ in analyses]
     for chunk in _chunks(replaced):
         session.execute(delete(dec).where(dec.c.settings_hash == h, dec.c.episode_id.in_(chunk)))
         session.execute(delete(sts).where(sts.c.settings_hash == h, sts.c.episode_id.in_(chunk)))
