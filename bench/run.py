@@ -64,6 +64,8 @@ class Scale:
     """Logs of the issue-14 figures (39 MB and 390 MB in the issue's table)."""
     big_episode_calls: int = 200_000
     r2_repeats: int = 5
+    r2_command_repeats: int = 5
+    """Pairs of the whole-command figure on its first log (3 on the 390 MB one)."""
 
 
 FULL = Scale("full", 100, 1000, 1000, 100, 300, 25_000, 5, 3)
@@ -80,6 +82,7 @@ QUICK = Scale(
     r2_logs_mb=(5,),
     big_episode_calls=2_000,
     r2_repeats=3,
+    r2_command_repeats=2,
 )
 
 
@@ -680,14 +683,14 @@ def fig_r2_commands(b: Bench) -> list[Figure]:
             if want and len(json.loads(out)) != want:
                 raise RuntimeError(f"episodes listed {len(json.loads(out))} episodes")
 
-        repeats = b.scale.r2_repeats if mb < 100 else 3
+        repeats = b.scale.r2_command_repeats if mb < 100 else 3
         base, meas = round2.interleave(
             round2.orjson_parse(log),
             commands,
             repeats,
             b_children=True,
             b_setup=setup,
-            warm=mb < 100,
+            warm=mb < 100 and b.scale is not QUICK,
         )
         size = log.stat().st_size / MB
         rows.append(
@@ -709,7 +712,7 @@ def fig_r2_import(b: Bench) -> list[Figure]:
     base, meas = [], []
     parse()
     round2.child_import_seconds()
-    for _ in range(max(5, b.scale.r2_repeats)):
+    for _ in range(b.scale.r2_repeats):
         base.append(round2.measure(parse))
         meas.append(round2.child_import_seconds())
     a, m = round2.Series(base), round2.Series(meas)
