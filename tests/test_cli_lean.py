@@ -1,4 +1,4 @@
-"""The log commands (`ingest`, `episodes`, `explain`) import neither pandas, plotly, streamlit
+"""The log commands (`ingest`, `episodes`, `explain`, `search`) import neither pandas, plotly, streamlit
 nor networkx; the review choices the parser offers are the sign-off module's."""
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ def test_ingest_episodes_and_explain_import_no_dataframe_chart_or_ui_library(tmp
     assert _modules_after([*db, "episodes"], orm) == {"rc": 0, "heavy": []}
     assert _modules_after([*db, "explain", SESSION]) == {"rc": 0, "heavy": []}
     assert _modules_after([*db, "--json", "explain", SESSION]) == {"rc": 0, "heavy": []}
+    assert _modules_after([*db, "search", "the"]) == {"rc": 0, "heavy": []}
 
 
 def test_importing_the_command_line_loads_no_store_or_pipeline():

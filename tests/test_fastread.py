@@ -125,3 +125,17 @@ def test_nul_marked_texts_read_back_as_the_orm_reads_them():
     marked = models.NulSafeString().process_bind_param(models.NUL_PREFIX + "x", None)
     assert fastread.restore_nul(marked) == models.restore_nul(marked) == models.NUL_PREFIX + "x"
     assert fastread.restore_nul("plain") == "plain"
+
+
+def test_head_revision_is_alembics_and_an_older_store_takes_the_full_path(url):
+    from clawviz.store import migrations
+
+    assert fastread.head_revision() == migrations.HEAD
+    assert fastread.episode_rows(url, DEFAULT_SETTINGS) is not None
+    import sqlite3
+
+    con = sqlite3.connect(fastread.sqlite_path(url))
+    con.execute("UPDATE alembic_version SET version_num = '0001'")
+    con.commit()
+    con.close()
+    assert fastread.episode_rows(url, DEFAULT_SETTINGS) is None

@@ -13,7 +13,9 @@ tests/test_fastread.py checks both agree on fresh and stale stores.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +90,24 @@ ORDER BY e.task_id, e.harness, e.attempt, e.episode_id
 """
 
 
+_VERSIONS = Path(__file__).parent / "migrations" / "versions"
+_REVISION = re.compile(r"^(down_revision|revision)\s*=\s*['\"]?([^'\"\s]*)", re.M)
+
+
+@cache
+def head_revision() -> str | None:
+    """`migrations.HEAD` read from the revision files, without importing Alembic: the one
+    revision no other names as its `down_revision` (None when that is not a single one)."""
+    revisions, downs = set(), set()
+    for path in _VERSIONS.glob("*.py"):
+        found = dict(_REVISION.findall(path.read_text(encoding="utf-8")))
+        if found.get("revision"):
+            revisions.add(found["revision"])
+            downs.add(found.get("down_revision"))
+    heads = revisions - downs
+    return heads.pop() if len(heads) == 1 else None
+
+
 def sqlite_path(url: str) -> Path | None:
     """The file of a `sqlite:///...` URL (None for memory databases and other engines)."""
     if not url.startswith("sqlite:///"):
@@ -123,6 +143,10 @@ def episode_rows(url: str, settings: Settings) -> list[dict[str, Any]] | None:
     if con is None:
         return None
     try:
+        # A store behind the newest schema takes the full path, which says to migrate it.
+        (revision,) = con.execute("SELECT version_num FROM alembic_version").fetchone()
+        if revision is None or revision != head_revision():
+            return None
         if n_stale(con, settings):
             return None
         rows = con.execute(_ROWS, {"h": settings.settings_hash}).fetchall()
