@@ -1,5 +1,5 @@
-"""The log commands (`ingest`, `episodes`, `explain`, `search`) import neither pandas, plotly, streamlit
-nor networkx; the review choices the parser offers are the sign-off module's."""
+"""The log commands (`ingest`, `episodes`, `explain`, `search`) import neither pandas, plotly,
+streamlit nor networkx; the review choices the parser offers are the sign-off module's."""
 
 from __future__ import annotations
 
