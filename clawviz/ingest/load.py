@@ -97,9 +97,10 @@ class IngestReport:
         return asdict(self)
 
 
-HOLD_CALLS = 10_000
-"""Calls kept in memory for the analysis at the end of ingest (messages are shared between a
-thread's calls: ~4 KB each, so ~40 MB); beyond it the largest episodes are reloaded instead."""
+HOLD_CALLS = 4_000
+"""Calls kept in memory for the analysis at the end of ingest. Messages are shared between a
+thread's calls, so a held call is its response and bookkeeping: 4-20 KB (the bench's 1 GB log:
+~19 KB), at most ~80 MB; beyond it the largest episodes are reloaded instead."""
 
 
 class _Held:

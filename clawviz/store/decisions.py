@@ -106,7 +106,8 @@ def ensure_analysis(
     """Compute and persist decisions for every episode not yet analysed under these settings.
 
     `held`: calls already in memory by episode (ingest passes what it just wrote). An episode
-    whose held calls are all its stored calls is analysed from them, without a reload.
+    whose held calls are all its stored calls is analysed from them, without a reload; each is
+    removed from `held` once analysed (so memory is released as the analysis goes).
     """
     for attempt in range(RETRIES):
         try:
@@ -216,10 +217,16 @@ def _ensure_analysis(
     _ensure_unattached(session, settings)
     if not stale:
         return
+    if held:
+        # Episodes whose calls are in memory first, each released once analysed: memory then
+        # peaks at the held calls or at one reloaded batch, not at both.
+        stale.sort(key=lambda item: item.episode_id not in held)
     total = len(stale)
     for start in range(0, total, BATCH):
         batch = stale[start : start + BATCH]
         calls_of = _calls_of(session, batch, held)
+        for item in batch:
+            held.pop(item.episode_id, None)
         analyses: list[tuple[EpisodeAnalysis, _Stale]] = []
         for i, item in enumerate(batch, start):
             eid = item.episode_id
