@@ -161,12 +161,19 @@ class InProcessIngest:
         self.engine: Any = None
         self.url = ""
 
-    def setup(self) -> None:
+    def close(self) -> None:
+        """Dispose of the last store's engine and forget it (its file is reused later)."""
         from clawviz.store import db
 
         if self.engine is not None:
             self.engine.dispose()
             db._ENGINES.pop(self.url, None)
+            self.engine = None
+
+    def setup(self) -> None:
+        from clawviz.store import db
+
+        self.close()
         self.i += 1
         self.url = fresh_url(self.folder, f"r2-ingest-{self.i % 2}.db")
         self.engine = db.get_engine(self.url)

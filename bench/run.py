@@ -662,7 +662,7 @@ def fig_r2_ingest(b: Bench) -> list[Figure]:
                 3.5,
             )
         )
-        ing.engine.dispose()
+        ing.close()
     return rows
 
 
