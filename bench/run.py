@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(BENCH))
 
 import gen  # noqa: E402
+import round2  # noqa: E402
 
 README = BENCH / "README.md"
 START = "<!-- results:start -->"
@@ -59,10 +60,30 @@ class Scale:
     store_episodes: int
     repeats: int
     ingest_repeats: int
+    r2_logs_mb: tuple[float, ...] = (39, 390)
+    """Logs of the issue-14 figures (39 MB and 390 MB in the issue's table)."""
+    big_episode_calls: int = 200_000
+    r2_repeats: int = 5
+    r2_command_repeats: int = 5
+    """Pairs of the whole-command figure on its first log (3 on the 390 MB one)."""
 
 
 FULL = Scale("full", 100, 1000, 1000, 100, 300, 25_000, 5, 3)
-QUICK = Scale("quick", 5, None, 200, 20, 100, 500, 3, 3)
+QUICK = Scale(
+    "quick",
+    5,
+    None,
+    200,
+    20,
+    100,
+    500,
+    3,
+    3,
+    r2_logs_mb=(5,),
+    big_episode_calls=2_000,
+    r2_repeats=3,
+    r2_command_repeats=2,
+)
 
 
 @dataclass
@@ -595,6 +616,178 @@ def fig_runs_page(b: Bench) -> list[Figure]:
     return [fig]
 
 
+# ----- issue 14 (round 2): interleaved with their baselines --------------------------------------
+def r2_log(b: Bench, mb: float) -> tuple[Path, dict]:
+    """The issue-14 log of `mb` MB (the scale's own log when the sizes agree)."""
+    seed = 1 if mb <= 100 else 3
+    return cached_log(b, f"log-{mb:g}MB.jsonl", lambda p: gen.write_log(p, int(mb * MB), seed=seed))
+
+
+def _r2_row(name: str, target: str, base: Any, measured: Any, limit: float) -> Figure:
+    text, m = round2.fmt_ratio(base, measured)
+    return Figure(
+        name,
+        value=round2.fmt_series(measured) + f"; wall {round2.fmt_series(measured, 'wall')}",
+        baseline=round2.fmt_series(base),
+        ratio=text,
+        target=target,
+        met=verdict(m <= limit),
+    )
+
+
+def fig_r2_ingest(b: Bench) -> list[Figure]:
+    """In-process ingest (decisions included) vs a bare orjson.loads of each line, A B A B."""
+    need("clawviz.ingest.load", "ingest_paths")
+    sc = b.scale
+    logs = [r2_log(b, sc.r2_logs_mb[0])[0]]
+    sse, _ = cached_log(
+        b, f"log-{sc.log_mb:g}MB.jsonl", lambda p: gen.write_log(p, int(sc.log_mb * MB))
+    )
+    if sse != logs[0]:
+        logs.append(sse)
+    rows = []
+    for log in logs:
+        ing = round2.InProcessIngest(log, b.out / "db")
+        base, meas = round2.interleave(
+            round2.orjson_parse(log), ing, sc.r2_repeats, b_setup=ing.setup, warm=False
+        )
+        label = f"{log.stat().st_size / MB:.0f} MB"
+        kind = "SSE-heavy bench log" if log == sse and len(logs) > 1 else "log"
+        rows.append(
+            _r2_row(
+                f"in-process ingest vs orjson.loads per line, {label} {kind}",
+                "<= 3.5x",
+                base,
+                meas,
+                3.5,
+            )
+        )
+        ing.close()
+    return rows
+
+
+def fig_r2_commands(b: Bench) -> list[Figure]:
+    """`clawviz ingest` then `clawviz episodes` (child processes) vs the orjson parse."""
+    need("clawviz.ingest.load", "ingest_paths")
+    rows = []
+    for mb, limit in zip(b.scale.r2_logs_mb, (5.0, 4.0), strict=False):
+        log, meta = r2_log(b, mb)
+        state: dict[str, str] = {}
+
+        def setup(state: dict[str, str] = state) -> None:
+            state["url"], _ = fresh_db(b, "r2-commands.db")
+
+        def commands(state: dict[str, str] = state, log: Path = log, want: int = 0) -> None:
+            round2.run_cli(round2.cli("--db", state["url"], "ingest", str(log)))
+            out = round2.run_cli(round2.cli("--db", state["url"], "--json", "episodes"))
+            if want and len(json.loads(out)) != want:
+                raise RuntimeError(f"episodes listed {len(json.loads(out))} episodes")
+
+        repeats = b.scale.r2_command_repeats if mb < 100 else 3
+        base, meas = round2.interleave(
+            round2.orjson_parse(log),
+            commands,
+            repeats,
+            b_children=True,
+            b_setup=setup,
+            warm=mb < 100 and b.scale is not QUICK,
+        )
+        size = log.stat().st_size / MB
+        rows.append(
+            _r2_row(
+                f"commands `ingest` then `episodes` vs orjson parse, {size:.0f} MB",
+                f"<= {limit:g}x",
+                base,
+                meas,
+                limit,
+            )
+        )
+    return rows
+
+
+def fig_r2_import(b: Bench) -> list[Figure]:
+    """`import clawviz.cli.main` in a fresh interpreter vs the orjson parse of the 39 MB log."""
+    log, _ = r2_log(b, b.scale.r2_logs_mb[0])
+    parse = round2.orjson_parse(log)
+    base, meas = [], []
+    parse()
+    round2.child_import_seconds()
+    for _ in range(b.scale.r2_repeats):
+        base.append(round2.measure(parse))
+        meas.append(round2.child_import_seconds())
+    a, m = round2.Series(base), round2.Series(meas)
+    code = "import clawviz.store.db, clawviz.store.decisions"
+    t = round2.measure(
+        lambda: subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True),
+        children=True,
+    )
+    b.facts["import of what `episodes` runs (store + decisions, child process incl. start)"] = (
+        f"{fmt_s(t.cpu)} cpu"
+    )
+    return [
+        _r2_row(
+            f"`import clawviz.cli` alone vs orjson parse of {log.stat().st_size / MB:.0f} MB",
+            "<= 0.5x",
+            a,
+            m,
+            0.5,
+        )
+    ]
+
+
+def fig_r2_big_episode(b: Bench) -> list[Figure]:
+    """`clawviz episodes` on a store holding one very long episode, analysed as ingest does."""
+    import bigep
+    from sqlmodel import Session
+
+    from clawviz.store import decisions
+    from clawviz.store.db import get_engine
+
+    n = b.scale.big_episode_calls
+    fig = Figure(f"`episodes` on a {n:,}-call episode", target="<= 2 s, <= 300 MB")
+    url, _ = fresh_db(b, "big-episode.db")
+    t = time.perf_counter()
+    with Session(get_engine(url)) as s:
+        # Decisions at ingest: analysed from the calls in memory, as ingest_paths does.
+        calls = [p.call for p in bigep.big_episode(n)]
+        written = bigep.write_big_episode(s, n)
+        t_write = time.perf_counter() - t
+        c = time.process_time()
+        decisions.ensure_analysis(s, held={"big": calls})
+        t_an = time.process_time() - c
+    del calls
+    get_engine(url).dispose()
+    b.facts[f"{n:,}-call episode store"] = (
+        f"{written:,} calls written in {fmt_s(t_write)}; analysed from memory in {fmt_s(t_an)} cpu "
+        "(the work ingest does at its end)"
+    )
+    samples, rss = [], []
+    for _ in range(3):
+        sample, mb, n_rows = round2.child_episodes_rss(url)
+        if n_rows != 1:
+            raise RuntimeError(f"episodes listed {n_rows} rows")
+        samples.append(sample)
+        rss.append(mb)
+    ser = round2.Series(samples)
+    fig.value = (
+        f"{round2.fmt_series(ser)}; wall {round2.fmt_series(ser, 'wall')}; peak RSS "
+        f"{statistics.median(rss):.0f} MB ({min(rss):.0f}-{max(rss):.0f})"
+    )
+    fig.baseline = "- (absolute target; child process incl. imports)"
+    fig.met = verdict(ser.med("cpu") <= 2 and max(rss) <= 300)
+    return [fig]
+
+
+def fig_r2_browser(b: Bench) -> list[Figure]:
+    """The Chromium rows of issue 14: not measured by this bench yet (no page timing harness)."""
+    rows = [
+        ("Episode tree painted in Chromium, warm, vs a trivial Streamlit page", "<= 1.2x"),
+        ("the same, first view on a fresh server right after ingest", "<= 1.5x"),
+        ("log -> first useful view vs claude-trace --generate-html plus paint", "faster at both"),
+    ]
+    return [Figure(n, value="n/a (not built yet)", target=t) for n, t in rows]
+
+
 # ----- report ----------------------------------------------------------------------------------
 def machine() -> dict[str, str]:
     """CPU model, cores, RAM, OS, Python and package versions of this run."""
@@ -667,6 +860,11 @@ FIGURES: tuple[Callable[[Bench], list[Figure]], ...] = (
     fig_analysis,
     fig_episode_page,
     fig_runs_page,
+    fig_r2_ingest,
+    fig_r2_commands,
+    fig_r2_import,
+    fig_r2_big_episode,
+    fig_r2_browser,
 )
 
 

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+import xxhash
 from sqlalchemy import func
 from sqlmodel import Session, select
 from test_formats_fixtures import (
@@ -123,7 +124,33 @@ def test_every_bad_line_is_rejected_with_file_line_reason_and_the_rest_loads(ses
     assert session.get(Episode, SESSION).n_calls == 4
     src = session.exec(select(Source)).one()
     assert (src.format, src.n_calls, src.n_rejected, src.n_lines) == ("exchange", 4, 4, 9)
-    assert src.sha256 == hashlib.sha256(log.read_bytes()).hexdigest()
+    assert src.sha256 == "xxh3-128:" + xxhash.xxh3_128_hexdigest(log.read_bytes())
+
+
+def test_fingerprint_of_a_grown_files_old_length_is_its_old_fingerprint(tmp_path):
+    log = tmp_path / "grows.jsonl"
+    first = jsonl(claude_code_episode())
+    log.write_text(first)
+    before = ingest_mod.fingerprint(log)
+    with log.open("a") as f:
+        f.write(jsonl([openai_record([user("appended")])]))
+    assert ingest_mod.fingerprint(log) != before
+    assert ingest_mod.fingerprint(log, limit=len(first.encode())) == before
+    assert ingest_mod.fingerprint(log, limit=0) == "xxh3-128:" + xxhash.xxh3_128_hexdigest(b"")
+
+
+def test_a_file_loaded_by_a_store_that_named_files_by_sha256_is_not_loaded_again(session, tmp_path):
+    log = tmp_path / "mixed.jsonl"
+    write_mixed_log(log)
+    ingest_paths([log], session=session)
+    src = session.exec(select(Source)).one()
+    src.sha256 = hashlib.sha256(log.read_bytes()).hexdigest()  # as the older store wrote it
+    session.add(src)
+    session.commit()
+    before = counts(session)
+    report = ingest_paths([log], session=session)
+    assert [f.status for f in report.files] == ["already_loaded"]
+    assert counts(session) == before
 
 
 def test_reingesting_the_same_file_adds_nothing(session, tmp_path):

@@ -7,6 +7,7 @@ import zlib
 
 import orjson
 import pytest
+import zstandard
 from sqlmodel import Session, select
 from test_formats_fixtures import anthropic_record, claude_code_episode, openai_record, user
 
@@ -135,11 +136,51 @@ def test_rows_written_as_plain_text_still_read(session):
 
 
 @pytest.mark.sqlite_only
+def test_new_texts_are_zstd_frames_and_zlib_rows_of_older_stores_still_read(session):
+    """Rows compressed with zlib (stores written before zstd) read exactly like zstd rows."""
+    records, long_text = _long_episode()
+    parsed = _parse(records)
+    store.write_parsed(session, parsed, _source(session))
+    session.commit()
+    zstd_calls = store.load_calls(session, parsed[0].call.episode_id)
+    zstd_raw = [store.raw_request(session, p.call.call_id) for p in parsed]
+    first = session.get(MessageRow, parsed[0].message_hashes[0])
+    assert first.canonical_json[:4] == b"\x28\xb5\x2f\xfd"  # the zstd frame magic
+
+    def to_zlib(value):
+        if not isinstance(value, bytes) or not value:
+            return value
+        # Decompressed with the zstandard package itself, not the code under test.
+        plain = zstandard.ZstdDecompressor().decompress(value)
+        return zlib.compress(plain, 1)
+
+    n = 0
+    for row in session.exec(select(MessageRow)).all():
+        row.canonical_json = to_zlib(row.canonical_json)
+        n += isinstance(row.canonical_json, bytes)
+        session.add(row)
+    for row in session.exec(select(CallRow)).all():
+        row.raw_response = to_zlib(row.raw_response)
+        row.message_hashes = to_zlib(row.message_hashes)
+        session.add(row)
+    for row in session.exec(select(Blob)).all():
+        row.text = to_zlib(row.text)
+        session.add(row)
+    session.commit()
+    session.expire_all()
+    assert n > 0
+    assert session.get(MessageRow, parsed[0].message_hashes[0]).canonical_json[:1] == b"\x78"
+    assert store.load_calls(session, parsed[0].call.episode_id) == zstd_calls
+    assert [store.raw_request(session, p.call.call_id) for p in parsed] == zstd_raw
+    assert zstd_calls[0].messages[0]["content"][0]["text"] == long_text
+
+
+@pytest.mark.sqlite_only
 def test_packer_writes_plain_text_when_the_database_is_not_sqlite(session):
     pack = store._Packer(session)
     assert pack.on
     data = b"x" * (store.PACK_MIN * 4)
-    assert zlib.decompress(pack.text(data)) == data
+    assert store.decompress(pack.text(data)) == data
     pack.on = False
     assert pack.text(data) == data.decode()
     assert pack.message(b'{"a":1}', b'{"b":2}') == ('{"a":1}', '{"b":2}')
@@ -154,7 +195,7 @@ def test_same_raw_and_canonical_form_is_stored_once(session):
     store.write_parsed(session, parsed, _source(session))
     session.commit()
     row = session.get(MessageRow, parsed[0].message_hashes[0])
-    canonical, _, rest = zlib.decompress(row.canonical_json).partition(b"\n")
+    canonical, _, rest = store.decompress(row.canonical_json).partition(b"\n")
     assert rest == b""
     assert store.message_texts(row) == (canonical.decode(), canonical.decode())
 
@@ -167,3 +208,13 @@ def test_seen_hashes_known_is_the_live_set_across_clear():
     seen.add_new("b")
     seen.add_new("c")  # over the limit: the set is emptied, then "c" recorded
     assert known is seen.known and known == {"c"}
+
+
+def test_recent_blobs_hash_is_the_sha256_of_the_bytes_however_often_they_repeat():
+    import hashlib
+
+    recent = store._RecentBlobs(n=2)
+    values = [b'{"t":1}', b'{"t":1.0}', b'{"t":true}', b'{"t":1}', b'{"t":1.0}', b'{"t":1}']
+    for v in values:
+        assert recent.hash(v) == hashlib.sha256(v).hexdigest()
+    assert len(recent.items) == 2

@@ -179,9 +179,14 @@ def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
 
 
 def cmd_episodes(args: argparse.Namespace) -> int:
-    """List episodes."""
-    with session_scope(args.db) as session:
-        rows = episode_rows(session, settings_of(args))
+    """List episodes (read straight from a SQLite store whose decisions are current)."""
+    from clawviz.store import fastread
+
+    settings = settings_of(args)
+    rows = fastread.episode_rows(args.db or settings.resolved_database_url, settings)
+    if rows is None:
+        with session_scope(args.db) as session:
+            rows = episode_rows(session, settings)
     if args.json:
         _print_json(rows)
     else:

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import orjson
-from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, select
+import xxhash
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlmodel import Session, col, select
 
 from clawviz.ingest import bounded, transcripts
 from clawviz.ingest.exchange import FormatError, MessageCache, ParsedExchange, parse_exchange
@@ -32,7 +33,9 @@ from clawviz.review import findings
 from clawviz.review import tasks as tasks_mod
 from clawviz.settings import DEFAULT_SETTINGS, Settings, mask_secrets
 from clawviz.store import calls as store
+from clawviz.store import decisions
 from clawviz.store.models import CallRow, Result, Source, Task, utcnow
+from clawviz.types import Call
 
 Progress = Callable[[int, int, str], None]
 
@@ -99,6 +102,69 @@ class IngestReport:
         return asdict(self)
 
 
+HOLD_CALLS = 4_000
+"""Calls kept in memory for the analysis at the end of ingest. Messages are shared between a
+thread's calls, so a held call is its response and bookkeeping: 4-20 KB (the bench's 1 GB log:
+~19 KB), at most ~80 MB; beyond it the largest episodes are reloaded instead."""
+
+
+class _Held:
+    """Calls of this ingest by episode, kept for the analysis at its end (bounded).
+
+    Calls of the file being loaded are staged and join the held ones when its transaction
+    commits; a rolled-back file's calls are dropped with it.
+    """
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = HOLD_CALLS if limit is None else limit
+        self.calls: dict[str, list[Call]] = {}
+        self.staged: dict[str, list[Call]] = {}
+        self.n = 0
+        self.evicted: set[str] = set()
+
+    def add(self, call: Call) -> None:
+        eid = call.episode_id
+        if eid is None or eid in self.evicted:
+            return
+        self.staged.setdefault(eid, []).append(call)
+        self.n += 1
+        if self.n > self.limit:
+            self._evict()
+
+    def _evict(self) -> None:
+        """Drop the largest episodes until under the limit (they are reloaded from the store)."""
+        sizes: dict[str, int] = {}
+        for group in (self.calls, self.staged):
+            for eid, calls in group.items():
+                sizes[eid] = sizes.get(eid, 0) + len(calls)
+        for eid in sorted(sizes, key=sizes.__getitem__, reverse=True):
+            if self.n <= self.limit // 2:
+                break
+            self.n -= sizes[eid]
+            self.calls.pop(eid, None)
+            self.staged.pop(eid, None)
+            self.evicted.add(eid)
+
+    def rename(self, old: str, new: str) -> None:
+        """Staged calls of episode `old` now belong to `new` (a file's fallback resolved)."""
+        moved = self.staged.pop(old, [])
+        for call in moved:
+            call.episode_id = new
+        if new in self.evicted:
+            self.n -= len(moved)
+        elif moved:
+            self.staged.setdefault(new, []).extend(moved)
+
+    def commit(self) -> None:
+        for eid, calls in self.staged.items():
+            self.calls.setdefault(eid, []).extend(calls)
+        self.staged = {}
+
+    def rollback(self) -> None:
+        self.n -= sum(len(c) for c in self.staged.values())
+        self.staged = {}
+
+
 @dataclass
 class _Target:
     """One thing to ingest: a log file or a task folder, with the path shown to the user."""
@@ -157,14 +223,45 @@ def _collect(paths: list[str | os.PathLike[str]]) -> list[_Target]:
     return targets
 
 
+FINGERPRINT = "xxh3-128:"
+"""Prefix of a file fingerprint in `Source.sha256` (older stores hold a bare sha256 hex)."""
+
+
+def fingerprint(path: Path, limit: int | None = None) -> str:
+    """The file's identity for idempotent re-ingest: xxh3-128 of its bytes (or its first `limit`).
+
+    A streaming hash, so the fingerprint of a file's first N bytes stays what it was when the
+    file was N bytes long: a file that grew by appends is recognised by hashing its old length.
+    Several times cheaper than sha256 (it runs at memory speed).
+    """
+    h = xxhash.xxh3_128()
+    left = limit if limit is not None else -1
+    with path.open("rb") as f:
+        while left:
+            chunk = f.read(1 << 20 if left < 0 else min(left, 1 << 20))
+            if not chunk:
+                break
+            h.update(chunk)
+            if left > 0:
+                left -= len(chunk)
+    return FINGERPRINT + h.hexdigest()
+
+
 def _file_sha256(path: Path) -> str:
-    return _file_hashes(path, ())[1]
+    """sha256 of a file: how stores written before xxh3 named their sources."""
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def _file_hashes(path: Path, prefixes: Iterable[int]) -> tuple[int, str, dict[int, str]]:
-    """(size, sha256, {n: sha256 of the first n bytes}) in one pass over the bytes the file had
-    when it was opened (a log that grows meanwhile is read up to that size)."""
-    h = hashlib.sha256()
+    """(size, fingerprint, {n: fingerprint of the first n bytes}) in one pass over the bytes the
+    file had when it was opened (a log that grows meanwhile is read up to that size). Each is
+    what `fingerprint` gives for those bytes, so a grown log's old head matches its stored
+    source."""
+    h = xxhash.xxh3_128()
     heads: dict[int, str] = {}
     with path.open("rb") as f:
         size = os.fstat(f.fileno()).st_size
@@ -177,9 +274,8 @@ def _file_hashes(path: Path, prefixes: Iterable[int]) -> tuple[int, str, dict[in
                     break
                 h.update(chunk)
                 pos += len(chunk)
-            heads[stop] = h.copy().hexdigest()
-    digest = h.hexdigest()
-    return size, digest, heads
+            heads[stop] = FINGERPRINT + h.copy().hexdigest()
+    return size, FINGERPRINT + h.hexdigest(), heads
 
 
 class _Window(io.RawIOBase):
@@ -205,6 +301,27 @@ class _Window(io.RawIOBase):
     def close(self) -> None:
         self.f.close()
         super().close()
+
+
+def _previous_source(session: Session, path: Path, fp: str) -> Source | None:
+    """The source row of a file with these bytes, if it was loaded before.
+
+    Stores written before xxh3 name files by sha256: one with the same size is checked that
+    way, so re-ingesting a file they loaded still adds nothing.
+    """
+    previous = store.source_by_sha(session, fp)
+    if previous is not None:
+        return previous
+    size = path.stat().st_size
+    old = session.exec(
+        select(Source).where(
+            Source.size_bytes == size, col(Source.sha256).not_like(FINGERPRINT + "%")
+        )
+    ).all()
+    if old:
+        sha = _file_sha256(path)
+        return next((s for s in old if s.sha256 == sha), None)
+    return None
 
 
 class LineReader:
@@ -360,10 +477,13 @@ class _FileIngest:
         sha: str,
         fmt: str,
         report: FileReport,
+        held: _Held | None = None,
+        *,
         size: int | None = None,
         source: Source | None = None,
     ) -> None:
         self.session = session
+        self.held = held if held is not None else _Held()
         self.target = target
         self.sha = sha
         self.report = report
@@ -420,7 +540,7 @@ def _ingest_exchange(
     n_fallback = 0
     batch: list[ParsedExchange] = []
     batch_bytes = 0
-    id_prefix = resume.id_prefix if resume else fi.sha[:12]
+    id_prefix = resume.id_prefix if resume else fi.sha.removeprefix(FINGERPRINT)[:12]
     reader = LineReader(
         fi.target.path,
         fi.settings,
@@ -467,6 +587,7 @@ def _ingest_exchange(
                     )
                 )
             fi.episodes.add(parsed.call.episode_id or fallback)
+            fi.held.add(parsed.call)
             batch.append(parsed)
             batch_bytes += len(data)
             if len(batch) >= BATCH_LINES or batch_bytes >= BATCH_BYTES:
@@ -486,6 +607,7 @@ def _ingest_exchange(
         # (after an append, also those of the earlier part once a name appears).
         (only,) = named
         store.reassign_episode(fi.session, fi.source.id or 0, fallback, only)
+        fi.held.rename(fallback, only)
         fi.episodes.discard(fallback)
         fi.episodes.add(only)
     store.refresh_episodes(fi.session, fi.episodes)
@@ -572,6 +694,7 @@ def _ingest_transcript(fi: _FileIngest, out: IngestReport, records: list[Any]) -
             continue
         calls.append(call)
         fi.episodes.add(call.episode_id)
+        fi.held.add(call)
     failed = store.write_parsed_guarded(fi.session, [store.as_parsed(c) for c in calls], fi.source)
     for parsed, reason in failed:
         fi.reject(parsed.call.line, reason, "")
@@ -632,6 +755,7 @@ def _ingest_targets(
     done = 0
     cache = MessageCache()
     seen = store.SeenHashes()
+    held = _Held()
     episodes: set[str] = set()
     for target in targets:
         if target.kind == "unreadable":
@@ -647,7 +771,7 @@ def _ingest_targets(
         if progress:
             progress(done, total, target.display)
         rep = _ingest_file(
-            session, target, out, cache, seen, episodes, done, total, progress, settings
+            session, target, out, cache, seen, held, episodes, done, total, progress, settings
         )
         out.files.append(rep)
         done += size
@@ -656,6 +780,15 @@ def _ingest_targets(
     _warn_uncovered(targets, out)
     store.fill_episodes_from_results(session)
     session.commit()
+    # Decisions at ingest, from the calls still in memory: `episodes` and the app only read.
+    try:
+        decisions.ensure_analysis(session, settings, held=held.calls)
+    except SQLAlchemyError as exc:
+        # The calls are committed; their decisions are then made on first view instead.
+        session.rollback()
+        out.warnings.append(
+            Rejection("", 0, f"decisions not stored at ingest ({str(exc).splitlines()[0][:200]})")
+        )
     out.n_calls = sum(f.n_calls for f in out.files)
     out.n_results = sum(f.n_results for f in out.files)
     out.n_episodes = len(episodes)
@@ -683,6 +816,7 @@ def _ingest_file(
     out: IngestReport,
     cache: MessageCache,
     seen: store.SeenHashes,
+    held: _Held,
     episodes: set[str],
     done: int,
     total: int,
@@ -691,12 +825,12 @@ def _ingest_file(
 ) -> FileReport:
     grown = _grown_candidates(session, target)
     size, sha, heads = _file_hashes(target.path, {c.size_bytes for c in grown})
-    previous = store.source_by_sha(session, sha)
+    previous = _previous_source(session, target.path, sha)
     if previous is not None:
         return FileReport(target.display, previous.format, "already_loaded")
     for cand in grown:
         if cand.size_bytes < size and heads.get(cand.size_bytes) == cand.sha256:
-            return _append_file(session, target, out, cache, seen, episodes, cand, size, sha)
+            return _append_file(session, target, out, cache, seen, held, episodes, cand, size, sha)
     fmt, records = _sniff(target.path, settings)
     if fmt == "unknown":
         out.skipped_files.append(
@@ -713,7 +847,7 @@ def _ingest_file(
             progress(done + pos, total, target.display)
 
     try:
-        fi = _FileIngest(session, target, sha, fmt, report, size=size)
+        fi = _FileIngest(session, target, sha, fmt, report, held, size=size)
         fi.settings = settings
         if fmt == "exchange":
             _ingest_exchange(fi, out, tick, cache, seen)
@@ -729,6 +863,7 @@ def _ingest_file(
         fi.source.n_episodes = len(fi.episodes)
         session.add(fi.source)
         session.commit()
+        held.commit()
         episodes.update(fi.episodes)
     except IntegrityError as exc:
         if "sha256" not in str(exc).lower():
@@ -805,6 +940,7 @@ def _append_file(
     out: IngestReport,
     cache: MessageCache,
     seen: store.SeenHashes,
+    held: _Held,
     episodes: set[str],
     source: Source,
     size: int,
@@ -812,7 +948,7 @@ def _append_file(
 ) -> FileReport:
     """Load only the lines a grown exchange log gained since `source` was loaded from it.
 
-    Its first `source.size_bytes` bytes are the ones loaded then (their sha256 matched), so
+    Its first `source.size_bytes` bytes are the ones loaded then (their fingerprint matched), so
     reading continues there, with line numbers and call ids continuing too. A last line that
     was torn then (no newline yet) is read again whole, and its old rejection dropped.
     """
@@ -838,10 +974,10 @@ def _append_file(
         resume = _Resume(
             start=start,
             first_line=first_line,
-            id_prefix=first_id.split(":")[0] if first_id else sha[:12],
+            id_prefix=first_id.split(":")[0] if first_id else sha.removeprefix(FINGERPRINT)[:12],
             named={e for e in named if e},
         )
-        fi = _FileIngest(session, target, sha, "exchange", report, size=size, source=source)
+        fi = _FileIngest(session, target, sha, "exchange", report, held, size=size, source=source)
         _ingest_exchange(fi, out, lambda _: None, cache, seen, resume)
         source.sha256 = sha
         source.size_bytes = size
@@ -859,6 +995,7 @@ def _append_file(
         episodes.update(fi.episodes)
     except Exception as exc:  # noqa: BLE001 - as for a new file: reported, the others load
         session.rollback()
+        held.rollback()
         seen.clear()
         out.rejected = [r for r in out.rejected if r.file != target.display]
         report.status, report.error = "error", f"{type(exc).__name__}: {exc}"

@@ -11,14 +11,16 @@ import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from itertools import islice
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from clawviz.recon.canonical import match_items, match_key, normalize_ws, strip_patterns
 from clawviz.recon.markers import ALL_IGNORE_PATTERNS
 from clawviz.recon.matchview import Ignored, ViewWalker
 from clawviz.types import Call, Message
 from clawviz.types import call_order_key as order_key
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 @dataclass
@@ -44,6 +46,8 @@ class CallTree:
     @cached_property
     def graph(self) -> nx.DiGraph:
         """The tree as a networkx graph (edges parent -> child), built on first use."""
+        import networkx as nx  # only the figures use it: the command line does not load it
+
         g = nx.DiGraph()
         g.add_nodes_from(c.call_id for c in self.calls)
         g.add_edges_from((p, c) for c, p in self.parent.items() if p is not None)

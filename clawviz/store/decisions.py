@@ -32,14 +32,20 @@ from clawviz.recon.advantage import reward_from_result
 from clawviz.recon.pipeline import UNATTACHED, analyse_episode, apply_grpo
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 from clawviz.store import calls as store
-from clawviz.store.models import CallRow, DecisionRow, Episode, EpisodeStatus, Result, utcnow
-from clawviz.types import CallDecision, EpisodeAnalysis, PathInfo, Reason
+from clawviz.store.fastread import ANALYSIS_VERSION, settings_json_parts
+from clawviz.store.models import (
+    NUL_PREFIX,
+    CallRow,
+    DecisionRow,
+    Episode,
+    EpisodeStatus,
+    Result,
+    utcnow,
+)
+from clawviz.types import Call, CallDecision, EpisodeAnalysis, PathInfo, Reason
 
 Progress = Callable[[int, int, str], None]
 
-
-ANALYSIS_VERSION = 3
-"""Bump when reconstruction logic changes: stored decisions of older versions are recomputed."""
 
 BATCH = 200
 """Episodes loaded, analysed and committed together by `ensure_analysis`."""
@@ -51,10 +57,11 @@ def _inputs_stamp() -> ColumnElement[str]:
     """SQL text naming an episode's inputs: its calls (count, last time) and its result.
 
     Built by the database, both when it is stored (in `settings_json`) and when it is checked,
-    so the no-op check is one query. Results are never replaced once loaded (ingest keeps the
-    first), so whether there is one, its reward and its check sizes stand for its content; no
-    row id, so copied episodes (bench stores) keep their stamps. Only digits, signs, letters
-    and `|` occur: the text needs no JSON escaping.
+    so the no-op check is one query (`clawviz.store.fastread` holds the same SQL as text).
+    Results are never replaced once loaded (ingest keeps the first), so whether there is one,
+    its reward and its check sizes stand for its content; no row id, so copied episodes (bench
+    stores) keep their stamps. Only digits, signs, letters and `|` occur: the text needs no
+    JSON escaping.
     """
     e, r = Episode.__table__.c, Result.__table__.c
 
@@ -75,26 +82,47 @@ def _inputs_stamp() -> ColumnElement[str]:
     return out
 
 
-def _settings_json_parts(settings: Settings) -> tuple[str, str]:
-    """`settings_json` is prefix + inputs stamp + suffix (the JSON of settings and stamp)."""
-    marker = "\x00"
-    whole = orjson.dumps({"settings": settings.decision_values(), "inputs": marker}).decode()
-    prefix, _, suffix = whole.partition(orjson.dumps(marker).decode()[1:-1])
-    return prefix, suffix
+_settings_json_parts = settings_json_parts
 
 
 def ensure_analysis(
     session: Session,
     settings: Settings = DEFAULT_SETTINGS,
     progress: Progress | None = None,
+    held: dict[str, list[Call]] | None = None,
 ) -> None:
-    """Compute and persist decisions for every episode not yet analysed under these settings."""
-    try:
-        _ensure_analysis(session, settings, progress)
-    except IntegrityError:
-        # Another process (a second app session, the CLI) stored the same decisions first.
-        session.rollback()
-        _ensure_analysis(session, settings, progress)
+    """Compute and persist decisions for every episode not yet analysed under these settings.
+
+    `held`: calls already in memory by episode (ingest passes what it just wrote). An episode
+    whose held calls are all its stored calls is analysed from them, without a reload; each is
+    removed from `held` once analysed (so memory is released as the analysis goes).
+    """
+    for attempt in range(RETRIES):
+        try:
+            _ensure_analysis(session, settings, progress, held or {})
+            return
+        except IntegrityError:
+            # Another process (an app session, the CLI, a parallel ingest) stored decisions of
+            # the same episodes first: what it finished is skipped on the next attempt.
+            session.rollback()
+            if attempt == RETRIES - 1:
+                raise
+
+
+RETRIES = 5
+"""Attempts of `ensure_analysis` when other processes store the same decisions at once."""
+
+
+def load_order(call: Call) -> tuple[Any, ...]:
+    """The order `store.load_calls` returns calls in: seq, request time, file, line (None last)."""
+    return (
+        call.seq is None,
+        call.seq or 0,
+        call.t_request is None,
+        call.t_request or 0.0,
+        call.source_file,
+        call.line,
+    )
 
 
 @dataclass
@@ -106,6 +134,7 @@ class _Stale:
     stamp: str
     stored: bool
     reward: float | None
+    n_calls: int = 0
 
 
 def _stale_episodes(session: Session, settings: Settings) -> list[_Stale]:
@@ -119,6 +148,7 @@ def _stale_episodes(session: Session, settings: Settings) -> list[_Stale]:
             e.episode_id,
             e.task_id,
             e.harness,
+            e.n_calls,
             stamp,
             st.episode_id.is_not(None),
             r.id,
@@ -137,7 +167,8 @@ def _stale_episodes(session: Session, settings: Settings) -> list[_Stale]:
         .order_by(e.task_id, e.harness, e.episode_id)
     )
     out = []
-    for eid, task, harness, stamp_text, stored, rid, rew, checks, rubric in session.execute(query):
+    for row in session.execute(query):
+        eid, task, harness, n_calls, stamp_text, stored, rid, rew, checks, rubric = row
         reward = None
         if rid is not None:
             reward = reward_from_result(
@@ -146,22 +177,47 @@ def _stale_episodes(session: Session, settings: Settings) -> list[_Stale]:
                 orjson.loads(rubric or "{}"),
                 weights=settings.reward_weights,
             )
-        out.append(_Stale(eid, (task, harness), stamp_text, bool(stored), reward))
+        out.append(_Stale(eid, (task, harness), stamp_text, bool(stored), reward, n_calls or 0))
     return out
 
 
-def _ensure_analysis(session: Session, settings: Settings, progress: Progress | None) -> None:
+def _calls_of(
+    session: Session, batch: list[_Stale], held: dict[str, list[Call]]
+) -> dict[str, list[Call]]:
+    """Each episode's calls: from `held` when it has all of them, else from the store."""
+    out: dict[str, list[Call]] = {}
+    missing: list[str] = []
+    for item in batch:
+        calls = held.get(item.episode_id)
+        if calls is not None and len(calls) == item.n_calls:
+            out[item.episode_id] = sorted(calls, key=load_order)
+        else:
+            missing.append(item.episode_id)
+    if missing:
+        out.update(store.load_calls_many(session, missing))
+    return out
+
+
+def _ensure_analysis(
+    session: Session, settings: Settings, progress: Progress | None, held: dict[str, list[Call]]
+) -> None:
     stale = _stale_episodes(session, settings)
     _ensure_unattached(session, settings)
     if not stale:
         return
+    if held:
+        # Episodes whose calls are in memory first, each released once analysed: memory then
+        # peaks at the held calls or at one reloaded batch, not at both.
+        stale.sort(key=lambda item: item.episode_id not in held)
     total = len(stale)
     for start in range(0, total, BATCH):
         batch = stale[start : start + BATCH]
         try:
-            calls_of: dict[str, Any] = store.load_calls_many(session, [s.episode_id for s in batch])
+            calls_of: dict[str, Any] = _calls_of(session, batch, held)
         except Exception:  # noqa: BLE001 - one unreadable episode must not stop the batch
             calls_of = {}
+        for item in batch:
+            held.pop(item.episode_id, None)
         analyses: list[tuple[EpisodeAnalysis, _Stale]] = []
         for i, item in enumerate(batch, start):
             eid = item.episode_id
@@ -242,6 +298,22 @@ def _decision_rows(a: EpisodeAnalysis, h: str, episode_id: str) -> list[dict]:
     ]
 
 
+def _insert_decisions(session: Session, rows: list[dict[str, Any]]) -> None:
+    """Insert decision rows; on SQLite through the driver's executemany (the hot path: one row
+    per call, and SQLAlchemy's per-value parameter processing cost more than the insert)."""
+    if not rows:
+        return
+    plain = session.get_bind().dialect.name == "sqlite" and not any(
+        isinstance(v, str) and v.startswith(NUL_PREFIX) for r in rows for v in r.values()
+    )
+    if not plain:
+        session.execute(insert(DecisionRow.__table__), rows)
+        return
+    cols = tuple(rows[0])
+    sql = f"INSERT INTO decision ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+    session.connection().exec_driver_sql(sql, [tuple(r[c] for c in cols) for r in rows])
+
+
 def _chunks(items: list[str], n: int = 500) -> list[list[str]]:
     """Lists short enough for one `IN (...)` (SQLite limits bound parameters)."""
     return [items[i : i + n] for i in range(0, len(items), n)]
@@ -253,7 +325,9 @@ def _persist(
     """Replace the stored decisions and statuses of a batch of analysed episodes."""
     h = settings.settings_hash
     dec, sts = DecisionRow.__table__, EpisodeStatus.__table__
-    replaced = [a.episode_id for a, item in analyses if item.stored]
+    # Every episode of the batch, not only those stored before this run looked: a parallel
+    # process may have stored one since (on SQLite the delete and insert are one write).
+    replaced = [a.episode_id for a, _ in analyses]
     for chunk in _chunks(replaced):
         session.execute(delete(dec).where(dec.c.settings_hash == h, dec.c.episode_id.in_(chunk)))
         session.execute(delete(sts).where(sts.c.settings_hash == h, sts.c.episode_id.in_(chunk)))
@@ -261,8 +335,7 @@ def _persist(
     for chunk in _chunks([cid for a, _ in analyses for cid in a.decisions]):
         session.execute(delete(dec).where(dec.c.settings_hash == h, dec.c.call_id.in_(chunk)))
     rows = [row for a, _ in analyses for row in _decision_rows(a, h, a.episode_id)]
-    if rows:
-        session.execute(insert(dec), rows)
+    _insert_decisions(session, rows)
     prefix, suffix = _settings_json_parts(settings)
     now = utcnow()
     session.execute(

@@ -31,7 +31,8 @@ class Source(SQLModel, table=True):
     path: str = Field(index=True)
     """Path as given (relative to the ingest root where possible)."""
     sha256: str = Field(index=True, unique=True)
-    """Content hash: re-ingesting the same bytes adds nothing."""
+    """Content hash: re-ingesting the same bytes adds nothing. `xxh3-128:<hex>` of the whole
+    file (stores written before xxh3 hold a bare sha256 hex, still recognised)."""
     format: str
     """exchange | results | transcript_pi | transcript_claude_code | transcript_codex | unknown."""
     size_bytes: int = Field(default=0, sa_type=BigInteger)

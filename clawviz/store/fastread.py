@@ -1,0 +1,174 @@
+"""Read-only answers straight from a SQLite store file, for the command line's fast start.
+
+Ingest stores the decisions, so `clawviz episodes` usually only has to read. Importing the ORM
+(SQLModel, SQLAlchemy, pydantic) costs several times more than that read, so when the store is
+a SQLite file whose decisions are current under the given settings, the rows are read here with
+the standard library's `sqlite3`. Anything else (another database, a stale or missing analysis,
+an unreadable file) returns None and the caller takes the full path, which analyses first.
+
+The staleness check is the SQL of `clawviz.store.decisions._stale_episodes` written as text;
+tests/test_fastread.py checks both agree on fresh and stale stores.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from clawviz.settings import Settings
+
+ANALYSIS_VERSION = 3
+"""Bump when reconstruction logic changes: stored decisions of older versions are recomputed."""
+
+UNATTACHED = ""
+"""DecisionRow.episode_id of calls no episode could be determined for (pipeline.UNATTACHED)."""
+
+
+def settings_json_parts(settings: Settings) -> tuple[str, str]:
+    """`settings_json` is prefix + inputs stamp + suffix (the JSON of settings and stamp)."""
+    marker = "\x00"
+    whole = orjson.dumps({"settings": settings.decision_values(), "inputs": marker}).decode()
+    prefix, _, suffix = whole.partition(orjson.dumps(marker).decode()[1:-1])
+    return prefix, suffix
+
+
+NUL_PREFIX = "\ufdd0nul:"
+"""`models.NUL_PREFIX` (a test keeps them equal): texts that start with it are JSON-encoded."""
+
+
+def restore_nul(value: Any) -> Any:
+    """`models.restore_nul` without importing the ORM: a raw-SQL text as it was written."""
+    if isinstance(value, str) and value.startswith(NUL_PREFIX):
+        return json.loads(value[len(NUL_PREFIX) :])
+    return value
+
+
+def _text(col: str) -> str:
+    return f"coalesce(CAST({col} AS VARCHAR), '')"
+
+
+_STAMP = " || '|' || ".join(
+    [
+        f"'v{ANALYSIS_VERSION}'",
+        _text("e.n_calls"),
+        _text("e.last_ts"),
+        "CASE WHEN r.id IS NULL THEN 'none' ELSE 'result' END",
+        _text("r.reward"),
+        _text("length(r.checks_json)"),
+        _text("length(r.rubric_json)"),
+    ]
+)
+"""`decisions._inputs_stamp()` as SQLite text."""
+
+_N_STALE = f"""
+SELECT count(*) FROM episode AS e
+LEFT OUTER JOIN result AS r ON r.episode_id = e.episode_id
+LEFT OUTER JOIN episode_status AS st
+  ON st.episode_id = e.episode_id AND st.settings_hash = :h
+WHERE st.episode_id IS NULL OR st.settings_json != (:prefix || {_STAMP} || :suffix)
+"""
+
+_UNATTACHED = """
+SELECT (SELECT count(*) FROM call WHERE episode_id IS NULL),
+       (SELECT count(*) FROM decision WHERE settings_hash = :h AND episode_id = :u)
+"""
+
+_ROWS = """
+SELECT e.episode_id, e.task_id, e.harness, e.model, e.attempt, e.n_calls, r.reward,
+       st.status, st.reasons_json
+FROM episode AS e
+LEFT OUTER JOIN result AS r ON r.episode_id = e.episode_id
+LEFT OUTER JOIN episode_status AS st
+  ON st.episode_id = e.episode_id AND st.settings_hash = :h
+ORDER BY e.task_id, e.harness, e.attempt, e.episode_id
+"""
+
+
+_VERSIONS = Path(__file__).parent / "migrations" / "versions"
+_REVISION = re.compile(r"^(down_revision|revision)\s*=\s*['\"]?([^'\"\s]*)", re.M)
+
+
+@cache
+def head_revision() -> str | None:
+    """`migrations.HEAD` read from the revision files, without importing Alembic: the one
+    revision no other names as its `down_revision` (None when that is not a single one)."""
+    revisions, downs = set(), set()
+    for path in _VERSIONS.glob("*.py"):
+        found = dict(_REVISION.findall(path.read_text(encoding="utf-8")))
+        if found.get("revision"):
+            revisions.add(found["revision"])
+            downs.add(found.get("down_revision"))
+    heads = revisions - downs
+    return heads.pop() if len(heads) == 1 else None
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of a `sqlite:///...` URL (None for memory databases and other engines)."""
+    if not url.startswith("sqlite:///"):
+        return None
+    path = url[len("sqlite:///") :].split("?", 1)[0]
+    if not path or path == ":memory:":
+        return None
+    return Path(path)
+
+
+def _connect(url: str) -> sqlite3.Connection | None:
+    path = sqlite_path(url)
+    if path is None or not path.is_file():
+        return None
+    try:
+        return sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    except sqlite3.Error:
+        return None
+
+
+def n_stale(con: sqlite3.Connection, settings: Settings) -> int:
+    """Episodes (plus 1 for unanalysed unattached calls) `ensure_analysis` would recompute."""
+    prefix, suffix = settings_json_parts(settings)
+    h = settings.settings_hash
+    (stale,) = con.execute(_N_STALE, {"h": h, "prefix": prefix, "suffix": suffix}).fetchone()
+    calls, done = con.execute(_UNATTACHED, {"h": h, "u": UNATTACHED}).fetchone()
+    return stale + (calls != done)
+
+
+def episode_rows(url: str, settings: Settings) -> list[dict[str, Any]] | None:
+    """`clawviz episodes` rows read directly, or None when the full path is needed."""
+    con = _connect(url)
+    if con is None:
+        return None
+    try:
+        # A store behind the newest schema takes the full path, which says to migrate it.
+        (revision,) = con.execute("SELECT version_num FROM alembic_version").fetchone()
+        if revision is None or revision != head_revision():
+            return None
+        if n_stale(con, settings):
+            return None
+        rows = con.execute(_ROWS, {"h": settings.settings_hash}).fetchall()
+    except sqlite3.Error:
+        return None
+    finally:
+        con.close()
+    out = []
+    for eid, task, harness, model, attempt, n_calls, reward, status, reasons_json in rows:
+        reasons_json = restore_nul(reasons_json)
+        reasons = [r.get("code") for r in orjson.loads(reasons_json)] if reasons_json else []
+        out.append(
+            {
+                "episode_id": restore_nul(eid),
+                "task_id": restore_nul(task),
+                "harness": restore_nul(harness),
+                "model": restore_nul(model),
+                "attempt": attempt,
+                "n_calls": n_calls,
+                "reward": reward,
+                "status": restore_nul(status) or "unknown",
+                "reasons": reasons,
+            }
+        )
+    return out
