@@ -22,14 +22,14 @@ from recon_helpers import Ep, asst, tool_result, tool_use, user, with_rollout
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, create_engine, select
 
-from clawviz import store
-from clawviz.analysis import ensure_analysis
-from clawviz.db import get_engine, init_db
 from clawviz.export import Selection, report_path, run_export
-from clawviz.ingest import ingest_paths
-from clawviz.models import CallRow, Result
-from clawviz.queries import EpisodeFilter
+from clawviz.ingest.load import ingest_paths
 from clawviz.settings import DEFAULT_SETTINGS
+from clawviz.store import calls as store
+from clawviz.store.db import get_engine, init_db
+from clawviz.store.decisions import ensure_analysis
+from clawviz.store.models import CallRow, Result
+from clawviz.store.queries import EpisodeFilter
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "sample_logs"

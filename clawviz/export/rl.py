@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from clawviz.advantage import ppo_token_advantages
 from clawviz.export.sft import PathRows, Skip, prefix_id, shared_prefix
 from clawviz.export.source import EpisodeData
-from clawviz.tokens import align_path
+from clawviz.recon.advantage import ppo_token_advantages
+from clawviz.recon.tokens import align_path
 from clawviz.types import Call, PathInfo
 
 AdvantageKind = Literal["grpo", "ppo"]

@@ -15,10 +15,11 @@ from typing import Any
 import orjson
 from sqlmodel import Session, select
 
-from clawviz import queries, store
-from clawviz.analysis import ensure_analysis
-from clawviz.models import Blob, CallRow, EpisodeStatus
 from clawviz.settings import Settings
+from clawviz.store import calls as store
+from clawviz.store import queries
+from clawviz.store.decisions import ensure_analysis
+from clawviz.store.models import Blob, CallRow, EpisodeStatus
 from clawviz.types import Call, PathInfo, Reason
 
 Progress = Callable[[int, int, str], None]
