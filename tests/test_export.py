@@ -493,3 +493,41 @@ def test_recorded_traffic_exports(tmp_path):
     ds = _real_dataset(RECORDED, tmp_path)
     rows, _ = export(ds.url, "sft", tmp_path / "s.jsonl", selection=Selection(include_dropped=True))
     check_sft(ds, rows, ds.kept_calls(("dropped",)))
+
+
+# --- the command line ------------------------------------------------------------------
+
+
+def test_cli_export_writes_the_rows_and_the_report(samples, tmp_path, capsys):
+    from clawviz.cli.main import main
+
+    out = tmp_path / "cli.parquet"
+    args = ["--db", samples.url, "export", "--format", "sft", "--out", str(out)]
+    assert main([*args, "--harness", "openclaw", "--set", "branch_policy=all_valid"]) == 0
+    printed = capsys.readouterr().out
+    assert "skipped paths: 0" in printed and str(report_path(out)) in printed
+    df = pd.read_parquet(out)
+    assert set(df["harness"]) == {"openclaw"}
+    assert set(df["settings_hash"]) == {
+        DEFAULT_SETTINGS.with_(branch_policy="all_valid").settings_hash
+    }
+    saved = json.loads(report_path(out).read_text())
+    assert saved["rows"] == len(df) and saved["filters"]["harnesses"] == ["openclaw"]
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--out", "x.txt"], "must end in .jsonl or .parquet"),
+        (["--out", "x.jsonl", "--status", "dropped"], "needs --include-dropped"),
+        (["--out", "x.jsonl", "--set", "nope=1"], "unknown setting"),
+        (["--out", "x.jsonl", "--set", "branch_policy"], "expected NAME=VALUE"),
+    ],
+)
+def test_cli_export_refuses_bad_arguments(samples, tmp_path, capsys, extra, message):
+    from clawviz.cli.main import main
+
+    extra = [str(tmp_path / e) if e.startswith("x.") else e for e in extra]
+    assert main(["--db", samples.url, "export", "--format", "rl", *extra]) == 1
+    assert message in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())

@@ -1,4 +1,4 @@
-"""Command line: `python -m clawviz {ingest,episodes,explain,settings,tasks,review}`."""
+"""Command line: `python -m clawviz {ingest,episodes,explain,settings,tasks,review,export}`."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import orjson
 from sqlmodel import Session, col, select
 
 from clawviz.cli import explain
+from clawviz.cli import export as cli_export
 from clawviz.cli import tasks as cli_tasks
 from clawviz.cli.common import add_common, settings_of
 from clawviz.ingest.load import IngestReport, ingest_paths
@@ -303,6 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_settings)
 
     cli_tasks.register(sub, common)
+    cli_export.register(sub, common)
     return parser
 
 
