@@ -351,6 +351,37 @@ def test_all_valid_rows_share_prefixes_and_train_each_reply_once(samples, tmp_pa
         )
 
 
+def test_report_statistics_of_the_exported_set(samples, tmp_path):
+    from clawviz.store.queries import dataset_stats
+
+    _, report = export(samples.url, "sft", tmp_path / "s.jsonl")
+    kept = samples.kept_calls()
+    by_episode: dict[str, list[str]] = {}
+    for cid in kept:
+        by_episode.setdefault(samples.episode(cid), []).append(cid)
+    n = len(by_episode)
+    turns = sum(len(v) for v in by_episode.values()) / n
+    tools = [[name for name, _ in samples.reply(c).tools] for c in kept]
+    tool_calls = sum(len(t) for t in tools) / n
+    types = (
+        sum(
+            len({name for c in calls for name, _ in samples.reply(c).tools})
+            for calls in by_episode.values()
+        )
+        / n
+    )
+    stats = report["stats_per_trajectory"]
+    assert report["trajectories"] == n
+    assert stats["turns"] == {"export": pytest.approx(turns), "paper": 13.0}
+    assert stats["tool_calls"]["export"] == pytest.approx(tool_calls)
+    assert stats["tool_types"]["export"] == pytest.approx(types)
+    assert (stats["tokens"]["paper"], stats["tool_types"]["paper"]) == (18670.0, 3.25)
+    # Tokens follow the Runs page's definition: the same figure for the same (whole) kept set.
+    with Session(get_engine(samples.url)) as s:
+        runs = dataset_stats(s, DEFAULT_SETTINGS.settings_hash)
+    assert stats["tokens"]["export"] == pytest.approx(runs.means["tokens"])
+
+
 # --- hand-made episodes with token ids: drift splits, shared prefixes, PPO values ---------
 
 
@@ -409,6 +440,21 @@ def test_rl_partial_token_ids_skip_the_path(session, tmp_path):
     report = run_export(session, "rl", tmp_path / "rl.jsonl")
     assert report.rows == 0 and report.skipped == {"partial_token_ids": 1}
     assert "partial" in report.text() and "partial_token_ids: 1" in report.text()
+
+
+def test_rl_tokens_without_logprobs_are_trained_with_null_and_counted(session, tmp_path):
+    e = Ep("nolp")
+    e.chain(2)
+    _tokened(e, [[1], [1, 5, 2]], [[5], [6, 7]])
+    e.calls[1].rollout.output_logprobs = None
+    _add(session, e, 1.0)
+    out = tmp_path / "rl.jsonl"
+    report = run_export(session, "rl", out)
+    (row,) = read_jsonl(out)
+    assert row["loss_mask"] == [0, 1, 0, 1, 1]
+    assert row["rollout_logprobs"] == [None, -0.1, None, None, None]
+    assert report.calls_without_logprobs == 1
+    assert "calls without rollout logprobs: 1" in report.text()
 
 
 def test_rl_all_valid_trains_a_shared_prefix_once_and_ppo_values(session, tmp_path):
