@@ -17,12 +17,14 @@ from sqlmodel import Session
 from clawviz.export.report import ExportReport
 from clawviz.export.rl import AdvantageKind, rl_rows
 from clawviz.export.sft import PathRows, sft_rows
-from clawviz.export.source import EpisodeData, Progress, Selection, iter_episodes
+from clawviz.export.source import BATCH_CALLS, EpisodeData, Progress, Selection, iter_episodes
 from clawviz.export.writer import RowWriter
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 
 Format = Literal["sft", "rl"]
 FORMATS: tuple[str, ...] = ("sft", "rl")
+RL_BATCH_CALLS = 64
+"""Calls loaded together by an RL export: each stored rollout holds its whole prompt's ids."""
 
 
 def report_path(out: str | os.PathLike[str]) -> Path:
@@ -103,7 +105,8 @@ def run_export(
     )
     writer = RowWriter(out, fmt)
     try:
-        for ep in iter_episodes(session, settings, selection, progress):
+        max_calls = RL_BATCH_CALLS if fmt == "rl" else BATCH_CALLS
+        for ep in iter_episodes(session, settings, selection, progress, max_calls=max_calls):
             report.episodes_selected += 1
             got = episode_rows(ep, fmt, settings, advantage)
             for row in got.rows:

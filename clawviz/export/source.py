@@ -25,7 +25,11 @@ from clawviz.types import Call, PathInfo, Reason
 Progress = Callable[[int, int, str], None]
 
 BATCH = 50
-"""Episodes whose calls are loaded together (bounds memory on a large store)."""
+"""Most episodes whose calls are loaded together."""
+
+BATCH_CALLS = 1000
+"""Most calls loaded together (an episode larger than this is loaded alone). RL exports pass
+fewer: every call's stored rollout holds its whole prompt's token ids."""
 
 
 @dataclass
@@ -101,19 +105,34 @@ def _tools_of(session: Session, call_ids: Sequence[str]) -> dict[str, Any]:
     return out
 
 
+def batches(rows: list[dict], max_episodes: int, max_calls: int) -> Iterator[tuple[int, list]]:
+    """(start index, rows) of consecutive batches within both limits (at least one episode)."""
+    start, cur, n_calls = 0, [], 0
+    for i, r in enumerate(rows):
+        n = _int_or_none(r.get("n_calls")) or 0
+        if cur and (len(cur) >= max_episodes or n_calls + n > max_calls):
+            yield start, cur
+            start, cur, n_calls = i, [], 0
+        cur.append(r)
+        n_calls += n
+    if cur:
+        yield start, cur
+
+
 def iter_episodes(
     session: Session,
     settings: Settings,
     selection: Selection,
     progress: Progress | None = None,
+    *,
+    max_calls: int = BATCH_CALLS,
 ) -> Iterator[EpisodeData]:
     """The selected episodes with calls and stored decisions, one batch of calls in memory."""
     ensure_analysis(session, settings)
     rows = selected_episodes(session, settings, selection)
     total = len(rows)
     h = settings.settings_hash
-    for start in range(0, total, BATCH):
-        batch = rows[start : start + BATCH]
+    for start, batch in batches(rows, BATCH, max_calls):
         ids = [str(r["episode_id"]) for r in batch]
         statuses = {
             s.episode_id: s

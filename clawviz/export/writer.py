@@ -14,7 +14,20 @@ from typing import Any
 import orjson
 
 PARQUET_BATCH = 256
-"""Rows per Parquet row group (the writer holds at most this many rows)."""
+"""Most rows per Parquet row group."""
+
+PARQUET_CELLS = 1_000_000
+"""Most buffered list cells (tokens, or message characters / 8) before a row group is written:
+RL rows of 20K tokens would otherwise hold 256 x 4 lists of 20K Python objects."""
+
+
+def _cells(row: dict[str, Any]) -> int:
+    if "input_ids" in row:
+        return 4 * len(row["input_ids"])
+    return (
+        len(row.get("messages") or ())
+        + sum(len(m.get("content") or "") for m in row.get("messages") or ()) // 8
+    )
 
 
 def _parquet_schema(fmt: str) -> Any:
@@ -88,6 +101,7 @@ class RowWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.n_rows = 0
         self._buf: list[dict[str, Any]] = []
+        self._cells = 0
         self._file: Any = None
         self._pq: Any = None
         if self.parquet:
@@ -106,7 +120,8 @@ class RowWriter:
         if self.fmt == "sft":
             row = {**row, "tools": orjson.dumps(row["tools"]).decode()}
         self._buf.append(row)
-        if len(self._buf) >= PARQUET_BATCH:
+        self._cells += _cells(row)
+        if len(self._buf) >= PARQUET_BATCH or self._cells >= PARQUET_CELLS:
             self._flush()
 
     def _flush(self) -> None:
@@ -116,6 +131,7 @@ class RowWriter:
 
         self._pq.write_table(pa.Table.from_pylist(self._buf, schema=self._schema))
         self._buf = []
+        self._cells = 0
 
     def close(self) -> int:
         """Finish the file and move it into place; returns its size in bytes."""
