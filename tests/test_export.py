@@ -577,3 +577,32 @@ def test_cli_export_refuses_bad_arguments(samples, tmp_path, capsys, extra, mess
     assert main(["--db", samples.url, "export", "--format", "rl", *extra]) == 1
     assert message in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+def test_batches_respect_the_episode_and_call_limits():
+    from clawviz.export.source import batches
+
+    rows = [{"episode_id": str(i), "n_calls": n} for i, n in enumerate([30, 30, 5, 100, 1, 1])]
+    got = [(start, [r["episode_id"] for r in b]) for start, b in batches(rows, 2, 64)]
+    # An episode larger than the call limit is loaded alone, never dropped.
+    assert got == [(0, ["0", "1"]), (2, ["2"]), (3, ["3"]), (4, ["4", "5"])]
+    assert [r for _, b in batches(rows, 50, 10_000) for r in b] == rows
+
+
+def test_an_episode_that_fails_to_export_costs_only_itself(samples, tmp_path, monkeypatch):
+    from clawviz.export import run as export_run
+
+    real = export_run.episode_rows
+
+    def flaky(ep, *a, **kw):
+        if ep.episode_id == "t0001-openclaw-a1":
+            raise ValueError("unexpected block")
+        return real(ep, *a, **kw)
+
+    monkeypatch.setattr(export_run, "episode_rows", flaky)
+    rows, report = export(samples.url, "sft", tmp_path / "s.jsonl")
+    assert "t0001-openclaw-a1" not in _episodes_of(rows)
+    assert len(_episodes_of(rows)) == report["episodes_selected"] - 1
+    assert report["skipped_paths"] == {"export_error": 1}
+    assert "t0001-openclaw-a1" in report["skipped_examples"]["export_error"][0]
+    assert "unexpected block" in report["skipped_examples"]["export_error"][0]

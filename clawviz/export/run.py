@@ -108,7 +108,15 @@ def run_export(
         max_calls = RL_BATCH_CALLS if fmt == "rl" else BATCH_CALLS
         for ep in iter_episodes(session, settings, selection, progress, max_calls=max_calls):
             report.episodes_selected += 1
-            got = episode_rows(ep, fmt, settings, advantage)
+            try:
+                got = episode_rows(ep, fmt, settings, advantage)
+            except Exception as exc:  # noqa: BLE001 - one bad episode costs only itself
+                for p in ep.kept_paths:
+                    report.skip(
+                        "export_error",
+                        f"{ep.episode_id} {p.path_id}: {type(exc).__name__}: {exc}",
+                    )
+                continue
             for row in got.rows:
                 writer.write(row)
             report.rows += len(got.rows)
