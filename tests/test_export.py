@@ -95,10 +95,14 @@ def samples(sample_db_url) -> Dataset:
     return Dataset(sample_db_url, expected, statuses)
 
 
+def _expected_of(log: Path) -> Path:
+    return log.with_name(log.stem + ".expected.json")
+
+
 def _real_dataset(folder: Path, tmp: Path) -> Dataset:
     """The real-traffic-shaped logs (no results: every episode is dropped as missing_reward)."""
     url = f"sqlite:///{tmp / 'real.db'}"
-    logs = sorted(folder.glob("*.jsonl"))
+    logs = sorted(p for p in folder.rglob("*.jsonl") if _expected_of(p).exists())
     for log in logs:
         shutil.copy(log, tmp / log.name)
     with Session(get_engine(url)) as s:
@@ -107,7 +111,7 @@ def _real_dataset(folder: Path, tmp: Path) -> Dataset:
         ensure_analysis(s)
     expected = {}
     for log in logs:
-        for e in json.loads(log.with_name(log.stem + ".expected.json").read_text()):
+        for e in json.loads(_expected_of(log).read_text()):
             expected[(log.name, e["line"])] = {**e, "episode": log.stem}
     return Dataset(url, expected, {log.stem: "dropped" for log in logs})
 
@@ -534,7 +538,10 @@ def test_real_traffic_rl_has_no_token_ids_and_says_so(real, tmp_path):
     assert report["skipped_paths"]["no_token_ids"] == n_paths
 
 
-@pytest.mark.skipif(not RECORDED.is_dir(), reason="tests/data/recorded/ is not in this checkout")
+@pytest.mark.skipif(
+    not any(_expected_of(p).exists() for p in RECORDED.rglob("*.jsonl")),
+    reason="no recordings with <name>.expected.json under tests/data/recorded/ in this checkout",
+)
 def test_recorded_traffic_exports(tmp_path):
     ds = _real_dataset(RECORDED, tmp_path)
     rows, _ = export(ds.url, "sft", tmp_path / "s.jsonl", selection=Selection(include_dropped=True))
@@ -606,3 +613,20 @@ def test_an_episode_that_fails_to_export_costs_only_itself(samples, tmp_path, mo
     assert report["skipped_paths"] == {"export_error": 1}
     assert "t0001-openclaw-a1" in report["skipped_examples"]["export_error"][0]
     assert "unexpected block" in report["skipped_examples"]["export_error"][0]
+
+
+def test_export_docs_loaders_are_python_and_name_real_columns():
+    import ast
+    import re
+
+    text = (REPO / "docs" / "EXPORT.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert len(blocks) == 4  # TRL, slime, verl SFT, verl RL
+    columns = set(SCHEMA["$defs"]["common"]["properties"]) | {"format"}
+    for kind in ("sft_row", "rl_row"):
+        columns |= set(SCHEMA["$defs"][kind]["properties"])
+    for code in blocks:
+        ast.parse(code)
+        for used in re.findall(r'r(?:ow)?\["(\w+)"\]|row\.(\w+)', code):
+            name = used[0] or used[1]
+            assert name in columns, name
