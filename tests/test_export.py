@@ -333,7 +333,9 @@ def test_dropped_episodes_carry_their_reasons(samples, tmp_path):
 def test_all_valid_rows_share_prefixes_and_train_each_reply_once(samples, tmp_path):
     settings = DEFAULT_SETTINGS.with_(branch_policy="all_valid")
     sel = Selection(include_dropped=True, episode_ids=("e31cf886-54eb-430f-8bb4-89af4c2f1420",))
-    rows, _ = export(samples.url, "sft", tmp_path / "av.jsonl", selection=sel, settings=settings)
+    rows, report = export(
+        samples.url, "sft", tmp_path / "av.jsonl", selection=sel, settings=settings
+    )
     # The user rewound 9 times after the final answer: 9 leaves, each kept under all_valid.
     assert len(rows) == 9
     main = {
@@ -344,6 +346,7 @@ def test_all_valid_rows_share_prefixes_and_train_each_reply_once(samples, tmp_pa
     }  # fmt: skip
     seen = Counter(cid for row in rows for cid, _ in trained_by_row(row))
     assert set(seen) == main and set(seen.values()) == {1}
+    assert report["trained_messages"] == len(main)
     assert rows[0]["prefix_id"] is None
     assert len({r["prefix_id"] for r in rows[1:]}) == 1 and rows[1]["prefix_messages"] > 0
     for row in rows[1:]:

@@ -59,11 +59,13 @@ def _account(report: ExportReport, ep: EpisodeData, got: PathRows, fmt: Format) 
         report.add_trajectory(ep.episode_id, segment, calls)
     for row in got.rows:
         if fmt == "sft":
-            n = sum(row["train"])
-            report.trained_messages += n
-            for cid in row["call_ids"]:
-                gen = ep.calls[cid].generated_tokens
-                report.trained_tokens += gen or 0
+            # Replies before `prefix_messages` are trained by an earlier row: counted there.
+            at = [i for i, t in enumerate(row["train"]) if t]
+            own = [
+                c for c, i in zip(row["call_ids"], at, strict=True) if i >= row["prefix_messages"]
+            ]
+            report.trained_messages += len(own)
+            report.trained_tokens += sum(ep.calls[c].generated_tokens or 0 for c in own)
         else:
             trained = sum(row["loss_mask"])
             report.trained_tokens += trained
