@@ -19,8 +19,7 @@ import pandas as pd
 import pytest
 from export_raw import raw_record, raw_reply
 from recon_helpers import Ep, asst, tool_result, tool_use, user, with_rollout
-from sqlalchemy.pool import StaticPool
-from sqlmodel import Session, create_engine, select
+from sqlmodel import Session, select
 
 from clawviz.export import Selection, report_path, run_export
 from clawviz.ingest.load import ingest_paths
@@ -30,6 +29,7 @@ from clawviz.store.db import get_engine, init_db
 from clawviz.store.decisions import ensure_analysis
 from clawviz.store.models import CallRow, Result
 from clawviz.store.queries import EpisodeFilter
+from tests.dburl import fresh_url, memory_engine
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "sample_logs"
@@ -101,7 +101,7 @@ def _expected_of(log: Path) -> Path:
 
 def _real_dataset(folder: Path, tmp: Path) -> Dataset:
     """The real-traffic-shaped logs (no results: every episode is dropped as missing_reward)."""
-    url = f"sqlite:///{tmp / 'real.db'}"
+    url = fresh_url(tmp, "real")
     logs = sorted(p for p in folder.rglob("*.jsonl") if _expected_of(p).exists())
     for log in logs:
         shutil.copy(log, tmp / log.name)
@@ -394,7 +394,7 @@ def test_report_statistics_of_the_exported_set(samples, tmp_path):
 
 @pytest.fixture
 def session():
-    engine = create_engine("sqlite://", poolclass=StaticPool)
+    engine = memory_engine()
     init_db(engine)
     with Session(engine) as s:
         yield s
