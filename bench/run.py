@@ -455,7 +455,8 @@ def child_export(fmt: str, url: str, out: str, episodes: list[str]) -> None:
 
     imports_kb = peak_rss_kb()
     with Session(get_engine(url)) as s:
-        report = exp.run_export(s, fmt, out, selection=exp.Selection(episode_ids=tuple(episodes)))
+        sel = exp.Selection(episode_ids=tuple(episodes) or None)
+        report = exp.run_export(s, fmt, out, selection=sel)
     print(json.dumps({"imports_kb": imports_kb, "peak_kb": peak_rss_kb(), "rows": report.rows}))
 
 

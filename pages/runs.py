@@ -231,7 +231,9 @@ def main() -> None:
         shown = shown[shown["episode_id"].isin(matching)]
     st.caption(f"{len(shown):,} of {len(eps):,} episodes · select a row to open it")
     episodes_table(shown)
-    export_panel(url, settings, Selection(filter=f), key="runs_export", scope="runs")
+    # A search narrows the table to its episodes: the export follows what the table shows.
+    ids = None if matching is None else tuple(shown["episode_id"])
+    export_panel(url, settings, Selection(f, episode_ids=ids), key="runs_export", scope="runs")
     if shown.empty:
         st.info("No episode matches these filters.")
     else:

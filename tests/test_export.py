@@ -315,6 +315,7 @@ def test_filters_select_episodes_as_the_runs_page_does(samples, tmp_path):
         e["episode_id"] for e in exp if "below_reward_threshold" in _codes(e)
     }
     assert ids(episode_ids=("t0001-openclaw-a1",)) == {"t0001-openclaw-a1"}
+    assert ids(episode_ids=()) == set()  # a search that matched nothing exports nothing
 
 
 def test_dropped_episodes_carry_their_reasons(samples, tmp_path):

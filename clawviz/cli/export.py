@@ -84,7 +84,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             include_missing_reward=not args.exclude_missing_reward,
         ),
         include_dropped=args.include_dropped,
-        episode_ids=tuple(args.episode),
+        episode_ids=tuple(args.episode) or None,
     )
     bar = ProgressBar() if sys.stderr.isatty() and not args.json else None
     try:

@@ -135,6 +135,6 @@ def run_export(
 
 def _filter_dict(selection: Selection) -> list[tuple[str, object]]:
     items = list(dataclasses.asdict(selection.filter).items())
-    if selection.episode_ids:
+    if selection.episode_ids is not None:
         items.append(("episode_ids", selection.episode_ids))
     return items

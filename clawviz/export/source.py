@@ -68,14 +68,15 @@ class Selection:
 
     filter: queries.EpisodeFilter = field(default_factory=queries.EpisodeFilter)
     include_dropped: bool = False
-    episode_ids: tuple[str, ...] = ()
-    """When set, only these episodes (the Episode page's Export)."""
+    episode_ids: tuple[str, ...] | None = None
+    """When set, only these episodes (the Episode page; the Runs page while a search narrows
+    its table); an empty tuple selects none."""
 
 
 def selected_episodes(session: Session, settings: Settings, selection: Selection) -> list[dict]:
     """The episode rows (Runs table columns) an export covers, in Runs table order."""
     frame = queries.episodes_frame(session, settings.settings_hash)
-    if selection.episode_ids:
+    if selection.episode_ids is not None:
         frame = frame[frame["episode_id"].isin(selection.episode_ids)]
     frame = queries.filter_episodes(frame, selection.filter)
     if not selection.include_dropped:

@@ -51,3 +51,20 @@ def test_episode_export_of_a_dropped_episode_needs_include_dropped(
     # Its calls logged output ids but no prompt ids: the path is skipped, and the report says so.
     text = at.session_state[KEY_RESULT]["episode_export"]["text"]
     assert "no_prompt_token_ids: 1" in text and "t0001-openclaw-a4" in text
+
+
+def test_runs_export_follows_a_search_that_narrows_the_table(
+    sample_db_url, on_store, monkeypatch, tmp_path
+):
+    on_store(sample_db_url)
+    monkeypatch.setenv("CLAWVIZ_EXPORT_DIR", str(tmp_path))
+    at = open_page()
+    at.text_input(key=state.KEY_SEARCH_TEXT).input("dumpster").run()
+    shown = next(d for d in at.dataframe if "episode_id" in d.value.columns and "n_calls"
+                 in d.value.columns).value  # fmt: skip
+    at.checkbox(key="runs_export_dropped").check().run()
+    at.button(key="runs_export_run").click().run()
+    no_exception(at)
+    (out,) = tmp_path.glob("runs-sft-*.jsonl")
+    exported = {json.loads(line)["episode_id"] for line in out.read_text().splitlines()}
+    assert exported and exported <= set(shown["episode_id"])
