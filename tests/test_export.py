@@ -578,7 +578,7 @@ def test_cli_export_writes_the_rows_and_the_report(samples, tmp_path, capsys):
         (["--out", "x.txt"], "must end in .jsonl or .parquet"),
         (["--out", "x.jsonl", "--status", "dropped"], "needs --include-dropped"),
         (["--out", "x.jsonl", "--set", "nope=1"], "unknown setting"),
-        (["--out", "x.jsonl", "--set", "branch_policy"], "expected NAME=VALUE"),
+        (["--out", "x.jsonl", "--set", "branch_policy"], "takes name=value"),
     ],
 )
 def test_cli_export_refuses_bad_arguments(samples, tmp_path, capsys, extra, message):

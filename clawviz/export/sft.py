@@ -18,7 +18,7 @@ from typing import Any
 
 from clawviz.export.chat import assistant_message, history_message, openai_tools
 from clawviz.export.source import EpisodeData
-from clawviz.types import Call, PathInfo
+from clawviz.types import Call, Message, PathInfo
 
 
 @dataclass
@@ -92,7 +92,8 @@ def path_messages(calls: list[Call]) -> tuple[list[dict], list[bool], list[int],
     if why is not None:
         return [], [], [], {}, why
     last = calls[-1]
-    seq = [*last.messages, last.response]
+    assert last.response is not None  # sft_rows skips paths with a missing reply
+    seq: list[Message] = [*last.messages, last.response]
     by_pos = dict(zip(positions, calls, strict=True))
     messages: list[dict[str, Any]] = []
     train: list[bool] = []

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from clawviz.settings import Settings
 from clawviz.store import calls as store
@@ -87,19 +87,18 @@ def selected_episodes(session: Session, settings: Settings, selection: Selection
 def _tools_of(session: Session, call_ids: Sequence[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     hash_of: dict[str, str] = {}
-    table = CallRow.__table__
     for i in range(0, len(call_ids), 500):
         chunk = list(call_ids[i : i + 500])
-        for cid, h in session.execute(
-            select(table.c.call_id, table.c.tools_hash).where(table.c.call_id.in_(chunk))
-        ):
+        query = select(CallRow.call_id, CallRow.tools_hash).where(col(CallRow.call_id).in_(chunk))
+        for cid, h in session.execute(query):
             if h:
                 hash_of[cid] = h
     hashes = sorted(set(hash_of.values()))
     blobs: dict[str, Any] = {}
     for i in range(0, len(hashes), 500):
         chunk = hashes[i : i + 500]
-        for h, text in session.execute(select(Blob.hash, Blob.text).where(Blob.hash.in_(chunk))):
+        query = select(Blob.hash, Blob.text).where(col(Blob.hash).in_(chunk))
+        for h, text in session.execute(query):
             blobs[h] = orjson.loads(store.unpack_text(text) or "null")
     for cid, h in hash_of.items():
         out[cid] = blobs.get(h)
@@ -108,7 +107,8 @@ def _tools_of(session: Session, call_ids: Sequence[str]) -> dict[str, Any]:
 
 def batches(rows: list[dict], max_episodes: int, max_calls: int) -> Iterator[tuple[int, list]]:
     """(start index, rows) of consecutive batches within both limits (at least one episode)."""
-    start, cur, n_calls = 0, [], 0
+    start, n_calls = 0, 0
+    cur: list[dict] = []
     for i, r in enumerate(rows):
         n = _int_or_none(r.get("n_calls")) or 0
         if cur and (len(cur) >= max_episodes or n_calls + n > max_calls):
@@ -139,7 +139,7 @@ def iter_episodes(
             s.episode_id: s
             for s in session.exec(
                 select(EpisodeStatus).where(
-                    EpisodeStatus.settings_hash == h, EpisodeStatus.episode_id.in_(ids)
+                    EpisodeStatus.settings_hash == h, col(EpisodeStatus.episode_id).in_(ids)
                 )
             )
         }
