@@ -891,3 +891,77 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def token_episodes(n_episodes: int, *, n_calls: int = 13, seed: int = 7) -> Iterator[list[Any]]:
+    """Episodes with vLLM-style token ids on every call, for the RL export figure.
+
+    Each has `n_calls` main calls (OpenAI chat shape) whose prompts are clean appends (the next
+    prompt = previous prompt + previous output + ~1,425 tool-result tokens), so the last prompt
+    is ~18.7K tokens as in the paper; outputs are ~100 sampled tokens with logprobs. Yields the
+    `clawviz.types.Call` list of one episode at a time.
+    """
+    from clawviz.types import Call, Rollout, Usage
+
+    rng = random.Random(seed)
+    for e in range(n_episodes):
+        eid = f"tok-{e:05d}"
+        prompt = [rng.randrange(150_000) for _ in range(400)]
+        messages: list[dict[str, Any]] = [
+            {"role": "user", "content": [{"type": "text", "text": _words(rng, 60)}]}
+        ]
+        calls = []
+        for k in range(n_calls):
+            out = [rng.randrange(150_000) for _ in range(rng.randint(60, 140))]
+            last = k == n_calls - 1
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": _words(rng, 20)}]
+            if not last:
+                blocks.append(
+                    {"type": "tool_use", "id": f"call_{e}_{k}", "name": rng.choice(TOOLS3),
+                     "input": {"command": _words(rng, 6)}}
+                )  # fmt: skip
+            response = {"role": "assistant", "content": blocks}
+            calls.append(
+                Call(
+                    call_id=f"{eid}:{k + 1}",
+                    source_file=f"{eid}.jsonl",
+                    line=k + 1,
+                    endpoint="openai_chat",
+                    seq=k + 1,
+                    t_request=1000.0 + k,
+                    http_status=200,
+                    episode_id=eid,
+                    task_id=f"task_{e // 4:04d}",
+                    harness="openclaw",
+                    attempt=e % 4 + 1,
+                    model="qwen3-4b",
+                    system=OPENCLAW_SYSTEM,
+                    tools=list(TOOLS3),
+                    messages=list(messages),
+                    response=response,
+                    usage=Usage(input_tokens=len(prompt), output_tokens=len(out)),
+                    rollout=Rollout(
+                        prompt_token_ids=list(prompt),
+                        output_token_ids=out,
+                        output_logprobs=[-rng.random() * 2 for _ in out],
+                        policy_version=1,
+                    ),
+                )  # fmt: skip
+            )
+            result = {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": f"call_{e}_{k}",
+                     "content": _words(rng, 900), "is_error": False}
+                ],
+            }  # fmt: skip
+            messages = [*messages, response, result]
+            prompt = prompt + out + [rng.randrange(150_000) for _ in range(1_425)]
+        yield calls
+
+
+TOOLS3 = ("exec", "read", "write")
+
+
+def _words(rng: random.Random, n: int) -> str:
+    return " ".join(f"w{rng.randrange(3000)}" for _ in range(n))

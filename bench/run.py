@@ -453,6 +453,34 @@ def child_ingest(log: str, url: str) -> None:
     )
 
 
+def child_run(args: list[str]) -> dict:
+    """Run this script with a --child-* option; its last stdout line is JSON."""
+    proc = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), *args],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"child {args[0]} failed: {proc.stderr.strip()[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def child_export(fmt: str, url: str, out: str, episodes: list[str]) -> None:
+    """--child-export: export (all, or these episodes) and print peak RSS (KB) as JSON."""
+    exp = importlib.import_module("clawviz.export")
+    importlib.import_module("pyarrow.parquet")
+    from sqlmodel import Session
+
+    from clawviz.store.db import get_engine
+
+    imports_kb = peak_rss_kb()
+    with Session(get_engine(url)) as s:
+        sel = exp.Selection(episode_ids=tuple(episodes) or None)
+        report = exp.run_export(s, fmt, out, selection=sel)
+    print(json.dumps({"imports_kb": imports_kb, "peak_kb": peak_rss_kb(), "rows": report.rows}))
+
+
 def long_episode_calls(b: Bench, n: int) -> list[Any]:
     """Calls of one generated n-call episode, through the real ingest and store."""
     store = need("clawviz.store.calls", "load_calls")
@@ -788,6 +816,125 @@ def fig_r2_browser(b: Bench) -> list[Figure]:
     return [Figure(n, value="n/a (not built yet)", target=t) for n, t in rows]
 
 
+def token_store(b: Bench, n_episodes: int) -> str:
+    """An analysed store of `n_episodes` token-id episodes (`gen.token_episodes`) with rewards."""
+    from sqlmodel import Session
+
+    from clawviz.store import calls as store
+    from clawviz.store.db import get_engine
+    from clawviz.store.decisions import ensure_analysis
+    from clawviz.store.models import Result
+
+    url, _ = fresh_db(b, "export-rl.db")
+    with Session(get_engine(url)) as s:
+        for i, calls in enumerate(gen.token_episodes(n_episodes)):
+            store.write_calls(s, calls, None)
+            store.refresh_episodes(s, [calls[0].episode_id])
+            s.add(Result(episode_id=calls[0].episode_id, reward=[1.0, 0.6, 0.8, 0.55][i % 4]))
+        s.commit()
+        ensure_analysis(s)
+        s.commit()
+    return url
+
+
+def fig_export(b: Bench) -> list[Figure]:
+    """Export throughput (rows/s, MB/s) against plain orjson lines and against reading the input.
+
+    Baselines, interleaved with the export in the same run: (a) writing the same rows (already
+    in memory) as orjson lines, the floor of any JSONL writer; (b) reading the same episodes
+    from the store as the export does (`iter_episodes`), building no row.
+    """
+    try:
+        exp = need("clawviz.export", "run_export")
+        src = need("clawviz.export.source", "iter_episodes", "Selection")
+        need("clawviz.store.decisions", "ensure_analysis")
+    except NotBuilt:
+        return [Figure("export", value="n/a (not built yet)")]
+    import orjson
+    from sqlmodel import Session
+
+    from clawviz.settings import DEFAULT_SETTINGS
+    from clawviz.store.db import get_engine
+
+    results = b.out / "template-results.jsonl"
+    log, _ = cached_log(
+        b, "template.jsonl", lambda p: gen.write_log(p, 12 * MB, seed=5, results=results)
+    )
+    sft_url, _ = analysed_store(b, "export-sft.db", [log, results])
+    n_sft = 200 if b.scale is QUICK else 1_000
+    n_sft = gen.replicate_episodes(get_engine(sft_url), n_sft)
+    n_tok = 40 if b.scale is QUICK else 300
+    rl_url = token_store(b, n_tok)
+    out_dir = b.out / "db" / "export"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    figs = []
+    for fmt, url, what in (
+        ("sft", sft_url, f"{n_sft:,} episodes copied from {log.name}"),
+        ("rl", rl_url, f"{n_tok} token-id episodes of 13 calls, ~18.7K tokens"),
+    ):
+        engine = get_engine(url)
+        first = out_dir / f"{fmt}-first.jsonl"
+        with Session(engine) as s:
+            exp.run_export(s, fmt, first)
+        rows = [orjson.loads(x) for x in first.read_bytes().splitlines()]
+        jsonl_mb = first.stat().st_size / MB
+        base_path = out_dir / f"{fmt}-baseline.jsonl"
+        max_calls = 64 if fmt == "rl" else 1000
+
+        def lines(rows: list[dict] = rows, path: Path = base_path) -> None:
+            with path.open("wb") as fh:
+                for r in rows:
+                    fh.write(orjson.dumps(r) + b"\n")
+
+        def read(engine: Any = engine, max_calls: int = max_calls) -> None:
+            with Session(engine) as s:
+                for _ in src.iter_episodes(
+                    s, DEFAULT_SETTINGS, src.Selection(), max_calls=max_calls
+                ):
+                    pass
+
+        for suffix in (".jsonl", ".parquet"):
+            out = out_dir / f"{fmt}{suffix}"
+
+            def run(fmt: str = fmt, engine: Any = engine, out: Path = out) -> None:
+                with Session(engine) as s:
+                    exp.run_export(s, fmt, out)
+
+            runs, bases, reads = [], [], []
+            for _ in range(b.scale.repeats):  # interleaved: export, lines, read, export, ...
+                runs.append(median_time(run, 1).cpu)
+                bases.append(median_time(lines, 1).cpu)
+                reads.append(median_time(read, 1).cpu)
+            cpu, base, rd = (statistics.median(x) for x in (runs, bases, reads))
+            size = out.stat().st_size / MB
+            figs.append(
+                Figure(
+                    f"{fmt.upper()} export to {suffix[1:]}, {len(rows):,} rows ({what})",
+                    value=f"{len(rows) / cpu:,.0f} rows/s, {size / cpu:.1f} MB/s of "
+                    f"{suffix[1:]} ({jsonl_mb / cpu:.1f} MB/s JSONL-equivalent); "
+                    f"{fmt_s(cpu)} cpu, spread {min(runs):.2f}-{max(runs):.2f} s; {size:.1f} MB",
+                    baseline=f"(a) orjson lines {len(rows) / base:,.0f} rows/s, "
+                    f"{jsonl_mb / base:.0f} MB/s ({fmt_s(base)}); (b) reading the input "
+                    f"{fmt_s(rd)}",
+                    ratio=f"{cpu / base:.0f}x (a), {cpu / rd:.1f}x (b)",
+                    note="cpu medians of interleaved runs",
+                )
+            )
+        # Peak RSS of a child exporting a slice of the store and the whole store: bounded
+        # memory means the two are close, whatever the store's size.
+        ids = [r["episode_id"] for r in rows]
+        part = sorted(set(ids))[: max(1, len(set(ids)) // 8)]
+        for label, only in (("1/8 of the episodes", part), ("all episodes", [])):
+            child = child_run(
+                ["--child-export", fmt, url, str(out_dir / f"{fmt}-rss.parquet"), *only]
+            )
+            b.facts[f"{fmt} export peak RSS, {label}"] = (
+                f"{child['peak_kb'] / 1000:.0f} MB ({child['imports_kb'] / 1000:.0f} MB after "
+                f"imports; {child['rows']:,} rows to Parquet, in a child process)"
+            )
+    return figs
+
+
 # ----- report ----------------------------------------------------------------------------------
 def machine() -> dict[str, str]:
     """CPU model, cores, RAM, OS, Python and package versions of this run."""
@@ -865,6 +1012,7 @@ FIGURES: tuple[Callable[[Bench], list[Figure]], ...] = (
     fig_r2_import,
     fig_r2_big_episode,
     fig_r2_browser,
+    fig_export,
 )
 
 
@@ -877,9 +1025,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
     p.add_argument("--keep", action="store_true", help="keep the stores in OUT/<run>/db/")
     p.add_argument("--child-ingest", nargs=2, metavar=("LOG", "URL"), help=argparse.SUPPRESS)
+    p.add_argument("--child-export", nargs="+", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.child_ingest:
         child_ingest(*a.child_ingest)
+        return 0
+    if a.child_export:
+        fmt, url, out, *episodes = a.child_export
+        child_export(fmt, url, out, episodes)
         return 0
 
     scale = QUICK if a.quick else FULL

@@ -9,6 +9,7 @@ import math
 import pandas as pd
 import streamlit as st
 
+from clawviz.export import Selection
 from clawviz.figures.layout import tree_layout
 from clawviz.figures.palette import COLOUR_MODES, state_colour
 from clawviz.figures.tokens import advantage_figure, advantage_grid, token_figure, token_grid
@@ -16,6 +17,7 @@ from clawviz.figures.tree import call_from_selection, tree_figure
 from clawviz.recon.advantage import importance_ratios, ppo_token_advantages
 from clawviz.types import Call, Role, State
 from clawviz.ui import data, state
+from clawviz.ui.export_panel import export_panel
 from clawviz.ui.inspector import (
     call_label,
     duration_s,
@@ -503,6 +505,9 @@ def main() -> None:
     state.set_params(call=st.session_state[state.KEY_CALL_SELECT])
 
     header(view)
+    export_panel(
+        url, settings, Selection(episode_ids=(episode_id,)), key="episode_export", scope=episode_id
+    )
     st.page_link(
         WORKSPACE_PAGE,
         label="Workspace diff of this attempt",

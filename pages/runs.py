@@ -5,9 +5,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from clawviz.export import Selection
 from clawviz.figures import runs as figures
 from clawviz.store import queries
 from clawviz.ui import data, live, state
+from clawviz.ui.export_panel import export_panel
 from clawviz.ui.pages import EPISODE, page_file, run_page
 
 EPISODE_PAGE = page_file(EPISODE)
@@ -238,6 +240,9 @@ def main() -> None:
         shown = shown[shown["episode_id"].isin(matching)]
     st.caption(f"{len(shown):,} of {len(eps):,} episodes · select a row to open it")
     episodes_table(shown)
+    # A search narrows the table to its episodes: the export follows what the table shows.
+    ids = None if matching is None else tuple(shown["episode_id"])
+    export_panel(url, settings, Selection(f, episode_ids=ids), key="runs_export", scope="runs")
     if shown.empty:
         st.info("No episode matches these filters.")
     else:

@@ -77,3 +77,10 @@ def test_importing_the_command_line_loads_no_store_or_pipeline():
 
 def test_review_choices_are_the_signoff_decisions():
     assert cli_tasks.DECISIONS == signoff.DECISIONS
+
+
+def test_export_formats_are_the_exporters():
+    from clawviz.cli.export import FORMATS as CLI_FORMATS
+    from clawviz.export import FORMATS
+
+    assert CLI_FORMATS == tuple(FORMATS)

@@ -1,4 +1,5 @@
-"""Command line: `python -m clawviz {ingest,episodes,explain,settings,tasks,review,diff,check}`."""
+"""Command line: `python -m clawviz {ingest,episodes,explain,search,settings,tasks,review,
+diagnose,findings,diff,check,record,export,migrate}`."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, col, select
 
 from clawviz.cli import explain, review_cmds
+from clawviz.cli import export as cli_export
 from clawviz.cli import tasks as cli_tasks
 from clawviz.cli.common import add_common, settings_of
 from clawviz.ingest.load import IngestReport, ingest_paths
@@ -323,6 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_tasks.register(sub, common)
     review_cmds.register(sub)
     register_record(sub)
+    cli_export.register(sub, common)
     return parser
 
 

@@ -1,0 +1,116 @@
+"""`python -m clawviz export --format sft|rl --out FILE [filters]`: kept paths as training rows."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from clawviz.cli.common import settings_of
+from clawviz.settings import SettingsError
+
+FORMATS = ("sft", "rl")
+"""`clawviz.export.FORMATS` (the parser is built without importing the store and pandas)."""
+
+SUFFIXES = (".jsonl", ".parquet")
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    """Add `export` to the clawviz argparse tree (`common`: --db, --json, --set)."""
+    p = subparsers.add_parser(
+        "export",
+        parents=[common],
+        help="write the kept paths as SFT or RL training rows (JSONL or Parquet)",
+        description="Write the kept paths of the selected episodes as training rows, with the "
+        "decisions the app shows (docs/EXPORT.md). The report is printed and written beside "
+        "the file as FILE.report.json.",
+    )
+    p.add_argument("--format", required=True, choices=FORMATS, dest="fmt")
+    p.add_argument("--out", required=True, help="output file, .jsonl or .parquet")
+    p.add_argument("--task", action="append", default=[], help="task id (repeatable)")
+    p.add_argument("--harness", action="append", default=[], help="harness (repeatable)")
+    p.add_argument("--model", action="append", default=[], help="model (repeatable)")
+    p.add_argument(
+        "--status", action="append", default=[], choices=("kept", "dropped"), help="status"
+    )
+    p.add_argument("--reason", action="append", default=[], help="reason code (repeatable)")
+    p.add_argument("--reward-min", type=float, default=None)
+    p.add_argument("--reward-max", type=float, default=None)
+    p.add_argument(
+        "--exclude-missing-reward",
+        action="store_true",
+        help="leave out episodes without a reward (with --include-dropped)",
+    )
+    p.add_argument("--episode", action="append", default=[], help="episode id (repeatable)")
+    p.add_argument(
+        "--include-dropped",
+        action="store_true",
+        help="also export the kept paths of dropped episodes (for analysis)",
+    )
+    p.add_argument(
+        "--advantage",
+        choices=("grpo", "ppo"),
+        default="grpo",
+        help="RL rows: GRPO per attempt, or the PPO return per path (per token with values)",
+    )
+    p.set_defaults(func=cmd_export)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from clawviz.export import Selection, report_path, run_export
+    from clawviz.store.db import session_scope
+    from clawviz.store.queries import EpisodeFilter
+
+    """Export; exit 0 when the file was written, 1 on a usage or store error."""
+    from clawviz.cli.main import EXIT_FATAL, EXIT_OK, ProgressBar
+
+    if not args.out.lower().endswith(SUFFIXES):
+        print(f"error: --out {args.out!r} must end in .jsonl or .parquet", file=sys.stderr)
+        return EXIT_FATAL
+    if "dropped" in args.status and not args.include_dropped:
+        print("error: --status dropped needs --include-dropped", file=sys.stderr)
+        return EXIT_FATAL
+    try:
+        settings = settings_of(args)
+    except SettingsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FATAL
+    selection = Selection(
+        filter=EpisodeFilter(
+            tasks=tuple(args.task),
+            harnesses=tuple(args.harness),
+            models=tuple(args.model),
+            statuses=tuple(args.status),
+            reasons=tuple(args.reason),
+            reward_min=args.reward_min,
+            reward_max=args.reward_max,
+            include_missing_reward=not args.exclude_missing_reward,
+        ),
+        include_dropped=args.include_dropped,
+        episode_ids=tuple(args.episode) or None,
+    )
+    bar = ProgressBar() if sys.stderr.isatty() and not args.json else None
+    try:
+        with session_scope(args.db) as session:
+            report = run_export(
+                session,
+                args.fmt,
+                args.out,
+                selection=selection,
+                settings=settings,
+                advantage=args.advantage,
+                progress=bar,
+            )
+    except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FATAL
+    finally:
+        if bar is not None:
+            bar.close()
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2, default=str))
+    else:
+        print(report.text())
+        print(f"  report: {report_path(args.out)}")
+    return EXIT_OK

@@ -1,0 +1,194 @@
+"""What an export reads: the episodes the filters select, with their stored decisions.
+
+Nothing here decides anything: the episodes are filtered with the Runs page's own
+`EpisodeFilter`, the paths, states, rewards and advantages are the ones `ensure_analysis`
+stored under the settings hash, and the calls are loaded as the analysis loaded them. Episodes
+are read in batches, so memory holds one batch of calls at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from sqlmodel import Session, col, select
+
+from clawviz.settings import Settings
+from clawviz.store import calls as store
+from clawviz.store import queries
+from clawviz.store.decisions import ensure_analysis
+from clawviz.store.models import Blob, CallRow, EpisodeStatus
+from clawviz.types import Call, PathInfo, Reason
+
+Progress = Callable[[int, int, str], None]
+
+BATCH = 50
+"""Most episodes whose calls are loaded together."""
+
+BATCH_CALLS = 1000
+"""Most calls loaded together (an episode larger than this is loaded alone). RL exports pass
+fewer: every call's stored rollout holds its whole prompt's token ids."""
+
+
+@dataclass
+class EpisodeData:
+    """One selected episode: identity, verdict, kept paths and the calls they name."""
+
+    episode_id: str
+    task_id: str | None
+    harness: str | None
+    model: str | None
+    attempt: int | None
+    status: str
+    reasons: list[Reason]
+    reward: float | None
+    advantage: float | None
+    paths: list[PathInfo]
+    calls: dict[str, Call]
+    tools: dict[str, Any] = field(default_factory=dict)
+    """Raw request `tools` list by call id (for the last call of each kept path)."""
+
+    @property
+    def kept_paths(self) -> list[PathInfo]:
+        return [p for p in self.paths if p.state == "kept"]
+
+    @property
+    def group(self) -> str:
+        """The GRPO group, task x harness, as `analysis.apply_grpo` groups attempts."""
+        if self.task_id is None:
+            return f"solo:{self.episode_id}"
+        return f"{self.task_id}::{self.harness or ''}"
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which episodes an export reads."""
+
+    filter: queries.EpisodeFilter = field(default_factory=queries.EpisodeFilter)
+    include_dropped: bool = False
+    episode_ids: tuple[str, ...] | None = None
+    """When set, only these episodes (the Episode page; the Runs page while a search narrows
+    its table); an empty tuple selects none."""
+
+
+def selected_episodes(session: Session, settings: Settings, selection: Selection) -> list[dict]:
+    """The episode rows (Runs table columns) an export covers, in Runs table order."""
+    frame = queries.episodes_frame(session, settings.settings_hash)
+    if selection.episode_ids is not None:
+        frame = frame[frame["episode_id"].isin(selection.episode_ids)]
+    frame = queries.filter_episodes(frame, selection.filter)
+    if not selection.include_dropped:
+        frame = frame[frame["status"] == "kept"]
+    return frame.to_dict("records")
+
+
+def _tools_of(session: Session, call_ids: Sequence[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    hash_of: dict[str, str] = {}
+    for i in range(0, len(call_ids), 500):
+        chunk = list(call_ids[i : i + 500])
+        query = select(CallRow.call_id, CallRow.tools_hash).where(col(CallRow.call_id).in_(chunk))
+        for cid, h in session.execute(query):
+            if h:
+                hash_of[cid] = h
+    hashes = sorted(set(hash_of.values()))
+    blobs: dict[str, Any] = {}
+    for i in range(0, len(hashes), 500):
+        chunk = hashes[i : i + 500]
+        query = select(Blob.hash, Blob.text).where(col(Blob.hash).in_(chunk))
+        for h, text in session.execute(query):
+            blobs[h] = orjson.loads(store.unpack_text(text) or "null")
+    for cid, h in hash_of.items():
+        out[cid] = blobs.get(h)
+    return out
+
+
+def batches(rows: list[dict], max_episodes: int, max_calls: int) -> Iterator[tuple[int, list]]:
+    """(start index, rows) of consecutive batches within both limits (at least one episode)."""
+    start, n_calls = 0, 0
+    cur: list[dict] = []
+    for i, r in enumerate(rows):
+        n = _int_or_none(r.get("n_calls")) or 0
+        if cur and (len(cur) >= max_episodes or n_calls + n > max_calls):
+            yield start, cur
+            start, cur, n_calls = i, [], 0
+        cur.append(r)
+        n_calls += n
+    if cur:
+        yield start, cur
+
+
+def iter_episodes(
+    session: Session,
+    settings: Settings,
+    selection: Selection,
+    progress: Progress | None = None,
+    *,
+    max_calls: int = BATCH_CALLS,
+) -> Iterator[EpisodeData]:
+    """The selected episodes with calls and stored decisions, one batch of calls in memory."""
+    ensure_analysis(session, settings)
+    rows = selected_episodes(session, settings, selection)
+    total = len(rows)
+    h = settings.settings_hash
+    for start, batch in batches(rows, BATCH, max_calls):
+        ids = [str(r["episode_id"]) for r in batch]
+        statuses = {
+            s.episode_id: s
+            for s in session.exec(
+                select(EpisodeStatus).where(
+                    EpisodeStatus.settings_hash == h, col(EpisodeStatus.episode_id).in_(ids)
+                )
+            )
+        }
+        calls_of = store.load_calls_many(session, ids)
+        eps: list[EpisodeData] = []
+        for r in batch:
+            eid = str(r["episode_id"])
+            st = statuses.get(eid)
+            if st is None:
+                continue
+            paths = [PathInfo(**p) for p in orjson.loads(st.paths_json)]
+            eps.append(
+                EpisodeData(
+                    episode_id=eid,
+                    task_id=_str_or_none(r.get("task_id")),
+                    harness=_str_or_none(r.get("harness")),
+                    model=_str_or_none(r.get("model")),
+                    attempt=_int_or_none(r.get("attempt")),
+                    status=st.status,
+                    reasons=[Reason(**x) for x in orjson.loads(st.reasons_json)],
+                    reward=st.reward,
+                    advantage=st.advantage,
+                    paths=paths,
+                    calls={c.call_id: c for c in calls_of.get(eid, [])},
+                )
+            )
+        lasts = [p.call_ids[-1] for e in eps for p in e.kept_paths if p.call_ids]
+        tools = _tools_of(session, lasts)
+        for i, e in enumerate(eps):
+            e.tools = {
+                cid: tools[cid] for p in e.kept_paths for cid in p.call_ids[-1:] if cid in tools
+            }
+            if progress:
+                progress(start + i, total, f"exporting {e.episode_id}")
+            yield e
+    if progress:
+        progress(total, total, "export done")
+
+
+def _str_or_none(v: Any) -> str | None:
+    if v is None or (isinstance(v, float) and v != v):
+        return None
+    return str(v)
+
+
+def _int_or_none(v: Any) -> int | None:
+    try:
+        if v is None or (isinstance(v, float) and v != v):
+            return None
+        return int(v)
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,70 @@
+"""AppTest of the Export panel on the Runs and Episode pages (sample store)."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+from apphelpers import no_exception, open_page
+
+from clawviz.export import report_path
+from clawviz.ui import state
+from clawviz.ui.export_panel import KEY_RESULT
+
+EPISODE = "pages/episode.py"
+
+
+def test_runs_export_uses_the_current_filters(sample_db_url, on_store, monkeypatch, tmp_path):
+    on_store(sample_db_url)
+    monkeypatch.setenv("CLAWVIZ_EXPORT_DIR", str(tmp_path))
+    at = open_page()
+    at.multiselect(key=state.KEY_FILTER_TASK).select("task_0002").run()
+    at.radio(key="runs_export_suffix").set_value(".parquet").run()
+    at.button(key="runs_export_run").click().run()
+    no_exception(at)
+    result = at.session_state[KEY_RESULT]["runs_export"]
+    (out,) = tmp_path.glob("runs-sft-*.parquet")
+    assert result["path"] == str(out)
+    df = pd.read_parquet(out)
+    assert set(df["task_id"]) == {"task_0002"} and set(df["status"]) == {"kept"}
+    report = json.loads(report_path(out).read_text())
+    assert report["rows"] == len(df) == result["rows"] and report["filters"]["tasks"] == [
+        "task_0002"
+    ]
+    assert any("per trajectory" in c.value for c in at.code)
+    assert at.get("download_button")
+
+
+def test_episode_export_of_a_dropped_episode_needs_include_dropped(
+    sample_db_url, on_store, monkeypatch, tmp_path
+):
+    on_store(sample_db_url)
+    monkeypatch.setenv("CLAWVIZ_EXPORT_DIR", str(tmp_path))
+    at = open_page(EPISODE, episode="t0001-openclaw-a4")  # dropped: unsupported_tool
+    at.radio(key="episode_export_format").set_value("rl").run()
+    at.button(key="episode_export_run").click().run()
+    no_exception(at)
+    assert at.session_state[KEY_RESULT]["episode_export"]["rows"] == 0
+    at.checkbox(key="episode_export_dropped").check().run()
+    at.button(key="episode_export_run").click().run()
+    no_exception(at)
+    # Its calls logged output ids but no prompt ids: the path is skipped, and the report says so.
+    text = at.session_state[KEY_RESULT]["episode_export"]["text"]
+    assert "no_prompt_token_ids: 1" in text and "t0001-openclaw-a4" in text
+
+
+def test_runs_export_follows_a_search_that_narrows_the_table(
+    sample_db_url, on_store, monkeypatch, tmp_path
+):
+    on_store(sample_db_url)
+    monkeypatch.setenv("CLAWVIZ_EXPORT_DIR", str(tmp_path))
+    at = open_page()
+    at.text_input(key=state.KEY_SEARCH_TEXT).input("dumpster").run()
+    shown = next(d for d in at.dataframe if "episode_id" in d.value.columns and "n_calls"
+                 in d.value.columns).value  # fmt: skip
+    at.checkbox(key="runs_export_dropped").check().run()
+    at.button(key="runs_export_run").click().run()
+    no_exception(at)
+    (out,) = tmp_path.glob("runs-sft-*.jsonl")
+    exported = {json.loads(line)["episode_id"] for line in out.read_text().splitlines()}
+    assert exported and exported <= set(shown["episode_id"])
