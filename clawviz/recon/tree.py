@@ -258,53 +258,76 @@ def build_call_tree(calls: list[Call], *, match_rules: bool = True) -> CallTree:
     of it); `match_rules=False` matches the messages as sent (strict prefix matching, kept for
     the self-check's tests and for comparison).
     """
-
     ordered = sorted(calls, key=order_key)
-    trie = _Trie()
-    owner: dict[int, str] = {}
-    requests: dict[tuple[int, str], str] = {}
-    parent: dict[str, str | None] = {}
-    resend_of: dict[str, str | None] = {}
-    children: dict[str, list[str]] = {c.call_id: [] for c in ordered}
-    failed: set[str] = set()
-    ignored: dict[str, tuple[Ignored, ...]] = {}
-    walker = ViewWalker()
-    by_obj = trie.by_obj
-    step = trie.step
-    items = _Items()
-    owners: list[tuple[str, list[Message]]] = []
-    """Successful calls in order with their messages + response (for `_lossy_parent`)."""
-    covered: dict[str, int] = {}
-    tolerated: dict[str, str] = {}
-
-    # The previous request's messages, and the node and best owner after each of them.
-    prev: list[Message] = []
-    prev_nodes: list[int] = []
-    prev_best: list[str | None] = []
+    b = _Builder(ordered, match_rules)
     for call in ordered:
-        cid = call.call_id
-        msgs = history_messages(call.messages) if match_rules else call.messages
-        if match_rules:
-            msgs, why = walker.view(msgs)
-            if why:
-                ignored[cid] = why
-        # A request usually re-sends the previous one plus new turns: resume its walk after
-        # the shared messages (equal messages take the same edges). Only the previous call
-        # has set an owner since, one node below its own messages, so the prefix is unchanged.
+        b.add(call)
+    return CallTree(
+        calls=ordered,
+        by_id={c.call_id: c for c in ordered},
+        index={c.call_id: i for i, c in enumerate(ordered)},
+        parent=b.parent,
+        children=b.children,
+        resend_of=b.resend_of,
+        failed=frozenset(b.failed),
+        tolerated=b.tolerated,
+        ignored=b.ignored,
+    )
+
+
+class _Builder:
+    """The state of `build_call_tree` while it adds calls in order."""
+
+    def __init__(self, ordered: list[Call], match_rules: bool) -> None:
+        self.match_rules = match_rules
+        self.trie = _Trie()
+        self.owner: dict[int, str] = {}
+        self.requests: dict[tuple[int, str], str] = {}
+        self.parent: dict[str, str | None] = {}
+        self.resend_of: dict[str, str | None] = {}
+        self.children: dict[str, list[str]] = {c.call_id: [] for c in ordered}
+        self.failed: set[str] = set()
+        self.ignored: dict[str, tuple[Ignored, ...]] = {}
+        self.tolerated: dict[str, str] = {}
+        self.walker = ViewWalker()
+        self.items = _Items()
+        self.owners: list[tuple[str, list[Message]]] = []
+        """Successful calls in order with their messages + response (for `_lossy_parent`)."""
+        self.covered: dict[str, int] = {}
+        # The previous request's messages, and the node and best owner after each of them.
+        self.prev: list[Message] = []
+        self.prev_nodes: list[int] = []
+        self.prev_best: list[str | None] = []
+
+    def _view(self, call: Call) -> list[Message]:
+        if not self.match_rules:
+            return call.messages
+        msgs, why = self.walker.view(history_messages(call.messages))
+        if why:
+            self.ignored[call.call_id] = why
+        return msgs
+
+    def _walk(self, msgs: list[Message]) -> tuple[list[int], str | None, int | None]:
+        """The trie nodes of `msgs`, the deepest owner on them and where they first left the
+        trie. A request usually re-sends the previous one plus new turns: the walk resumes after
+        the shared messages (equal messages take the same edges; only the previous call has set
+        an owner since, one node below its own messages, so the prefix is unchanged)."""
+        prev = self.prev
         k = min(len(msgs), len(prev))
         if not k or msgs[k - 1] is not prev[k - 1] or msgs[:k] != prev[:k]:
             k = 0
-        nodes, bests = prev_nodes[:k], prev_best[:k]
+        nodes, bests = self.prev_nodes[:k], self.prev_best[:k]
         node = nodes[-1] if k else 0
         best: str | None = bests[-1] if k else None
-        # One walk finds the deepest owned prefix and lays down this request's own path, so
-        # an identical later request finds it.
+        # One walk finds the deepest owned prefix and lays down this request's own path, so an
+        # identical later request finds it.
+        trie, by_obj, owner = self.trie, self.trie.by_obj, self.owner
         diverged: int | None = None
         for i, m in enumerate(islice(msgs, k, None), start=k):
             nxt = by_obj.get((node, id(m)))
             if nxt is None:
                 n_before = trie.n_nodes
-                node = step(node, m)
+                node = trie.step(node, m)
                 if diverged is None and trie.n_nodes != n_before:
                     diverged = i
             else:
@@ -314,58 +337,66 @@ def build_call_tree(calls: list[Call], *, match_rules: bool = True) -> CallTree:
                 best = hit
             nodes.append(node)
             bests.append(best)
-        prev, prev_nodes, prev_best = msgs, nodes, bests
+        self.prev, self.prev_nodes, self.prev_best = msgs, nodes, bests
+        return nodes, best, diverged
+
+    def _lossy(self, cid: str, msgs: list[Message], best: str | None, diverged: int | None):
+        """`best`, or the earlier call a re-rendered history re-sends with tool calls left out."""
         if (
-            diverged is not None
-            and diverged < len(msgs) - 1
-            and any(i[0] in _TOOL_ITEMS for i in items(msgs[diverged])[1])
+            diverged is None
+            or diverged >= len(msgs) - 1
+            or not any(i[0] in _TOOL_ITEMS for i in self.items(msgs[diverged])[1])
         ):
-            # No earlier request sent this message here, yet more follow: a re-rendered
-            # history. Look for an earlier call it re-sends with some tool calls left out.
-            lossy = _lossy_parent(msgs, owners, covered.get(best, 0) if best else 0, items)
-            if lossy is not None:
-                best = lossy[0]
-                tolerated[cid] = (
-                    f"resume_dropped_tool_calls: {lossy[2]} tool call(s) or result(s) of "
-                    f"the re-sent history are missing"
-                )
+            return best
+        # No earlier request sent this message here, yet more follow: a re-rendered history.
+        lossy = _lossy_parent(
+            msgs, self.owners, self.covered.get(best, 0) if best else 0, self.items
+        )
+        if lossy is None:
+            return best
+        self.tolerated[cid] = (
+            f"resume_dropped_tool_calls: {lossy[2]} tool call(s) or result(s) of "
+            f"the re-sent history are missing"
+        )
+        return lossy[0]
+
+    def _own(self, call: Call, msgs: list[Message], nodes: list[int]) -> None:
+        """The node this call's response ends on is owned by it."""
+        cid, step, walker = call.call_id, self.trie.step, self.walker
+        assert call.response is not None
+        if (
+            cid in self.ignored
+            and walker.ends_after_drop
+            and msgs[-1].get("role") == "assistant"
+            and call.response.get("role") == "assistant"
+        ):
+            # The reply joins the last assistant message (its prompt was not kept).
+            base = nodes[-2] if len(nodes) > 1 else 0
+            self.owner[step(base, walker.joined_reply(call.response))] = cid
+        else:
+            self.owner[step(nodes[-1] if nodes else 0, call.response)] = cid
+        self.owners.append((cid, [*msgs, call.response]))
+        self.covered[cid] = len(msgs) + 1
+
+    def add(self, call: Call) -> None:
+        cid = call.call_id
+        msgs = self._view(call)
+        nodes, best, diverged = self._walk(msgs)
+        best = self._lossy(cid, msgs, best, diverged)
+        node = nodes[-1] if nodes else 0
         req_key = (node, system_fingerprint(call.system)) if call.messages else None
-        earlier = requests.get(req_key) if req_key else None
-        if earlier is not None and parent[earlier] != best:
+        earlier = self.requests.get(req_key) if req_key else None
+        if earlier is not None and self.parent[earlier] != best:
             # The same request under another parent is a new branch, not a re-send: with tool
             # ids ignored, a re-sent branch repeats the abandoned one's requests one level down.
             earlier = None
-        parent[cid] = best
-        resend_of[cid] = earlier
+        self.parent[cid] = best
+        self.resend_of[cid] = earlier
         if req_key is not None:
-            requests[req_key] = cid
+            self.requests[req_key] = cid
         if best is not None:
-            children[best].append(cid)
+            self.children[best].append(cid)
         if is_failed(call):
-            failed.add(cid)
+            self.failed.add(cid)
         elif call.response is not None and call.endpoint != "non_model":
-            if (
-                cid in ignored
-                and walker.ends_after_drop
-                and msgs[-1].get("role") == "assistant"
-                and call.response.get("role") == "assistant"
-            ):
-                # The reply joins the last assistant message (its prompt was not kept).
-                base = nodes[-2] if len(nodes) > 1 else 0
-                owner[step(base, walker.joined_reply(call.response))] = cid
-            else:
-                owner[step(node, call.response)] = cid
-            owners.append((cid, [*msgs, call.response]))
-            covered[cid] = len(msgs) + 1
-
-    return CallTree(
-        calls=ordered,
-        by_id={c.call_id: c for c in ordered},
-        index={c.call_id: i for i, c in enumerate(ordered)},
-        parent=parent,
-        children=children,
-        resend_of=resend_of,
-        failed=frozenset(failed),
-        tolerated=tolerated,
-        ignored=ignored,
-    )
+            self._own(call, msgs, nodes)
