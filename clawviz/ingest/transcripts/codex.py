@@ -85,22 +85,63 @@ def _messages(items: list[dict[str, Any]]) -> list[Message]:
     return [responses_group_message(g) for g in group_responses_items(items)]
 
 
-def read_codex(path: str | Path, lines: list[Line], rejects: list[Reject]) -> TranscriptRead:
-    """Replay one rollout file into calls (one per model response, compaction included)."""
-    path = str(path)
-    rejects = list(rejects)
-    notes: list[str] = []
+def _compact(
+    history: list[dict[str, Any]],
+    head: list[dict[str, Any]],
+    payload: dict[str, Any],
+    line: int,
+    notes: list[str],
+) -> None:
+    """A `compacted` record: the history becomes the head plus its replacement history."""
+    replacement = payload.get("replacement_history")
+    if isinstance(replacement, list):
+        history[:] = list(head) + [_clean(i) for i in replacement if isinstance(i, dict)]
+    else:
+        notes.append(f"line {line}: compaction without replacement_history")
+
+
+def _extra(
+    meta: dict[str, Any], thread_id: str, response_id: str, compaction: bool, is_sub: bool
+) -> dict[str, Any]:
+    """The `extra` of a replayed call: where it came from in the rollout."""
+    extra: dict[str, Any] = {
+        "transcript_format": FORMAT,
+        "thread_id": thread_id,
+        "transcript_role": "compaction_summary"
+        if compaction
+        else ("subagent" if is_sub else "main"),
+        "response_id": response_id or None,
+        "cli_version": meta.get("cli_version"),
+    }
+    if compaction:
+        extra["synthetic_request"] = True
+    if is_sub:
+        extra["parent_thread_id"] = meta.get("parent_thread_id")
+    return extra
+
+
+def _split_meta(lines: list[Line], rejects: list[Reject]) -> tuple[dict[str, Any], list[Line]]:
+    """The rollout's session_meta payload and its other lines; a line without type and
+    payload becomes a reject."""
     meta: dict[str, Any] = {}
     body: list[Line] = []
     for ln in lines:
         r = ln.record
         if not isinstance(r.get("type"), str) or "payload" not in r:
             rejects.append((ln.number, "rollout line without type and payload", ln.raw))
-            continue
-        if r["type"] == "session_meta" and not meta and isinstance(r["payload"], dict):
+        elif r["type"] == "session_meta" and not meta and isinstance(r["payload"], dict):
             meta = r["payload"]
-            continue
-        body.append(ln)
+        else:
+            body.append(ln)
+    return meta, body
+
+
+def read_codex(path: str | Path, lines: list[Line], rejects: list[Reject]) -> TranscriptRead:
+    """Replay one rollout file into calls (one per model response, compaction included)."""
+    path = str(path)
+    rejects = list(rejects)
+    notes: list[str] = []
+    meta, body = _split_meta(lines, rejects)
     thread_id = str(meta.get("id") or Path(path).stem)
     episode_id = str(meta.get("session_id") or meta.get("parent_thread_id") or thread_id)
     base = (meta.get("base_instructions") or {}).get("text")
@@ -134,19 +175,7 @@ def read_codex(path: str | Path, lines: list[Line], rejects: list[Reject]) -> Tr
             request.append(prompt)
         u = (usage_rec or {}).get("usage") or {}
         t_resp = parse_time(ln.record.get("timestamp"))
-        extra = {
-            "transcript_format": FORMAT,
-            "thread_id": thread_id,
-            "transcript_role": "compaction_summary"
-            if compaction
-            else ("subagent" if is_sub else "main"),
-            "response_id": response_id or None,
-            "cli_version": meta.get("cli_version"),
-        }
-        if compaction:
-            extra["synthetic_request"] = True
-        if is_sub:
-            extra["parent_thread_id"] = meta.get("parent_thread_id")
+        extra = _extra(meta, thread_id, response_id, compaction, is_sub)
         calls.append(
             Call(
                 call_id=f"{thread_id}:L{start_line or ln.number}",
@@ -180,33 +209,28 @@ def read_codex(path: str | Path, lines: list[Line], rejects: list[Reject]) -> Tr
     for ln in body:
         r, p = ln.record, ln.record["payload"]
         kind = r["type"]
-        if kind == "turn_context" and isinstance(p, dict) and p.get("model"):
+        if not isinstance(p, dict):
+            continue
+        if kind == "turn_context" and p.get("model"):
             model = str(p["model"])
-        if kind == "response_item" and isinstance(p, dict):
+        if kind == "response_item":
             item = _clean(p)
             if _is_response_side(item):
-                if start_line is None:
-                    start_line = ln.number
+                start_line = ln.number if start_line is None else start_line
                 pending.append(item)
-            else:
-                if pending:
-                    notes.append(f"line {ln.number}: response without a token usage record")
-                    emit(ln, None)
-                history.append(item)
-                t_before = parse_time(r.get("timestamp"))
-        elif kind == "token_usage_record" and isinstance(p, dict):
+                continue
+            if pending:
+                notes.append(f"line {ln.number}: response without a token usage record")
+                emit(ln, None)
+            history.append(item)
+        elif kind == "token_usage_record":
             if pending:
                 emit(ln, p)
-            t_before = parse_time(r.get("timestamp"))
-        elif kind == "compacted" and isinstance(p, dict):
-            replacement = p.get("replacement_history")
-            if isinstance(replacement, list):
-                history[:] = (list(head) if base else []) + [
-                    _clean(i) for i in replacement if isinstance(i, dict)
-                ]
-            else:
-                notes.append(f"line {ln.number}: compaction without replacement_history")
-            t_before = parse_time(r.get("timestamp"))
+        elif kind == "compacted":
+            _compact(history, head if base else [], p, ln.number, notes)
+        else:
+            continue
+        t_before = parse_time(r.get("timestamp"))
     if pending:
         emit(body[-1], None)
     return TranscriptRead(
