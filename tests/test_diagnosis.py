@@ -168,5 +168,13 @@ def test_diagnosis_runs_inside_a_running_event_loop(session):
         with ScriptedLLM([("json", GOOD)]) as server:
             return diagnosis.diagnose_tasks([task_detail(session, "task_0001")], _ep(server))
 
-    (d,) = asyncio.run(inside())
+    # A thread of its own, so the loop that runs `inside` is the only one in that thread (the
+    # browser tests leave Playwright's loop running in the main thread).
+    import threading
+
+    out: list = []
+    worker = threading.Thread(target=lambda: out.extend(asyncio.run(inside())))
+    worker.start()
+    worker.join(120)
+    (d,) = out
     assert d.error is None and len(d.findings) == 2
