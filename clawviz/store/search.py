@@ -32,7 +32,9 @@ from clawviz.store.models import MessageRow, SearchDoc
 Progress = Callable[[int, int], None]
 BATCH = 500
 SNIPPET_CHARS = 160
-"""Characters of context around a hit in its snippet."""
+"""Characters of context after a hit in its snippet."""
+SNIPPET_BEFORE = 40
+"""Characters of context before it: few, so a table cell shows the match, not only its lead."""
 
 
 @dataclass
@@ -289,7 +291,7 @@ def snippet(body: str, terms: list[str]) -> tuple[str, str, str]:
     if not found:
         return (" ".join(body[: SNIPPET_CHARS * 2].split()), "", "")
     i, t = min(found)
-    start = max(0, i - SNIPPET_CHARS)
+    start = max(0, i - SNIPPET_BEFORE)
     end = min(len(body), i + len(t) + SNIPPET_CHARS)
     before = ("…" if start else "") + " ".join(body[start:i].split())
     after = " ".join(body[i + len(t) : end].split()) + ("…" if end < len(body) else "")
