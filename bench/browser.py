@@ -153,18 +153,30 @@ def streamlit(script: Path, db_url: str, log: Path) -> Iterator[str]:
             proc.wait()
 
 
-def paint_streamlit(browser: Any, url: str) -> None:
-    """Open `url` in a new tab and wait until its Plotly markers are painted and the run ended."""
+METRICS = ("TaskDuration", "ScriptDuration", "LayoutDuration", "RecalcStyleDuration", "Nodes")
+"""Chromium's own counters of the tab (CDP Performance.getMetrics): where the page's CPU went."""
+
+
+def paint_streamlit(browser: Any, url: str, metrics: list[dict[str, float]] | None = None) -> None:
+    """Open `url` in a new tab and wait until its Plotly markers are painted and the run ended;
+    `metrics` gets the tab's Chromium counters (METRICS) at that moment."""
     ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
     try:
         pg = ctx.new_page()
         pg.set_default_timeout(180_000)
+        cdp = None
+        if metrics is not None:
+            cdp = ctx.new_cdp_session(pg)
+            cdp.send("Performance.enable")
         pg.goto(url)
         pg.wait_for_selector("[data-testid='stPlotlyChart'] .js-plotly-plot .scatterlayer .point")
         pg.wait_for_selector(
             "[data-testid='stApp'][data-test-script-state='notRunning']", state="attached"
         )
         pg.evaluate(PAINTED_JS)
+        if cdp is not None and metrics is not None:
+            got = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+            metrics.append({k: got.get(k, 0.0) for k in METRICS})
     finally:
         ctx.close()
 
@@ -208,6 +220,19 @@ def _med(xs: list[float]) -> str:
     if not xs:
         return "-"
     return f"{round2.fmt(statistics.median(xs))} ({round2.fmt(min(xs))}-{round2.fmt(max(xs))})"
+
+
+def _metrics(a: list[dict[str, float]], b: list[dict[str, float]]) -> str:
+    def med(xs: list[dict[str, float]], k: str) -> float:
+        return statistics.median(x[k] for x in xs)
+
+    parts = []
+    for k in METRICS:
+        if k == "Nodes":
+            parts.append(f"DOM nodes {med(a, k):.0f} -> {med(b, k):.0f}")
+        else:
+            parts.append(f"{k} {round2.fmt(med(a, k))} -> {round2.fmt(med(b, k))}")
+    return ", ".join(parts)
 
 
 def row(name: str, target: str, a: Series, b: Series, limit: float | None) -> dict[str, Any]:
@@ -261,13 +286,18 @@ def main(argv: list[str] | None = None) -> int:
                 paint_streamlit(browser, t_url)
                 paint_streamlit(browser, ep_url)
                 a, b, sa, sb = [], [], [], []
+                ma: list[dict[str, float]] = []
+                mb_: list[dict[str, float]] = []
                 for _ in range(repeats):
-                    a.append(measure(lambda: paint_streamlit(browser, t_url), sa))
-                    b.append(measure(lambda: paint_streamlit(browser, ep_url), sb))
+                    a.append(measure(lambda: paint_streamlit(browser, t_url, ma), sa))
+                    b.append(measure(lambda: paint_streamlit(browser, ep_url, mb_), sb))
                 rows.append(row("Episode tree painted in Chromium, warm, vs a trivial Streamlit "
                                 "page with one Plotly chart", "<= 1.2x", Series(a), Series(b),
                                 1.2))  # fmt: skip
-                rows[-1]["server"] = f"server cpu: trivial {_med(sa)}, episode {_med(sb)}"
+                rows[-1]["server"] = (
+                    f"server cpu: trivial {_med(sa)}, episode {_med(sb)}; in the tab (Chromium "
+                    f"counters, medians, trivial -> episode): {_metrics(ma, mb_)}"
+                )
                 print(rows[-1])
 
         if "fresh" in which:
