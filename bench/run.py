@@ -807,13 +807,14 @@ def fig_r2_big_episode(b: Bench) -> list[Figure]:
 
 
 def fig_r2_browser(b: Bench) -> list[Figure]:
-    """The Chromium rows of issue 14: not measured by this bench yet (no page timing harness)."""
+    """The Chromium rows of issue 14 are measured by bench/browser.py (Streamlit servers and
+    headless Chromium, minutes per row): this table only points there."""
     rows = [
         ("Episode tree painted in Chromium, warm, vs a trivial Streamlit page", "<= 1.2x"),
         ("the same, first view on a fresh server right after ingest", "<= 1.5x"),
         ("log -> first useful view vs claude-trace --generate-html plus paint", "faster at both"),
     ]
-    return [Figure(n, value="n/a (not built yet)", target=t) for n, t in rows]
+    return [Figure(n, value="see `python bench/browser.py`", target=t) for n, t in rows]
 
 
 def token_store(b: Bench, n_episodes: int) -> str:

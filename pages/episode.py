@@ -13,11 +13,12 @@ from clawviz.export import Selection
 from clawviz.figures.layout import tree_layout
 from clawviz.figures.palette import COLOUR_MODES, state_colour
 from clawviz.figures.tokens import advantage_figure, advantage_grid, token_figure, token_grid
-from clawviz.figures.tree import call_from_selection, tree_figure
+from clawviz.figures.tree import call_from_selection
 from clawviz.recon.advantage import importance_ratios, ppo_token_advantages
 from clawviz.types import Call, Role, State
 from clawviz.ui import data, state
 from clawviz.ui.export_panel import export_panel
+from clawviz.ui.figcache import tree_figure
 from clawviz.ui.inspector import (
     call_label,
     duration_s,

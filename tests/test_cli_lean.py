@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from test_formats_fixtures import SESSION, claude_code_episode, jsonl
 
 from clawviz.cli import tasks as cli_tasks
@@ -43,15 +42,6 @@ def test_ingest_episodes_and_explain_import_no_dataframe_chart_or_ui_library(tmp
     assert _modules_after([*db, "search", "the"]) == {"rc": 0, "heavy": []}
 
 
-LAZY_CLI = pytest.mark.xfail(
-    strict=True,
-    reason="since the merge of the diagnose, record, diff/check and --set commands, "
-    "clawviz/cli/main.py, cli/tasks.py and cli/review_cmds.py import the store at module level "
-    "again (issue 14: the lean command line is not restored yet)",
-)
-
-
-@LAZY_CLI
 def test_episodes_reads_current_decisions_without_the_orm(tmp_path):
     log = tmp_path / "cc.jsonl"
     log.write_text(jsonl(claude_code_episode()))
@@ -62,7 +52,6 @@ def test_episodes_reads_current_decisions_without_the_orm(tmp_path):
     assert _modules_after([*db, "episodes"], orm) == {"rc": 0, "heavy": []}
 
 
-@LAZY_CLI
 def test_importing_the_command_line_loads_no_store_or_pipeline():
     code = (
         "import sys\nimport clawviz.cli.main\n"

@@ -7,17 +7,12 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import orjson
-from sqlalchemy.exc import SQLAlchemyError
-from sqlmodel import Session, col, select
-
-from clawviz.cli import explain, review_cmds
 from clawviz.cli import export as cli_export
+from clawviz.cli import review_cmds
 from clawviz.cli import tasks as cli_tasks
 from clawviz.cli.common import add_common, settings_of
-from clawviz.ingest.load import IngestReport, ingest_paths
 from clawviz.record.cli import register as register_record
 from clawviz.settings import (
     DEFAULT_SETTINGS,
@@ -28,10 +23,15 @@ from clawviz.settings import (
     mask_secrets,
     masked_url,
 )
-from clawviz.store import db, decisions, search
-from clawviz.store.db import session_scope
-from clawviz.store.models import Episode, EpisodeStatus, Result
-from clawviz.store.rewards import result_reward
+
+if TYPE_CHECKING:
+    from sqlmodel import Session
+
+    from clawviz.ingest.load import IngestReport
+
+# Lean command line (issue 14): this module, cli/tasks.py and cli/review_cmds.py import the
+# store, the ORM, orjson and the pipeline inside the commands that use them, never at module
+# level; tests/test_cli_lean.py fails (strict) if one comes back.
 
 EXIT_OK = 0
 EXIT_FATAL = 1
@@ -104,6 +104,9 @@ def _report_text(report: IngestReport) -> str:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     """Load files and folders; exit 0 if all lines loaded, 2 if some were rejected, 1 on error."""
+    from clawviz.ingest.load import ingest_paths
+    from clawviz.store.db import session_scope
+
     bar = ProgressBar() if sys.stderr.isatty() and not args.json else None
     try:
         with session_scope(args.db) as session:
@@ -127,6 +130,13 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 def episode_rows(session: Session, settings: Settings = DEFAULT_SETTINGS) -> list[dict[str, Any]]:
     """One row per episode with reward (the one reward rule), status and reasons."""
+    import orjson
+    from sqlmodel import col, select
+
+    from clawviz.store import decisions
+    from clawviz.store.models import Episode, EpisodeStatus, Result
+    from clawviz.store.rewards import result_reward
+
     settings_hash = settings.settings_hash
     decisions.ensure_analysis(session, settings)
     statuses = {
@@ -187,6 +197,8 @@ def cmd_episodes(args: argparse.Namespace) -> int:
     settings = settings_of(args)
     rows = fastread.episode_rows(args.db or settings.resolved_database_url, settings)
     if rows is None:
+        from clawviz.store.db import session_scope
+
         with session_scope(args.db) as session:
             rows = episode_rows(session, settings)
     if args.json:
@@ -199,6 +211,9 @@ def cmd_episodes(args: argparse.Namespace) -> int:
 
 def cmd_search(args: argparse.Namespace) -> int:
     """Full-text search over every distinct message and reply."""
+    from clawviz.store import search
+    from clawviz.store.db import session_scope
+
     with session_scope(args.db) as session:
         try:
             hits = search.search(
@@ -221,6 +236,8 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_migrate(args: argparse.Namespace) -> int:
     """Bring the store to the newest schema (Alembic revisions in clawviz/store/migrations)."""
+    from clawviz.store import db
+
     engine = db.get_engine(args.db, check_schema=False)
     before = db.schema_version(engine)
     applied = db.migrate(engine)
@@ -241,6 +258,10 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     """Explain one episode call by call."""
+    from clawviz.cli import explain
+    from clawviz.store.db import session_scope
+    from clawviz.store.models import Episode
+
     settings = settings_of(args)
     with session_scope(args.db) as session:
         if session.get(Episode, args.episode_id) is None:
@@ -329,6 +350,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _is_store_error(exc: BaseException) -> bool:
+    """An SQLAlchemy error, without importing SQLAlchemy when no command did."""
+    sa_exc = sys.modules.get("sqlalchemy.exc")
+    return sa_exc is not None and isinstance(exc, sa_exc.SQLAlchemyError)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     args = build_parser().parse_args(argv)
@@ -344,7 +371,9 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
-    except SQLAlchemyError as exc:
+    except Exception as exc:
+        if not _is_store_error(exc):
+            raise
         # A store that cannot be opened: one line, never the URL's password or an SQL dump.
         orig = getattr(exc, "orig", None) or exc
         text = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__

@@ -18,13 +18,10 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from clawviz.review.archive import ArchiveError, open_workspace
-from clawviz.review.checker import CheckerError, run_checker
-from clawviz.review.tasks import attempt_workspaces
-from clawviz.review.workspace import diff_workspaces, file_diff
 from clawviz.settings import DEFAULT_SETTINGS
-from clawviz.store import models
-from clawviz.store.db import session_scope
+
+# Lean command line (issue 14): the store and the review modules are imported inside the
+# commands, so building the parser loads neither (tests/test_cli_lean.py).
 
 EXIT_OK, EXIT_FATAL, EXIT_UNKNOWN, EXIT_CHECK_FAILED = 0, 1, 2, 3
 TAIL_LINES = 40
@@ -50,6 +47,10 @@ def register(subparsers: Any) -> None:
 
 def diff_rows(session, episode_id: str) -> list[dict[str, Any]] | None:
     """Per changed file: path, change, line counts, unified diff text (None: unknown episode)."""
+    from clawviz.review.archive import open_workspace
+    from clawviz.review.tasks import attempt_workspaces
+    from clawviz.review.workspace import diff_workspaces, file_diff
+
     ws = attempt_workspaces(session, episode_id)
     if ws is None:
         return None
@@ -75,6 +76,9 @@ def diff_rows(session, episode_id: str) -> list[dict[str, Any]] | None:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
+    from clawviz.review.archive import ArchiveError
+    from clawviz.store.db import session_scope
+
     with session_scope(getattr(args, "db", None)) as session:
         try:
             rows = diff_rows(session, args.episode_id)
@@ -106,6 +110,11 @@ def _tail(text: str, n: int = TAIL_LINES) -> str:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from clawviz.review.archive import ArchiveError
+    from clawviz.review.checker import CheckerError, run_checker
+    from clawviz.store import models
+    from clawviz.store.db import session_scope
+
     with session_scope(getattr(args, "db", None)) as session:
         task = session.get(models.Task, args.task_id)
         folder = task.folder if task is not None else None

@@ -9,10 +9,10 @@ import sys
 from typing import Any
 
 from clawviz.cli.common import add_common, settings_of
-from clawviz.review import diagnosis, findings
-from clawviz.review.signoff import DECISIONS, ReviewError, add_review
-from clawviz.review.tasks import task_detail, task_queue, verdict_label
-from clawviz.store.db import session_scope
+
+# The sign-off decisions (clawviz.review.signoff.DECISIONS, which imports the ORM): written out
+# so building the parser stays lean; tests/test_cli_lean.py checks the two agree.
+DECISIONS = ("accept", "revise", "reject")
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -55,6 +55,10 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
     """Diagnose tasks through a model endpoint and store the findings."""
+    from clawviz.review import diagnosis, findings
+    from clawviz.review.tasks import task_detail, task_queue
+    from clawviz.store.db import session_scope
+
     ep = diagnosis.Endpoint(
         base_url=args.base_url, model=args.model, api=args.api, api_key_env=args.api_key_env,
         timeout_s=args.timeout,
@@ -75,7 +79,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             print("error: no task given (task ids or --all-pending)", file=sys.stderr)
             return 2
 
-        def progress(done: int, total: int, d: diagnosis.Diagnosis) -> None:
+        def progress(done: int, total: int, d: Any) -> None:
             what = d.error or f"{len(d.findings)} finding(s)"
             print(f"[{done}/{total}] {d.task_id}: {what}", file=sys.stderr)
 
@@ -106,6 +110,9 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
 def cmd_findings(args: argparse.Namespace) -> int:
     """List a task's findings with their verdicts."""
+    from clawviz.review import findings
+    from clawviz.store.db import session_scope
+
     with session_scope(getattr(args, "db", None)) as session:
         rows = findings.list_findings(session, args.task_id)
         out = [
@@ -130,6 +137,9 @@ def cmd_findings(args: argparse.Namespace) -> int:
 
 def cmd_tasks(args: argparse.Namespace) -> int:
     """Print the task queue as a table or as JSON."""
+    from clawviz.review.tasks import task_queue, verdict_label
+    from clawviz.store.db import session_scope
+
     with session_scope(getattr(args, "db", None)) as session:
         rows = task_queue(session, settings_of(args))
     if getattr(args, "json", False):
@@ -150,6 +160,9 @@ def cmd_tasks(args: argparse.Namespace) -> int:
 
 def cmd_review(args: argparse.Namespace) -> int:
     """Append one review decision."""
+    from clawviz.review.signoff import ReviewError, add_review
+    from clawviz.store.db import session_scope
+
     with session_scope(getattr(args, "db", None)) as session:
         try:
             row = add_review(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from typing import Any
 
@@ -16,6 +15,8 @@ def _listen(value: str) -> tuple[str, int]:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
+    import asyncio  # here, not at module level: every other command builds this parser too
+
     from clawviz.record.proxy import serve
 
     host, port = args.listen
