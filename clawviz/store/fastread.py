@@ -23,7 +23,7 @@ import orjson
 
 from clawviz.settings import Settings
 
-ANALYSIS_VERSION = 3
+ANALYSIS_VERSION = 4
 """Bump when reconstruction logic changes: stored decisions of older versions are recomputed."""
 
 UNATTACHED = ""
