@@ -16,8 +16,8 @@ from clawviz.figures.tokens import advantage_figure, advantage_grid, token_figur
 from clawviz.figures.tree import call_from_selection
 from clawviz.recon.advantage import importance_ratios, ppo_token_advantages
 from clawviz.types import Call, Role, State
-from clawviz.ui import data, state
 from clawviz.types import call_label as call_number
+from clawviz.ui import data, state
 from clawviz.ui.decision_panel import call_decision, episode_reasons
 from clawviz.ui.export_panel import export_panel
 from clawviz.ui.figcache import tree_figure

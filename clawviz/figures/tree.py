@@ -292,7 +292,8 @@ def _pin_annotations(layout: TreeLayout, pos: Pos) -> list[dict[str, Any]]:
         k = per_call[pin.call_id]
         per_call[pin.call_id] += 1
         x, y = pos[pin.call_id]
-        text = f"<b>⚑ {html.escape(pin.code)}</b>: {html.escape(_cut(pin.evidence, PIN_TEXT_CHARS))}"
+        evidence = html.escape(_cut(pin.evidence, PIN_TEXT_CHARS))
+        text = f"<b>⚑ {html.escape(pin.code)}</b>: {evidence}"
         out.append(
             {
                 "x": x,
