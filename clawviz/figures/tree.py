@@ -321,20 +321,25 @@ def _pin_annotations(layout: TreeLayout, pos: Pos) -> list[dict[str, Any]]:
 def _leaf_annotations(layout: TreeLayout, pos: Pos) -> list[dict[str, Any]]:
     """`R … · A …` next to the last call of each kept path that has a value."""
     out = []
+    # Right of the leaf when nothing leaves it (the call number sits above it), else under it.
+    sources = {e.src for e in layout.edges}
     for leaf in layout.leaves:
         if leaf.call_id not in pos or (leaf.reward is None and leaf.advantage is None):
             continue
         lx, ly = pos[leaf.call_id]
         label = f"R {_fmt(leaf.reward)} · A {_fmt(leaf.advantage, True)}"
+        place = (
+            {"yanchor": "top", "yshift": -9}
+            if leaf.call_id in sources
+            else {"xanchor": "left", "xshift": 10}
+        )
         out.append(
             {
                 "x": lx,
                 "y": ly,
                 "text": html.escape(label),
                 "showarrow": False,
-                # Under the leaf: the call number sits above it, a link may leave to the right.
-                "yanchor": "top",
-                "yshift": -9,
+                **place,
                 "font": {"size": 11, "color": "#333333"},
                 "bgcolor": "rgba(255,255,255,0.85)",
             }
