@@ -209,3 +209,57 @@ def test_node_hover_and_number_is_the_log_line(loaded):
     assert node.text[i] == "6"
     assert node.hovertext[i].startswith("<b>call 6</b> · t0001-openclaw-a3.jsonl line 6 · seq 5")
     assert f"retry of call 3 ({HARNESS_RETRY})" in node.hovertext[i]
+
+
+RECORDED = Path(__file__).parent / "data" / "recorded"
+RETRIED = sorted(
+    p.parent
+    for p in RECORDED.glob("*/*/expected.json")
+    if any(c.get("retry_of") for c in json.loads(p.read_text()).get("calls", []))
+)
+
+
+def _request_history(line: str) -> object:
+    body = json.loads(line)["request"]["body"]
+    body = json.loads(body) if isinstance(body, str) else body
+    return body.get("messages", body.get("input"))
+
+
+@pytest.mark.parametrize("folder", RETRIED, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_recorded_retries_say_what_they_retry_and_how(folder, tmp_path):
+    """Real harness retries (expected.json from the scripted server's log): each retrying call's
+    note names the retried call by its log line, with the kind the raw request bodies show."""
+    from clawviz.cli.explain import explain_rows
+    from clawviz.ingest.load import ingest_paths
+    from clawviz.store.db import init_db
+    from tests.dburl import memory_engine
+
+    import gzip
+
+    expected = json.loads((folder / "expected.json").read_text())
+    plain, packed = folder / "exchanges.jsonl", folder / "exchanges.jsonl.gz"
+    text = plain.read_text() if plain.exists() else gzip.decompress(packed.read_bytes()).decode()
+    raw = text.splitlines()
+    log = tmp_path / "exchanges.jsonl"
+    log.write_text("\n".join(raw) + "\n")
+    engine = memory_engine()
+    init_db(engine)
+    with Session(engine) as s:
+        ingest_paths([log], session=s)
+        s.commit()
+        (eid,) = {c.episode_id for c in store.list_episodes(s)} or {None}
+        rows = {r["source"]["line"]: r for r in explain_rows(s, eid)}
+    line_of = {c["name"]: c["line"] for c in expected["calls"]}
+    checked = 0
+    for c in expected["calls"]:
+        if not c.get("retry_of") or c["role"] != "main":
+            continue
+        prev = line_of[c["retry_of"]]
+        same = _request_history(raw[prev - 1]) == _request_history(raw[c["line"] - 1])
+        kind = IDENTICAL_RESEND if same else HARNESS_RETRY
+        note = rows[c["line"]]["retry"] or ""
+        assert f"retry of call {prev} ({kind})" in note, (c["name"], note)
+        if c["state"] == "kept":
+            assert "kept over call " in note
+        checked += 1
+    assert checked

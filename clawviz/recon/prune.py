@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from clawviz.recon.canonical import message_hash
 from clawviz.recon.classify import Classification
 from clawviz.recon.markers import is_harness_retry, tool_names_used
 from clawviz.recon.selfcheck import unexplained_roots
@@ -53,6 +54,18 @@ class RetryGroup:
     why: str
     kinds: dict[str, str] = field(default_factory=dict)
     """Per later member: `IDENTICAL_RESEND` or `HARNESS_RETRY`."""
+
+
+def retry_kind(prev: Call, cur: Call) -> str:
+    """`IDENTICAL_RESEND` when the retry sent the same messages (an SDK retry; system prompt
+    volatile spans aside), else `HARNESS_RETRY` (OpenClaw appends `Continue the current task`,
+    which tree matching ignores, so the kind is read from the messages themselves)."""
+    if len(prev.messages) != len(cur.messages):
+        return HARNESS_RETRY
+    same = all(
+        message_hash(a) == message_hash(b) for a, b in zip(prev.messages, cur.messages, strict=True)
+    )
+    return IDENTICAL_RESEND if same else HARNESS_RETRY
 
 
 def retry_note(role_reason: str) -> str:
@@ -233,7 +246,7 @@ def _supersede_retries(
         kinds = {}
         for prev, cur in zip(members, members[1:], strict=False):
             retry_of[cur] = prev
-            kinds[cur] = IDENTICAL_RESEND if tree.resend_of.get(cur) else HARNESS_RETRY
+            kinds[cur] = retry_kind(tree.by_id[prev], tree.by_id[cur])
         if any(m in superseded for m in members):
             superseded.update(x for m in members for x in _subtree(kids, m))
             continue
