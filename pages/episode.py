@@ -169,7 +169,9 @@ def tree_section(view: data.EpisodeView, call_ids: list[str]) -> None:
         path_id = None
     if path_id:
         row = c3.container(horizontal=True, vertical_alignment="center")
-        row.caption(f"Highlighted path: {escape_md(path_id)}")
+        leaf = next((n for n in layout.nodes if n.call_id == layout.paths[path_id][-1]), None)
+        ending = f" (ending at call {leaf.label})" if leaf else ""
+        row.caption(f"Highlighted path: {escape_md(path_id)}{escape_md(ending)}")
         if row.button("Clear highlight", key="episode_clear_path", icon=":material/close:"):
             state.set_params(path=None)
             st.rerun()
