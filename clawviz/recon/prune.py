@@ -70,12 +70,13 @@ def retry_kind(prev: Call, cur: Call) -> str:
 
 def retry_note(role_reason: str) -> str:
     """The retry note stored at the end of a decision's role_reason ('' when it has none)."""
-    return role_reason.split(RETRY_NOTE, 1)[1] if RETRY_NOTE in role_reason else ""
+    # The note is appended last and never holds the separator: split at the last one.
+    return role_reason.rsplit(RETRY_NOTE, 1)[1] if RETRY_NOTE in role_reason else ""
 
 
 def base_role_reason(role_reason: str) -> str:
     """A decision's role_reason without its retry note."""
-    return role_reason.split(RETRY_NOTE, 1)[0]
+    return role_reason.rsplit(RETRY_NOTE, 1)[0]
 
 
 @dataclass
