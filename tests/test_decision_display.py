@@ -229,12 +229,12 @@ def _request_history(line: str) -> object:
 def test_recorded_retries_say_what_they_retry_and_how(folder, tmp_path):
     """Real harness retries (expected.json from the scripted server's log): each retrying call's
     note names the retried call by its log line, with the kind the raw request bodies show."""
+    import gzip
+
     from clawviz.cli.explain import explain_rows
     from clawviz.ingest.load import ingest_paths
     from clawviz.store.db import init_db
     from tests.dburl import memory_engine
-
-    import gzip
 
     expected = json.loads((folder / "expected.json").read_text())
     plain, packed = folder / "exchanges.jsonl", folder / "exchanges.jsonl.gz"
