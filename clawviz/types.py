@@ -140,11 +140,17 @@ class Call:
 
 @dataclass
 class Reason:
-    """A reason code with the evidence that triggered it, e.g. ('too_many_branches', '9 > 8')."""
+    """A reason code with the evidence that triggered it, e.g. ('too_many_branches', '9 > 8').
+
+    `call_id` is the call that caused it, where the tree pins it (the failed last call, the call
+    that used the tool, the leaf that crossed max_leaves, the leaf the reward belongs to);
+    `call_ids` every call it concerns (all counted leaves of too_many_branches), `call_id` first.
+    """
 
     code: ReasonCode | str
     evidence: str = ""
     call_id: str | None = None
+    call_ids: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -182,6 +188,8 @@ class PathInfo:
     advantage: float | None = None
     ppo_return: float | None = None
     has_values: bool = False
+    why: str = ""
+    """A pruned path's loss: which path won and by how many generated tokens (or calls)."""
 
 
 @dataclass
@@ -231,6 +239,29 @@ def call_order_key(call: Ordered) -> tuple[float, float, str, int, str]:
     )
 
 
-def call_label(call: Call) -> str:
-    """How evidence text names a call: its seq when logged, else its id."""
-    return str(call.seq) if call.seq is not None else call.call_id
+class Lined(Protocol):
+    """Anything naming a call's log line (a Call, a CallRow, a search hit, a tree node)."""
+
+    @property
+    def line(self) -> int: ...
+
+
+def call_label(call: Lined) -> str:
+    """THE number of a call wherever it is shown: its 1-based line in its log file.
+
+    One number everywhere (node text, picker, hover, captions, paths, evidence, the CLI). The log
+    line, not `seq`: every call has one (transcripts and proxies without seq too), it is the
+    number `sed -n 12p FILE` opens, and `seq` is 0-based in the recorder and 1-based in other
+    logs, so it would show a second number next to the file position (docs/DECISIONS.md).
+    """
+    return str(call.line)
+
+
+def format_value(value: float, against: float | None = None) -> str:
+    """A reward or score for evidence text: 2 decimals (0.466667 -> 0.47), more when rounding
+    would make it equal `against` (0.4999 against 0.5 -> 0.4999), no trailing zeros."""
+    for digits in range(2, 7):
+        text = f"{value:.{digits}f}".rstrip("0").rstrip(".")
+        if against is None or (float(text) == value) or float(text) != against:
+            break
+    return "0" if text in ("-0", "") else text

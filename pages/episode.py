@@ -16,7 +16,9 @@ from clawviz.figures.tokens import advantage_figure, advantage_grid, token_figur
 from clawviz.figures.tree import call_from_selection
 from clawviz.recon.advantage import importance_ratios, ppo_token_advantages
 from clawviz.types import Call, Role, State
+from clawviz.types import call_label as call_number
 from clawviz.ui import data, state
+from clawviz.ui.decision_panel import call_decision, episode_reasons
 from clawviz.ui.export_panel import export_panel
 from clawviz.ui.figcache import tree_figure
 from clawviz.ui.inspector import (
@@ -26,6 +28,7 @@ from clawviz.ui.inspector import (
     ignored_for_matching,
     message_delta,
     path_rows,
+    role_reason_text,
 )
 from clawviz.ui.pages import WORKSPACE, page_file, run_page
 from clawviz.ui.render import reason_badges, render_message
@@ -118,7 +121,7 @@ def header(view: data.EpisodeView) -> None:
     cols[1].metric("GRPO advantage", _fmt(a.advantage if a else None, signed=True))
     cols[2].metric("Status", a.status if a else "not analysed")
     if a is not None:
-        reason_badges(a.reasons)
+        episode_reasons(a, view.calls)
         for r in a.reasons:
             if r.code == "unexplained_root":
                 st.warning(
@@ -166,7 +169,9 @@ def tree_section(view: data.EpisodeView, call_ids: list[str]) -> None:
         path_id = None
     if path_id:
         row = c3.container(horizontal=True, vertical_alignment="center")
-        row.caption(f"Highlighted path: {escape_md(path_id)}")
+        leaf = next((n for n in layout.nodes if n.call_id == layout.paths[path_id][-1]), None)
+        ending = f" (ending at call {leaf.label})" if leaf else ""
+        row.caption(f"Highlighted path: {escape_md(path_id)}{escape_md(ending)}")
         if row.button("Clear highlight", key="episode_clear_path", icon=":material/close:"):
             state.set_params(path=None)
             st.rerun()
@@ -185,8 +190,11 @@ def tree_section(view: data.EpisodeView, call_ids: list[str]) -> None:
         config={"displaylogo": False, "scrollZoom": True},
     )
     hint = (
-        "Click a node to inspect it (or pick it below). Circles: main calls, diamonds: "
-        "auxiliary, ×: failed. Leaves of kept paths carry reward R and advantage A."
+        "Click a node to inspect it (or pick it below). Each node shows the call's number (its "
+        "log file line, the same number everywhere). Circles: main calls, diamonds: "
+        "auxiliary, ×: failed; a dashed orange link goes from a failed or replaced call to its "
+        "retry; ⚑ marks the call an episode reason is pinned on. Leaves of kept paths carry "
+        "reward R and advantage A."
     )
     if fig.layout.xaxis.rangeslider.visible:
         lo, hi = fig.layout.xaxis.range
@@ -200,7 +208,7 @@ def tree_section(view: data.EpisodeView, call_ids: list[str]) -> None:
 def inspector(view: data.EpisodeView, call_ids: list[str]) -> None:
     calls = {c.call_id: c for c in view.calls}
     decisions = view.analysis.decisions if view.analysis else {}
-    labels = {cid: call_label(i, calls[cid], decisions.get(cid)) for i, cid in enumerate(call_ids)}
+    labels = {cid: call_label(calls[cid], decisions.get(cid)) for cid in call_ids}
     st.subheader("Call inspector")
     cid = st.selectbox(
         "Call",
@@ -218,8 +226,9 @@ def inspector(view: data.EpisodeView, call_ids: list[str]) -> None:
         line = st.container(horizontal=True)
         line.badge(escape_md(d.role), color="gray")
         line.badge(escape_md(text), color=colour)
-        if d.role_reason:
-            line.caption(escape_md(d.role_reason))
+        if role_reason_text(d):
+            line.caption(escape_md(role_reason_text(d)))
+    call_decision(view.analysis, view.calls, cid)
     cols = st.columns(6)
     cols[0].metric("HTTP", str(call.http_status) if call.http_status is not None else "—")
     dur = duration_s(call)
@@ -278,7 +287,7 @@ def request_tab(
     delta = message_delta(call, parent)
     if delta.shared:
         n = len(delta.shared)
-        pnum = call_ids.index(parent.call_id) + 1 if parent else "?"
+        pnum = call_number(parent) if parent else "?"
         with st.expander(f"{n} messages same as parent (call {pnum})"):
             start = max(0, n - MAX_SHARED_SHOWN)
             if start:
@@ -393,7 +402,7 @@ def paths_section(view: data.EpisodeView) -> None:
     if view.analysis is None or not view.analysis.paths:
         st.info("No root-to-leaf paths: this episode has no analysed main calls.")
         return
-    rows = path_rows(view.analysis)
+    rows = path_rows(view.analysis, {c.call_id: c for c in view.calls})
     ids = [r["path"] for r in rows]
     df = pd.DataFrame(rows)
     event = st.dataframe(
@@ -468,7 +477,7 @@ def compare_section(view: data.EpisodeView, settings) -> None:
             m[1].metric("Advantage", _fmt(a.advantage if a else None, True))
             m[2].metric("Status", a.status if a else "not analysed")
             if a is not None:
-                reason_badges(a.reasons)
+                reason_badges(a.reasons, v.calls)
             fig = tree_figure(tree_layout(v.calls, a), collapse_aux=True, height=320)
             fig.update_layout(showlegend=False)
             st.plotly_chart(fig, key=f"episode_compare_{key}", config={"displaylogo": False})

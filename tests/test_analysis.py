@@ -162,10 +162,13 @@ def test_explain_rows_and_text(session):
     assert keys <= set(rows[0])
     text = explain_text(session, "e1")
     assert "episode e1: kept" in text
-    assert "#4  main  failed(failed_http)" in text
+    # Call 4 (line 4) re-sent call 3's request and got a 529; call 5 extends call 3.
+    assert "call 4  main  failed(failed_http)" in text
+    assert "retry of call 3 (identical re-send); replaced by call 3 (kept: the one a later" in text
+    assert failed["call"] == "4" and "retry of call 3 (identical re-send)" in failed["retry"]
     lines = text.splitlines()
-    line5 = next(ln for ln in lines if ln.lstrip().startswith("#5 "))
-    line3 = next(ln for ln in lines if ln.lstrip().startswith("#3 "))
+    line5 = next(ln for ln in lines if ln.lstrip().startswith("call 5 "))
+    line3 = next(ln for ln in lines if ln.lstrip().startswith("call 3 "))
     assert len(line5) - len(line5.lstrip()) > len(line3) - len(line3.lstrip())
 
 

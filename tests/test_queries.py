@@ -136,7 +136,7 @@ def test_escape_md_neutralises_markup():
 def test_call_label_and_path_rows():
     c = Call("c1", "f", 1, "anthropic_messages", model="m", http_status=529)
     d = CallDecision("c1", "main", "failed", "failed_http")
-    assert call_label(0, c, d) == "  1 · main · failed (failed_http) · m · HTTP 529"
+    assert call_label(c, d) == "call 1 · main · failed (failed_http) · m · HTTP 529"
     path = PathInfo("p", 0, ["c1"], "kept", None, 5, 1.0, 0.5, 1.0)
     a = EpisodeAnalysis("e", "h", "kept", [], {"c1": d}, [path], 1.0)
     row = path_rows(a)[0]

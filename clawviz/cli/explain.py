@@ -9,10 +9,18 @@ import orjson
 from sqlmodel import Session, col, select
 
 from clawviz.recon.advantage import importance_ratios
+from clawviz.recon.prune import base_role_reason, retry_note
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 from clawviz.store.decisions import episode_analysis
 from clawviz.store.models import CallRow
-from clawviz.types import EpisodeAnalysis, PathInfo, Rollout, call_order_key
+from clawviz.types import (
+    EpisodeAnalysis,
+    PathInfo,
+    Rollout,
+    call_label,
+    call_order_key,
+    format_value,
+)
 
 
 @dataclass(frozen=True)
@@ -65,6 +73,10 @@ def rows_for(
 ) -> list[dict[str, Any]]:
     """The explain rows of an analysed episode, in reconstruction order."""
     path_of = _path_of(analysis.paths)
+    pinned: dict[str, list[dict[str, str]]] = {}
+    for r in analysis.reasons:
+        if r.call_id:
+            pinned.setdefault(r.call_id, []).append({"code": str(r.code), "evidence": r.evidence})
     rows: list[dict[str, Any]] = []
     for f in facts:
         d = analysis.decisions.get(f.call_id)
@@ -73,13 +85,16 @@ def rows_for(
         p = path_of.get(f.call_id)
         rows.append(
             {
+                "call": call_label(f),
                 "call_id": f.call_id,
                 "source": {"file": f.source_file, "line": f.line},
                 "seq": f.seq,
                 "endpoint": f.endpoint,
                 "http_status": f.http_status,
                 "role": d.role,
-                "role_reason": d.role_reason,
+                "role_reason": base_role_reason(d.role_reason),
+                "retry": retry_note(d.role_reason) or None,
+                "caused": pinned.get(f.call_id, []),
                 "state": d.state,
                 "reason": d.reason,
                 "parent_call": d.parent_call,
@@ -90,6 +105,7 @@ def rows_for(
                 "depth": d.depth,
                 "match_ignored": d.match_ignored,
                 "path": p.path_id if p else None,
+                "path_why": p.why if p and p.why else None,
                 "reward": p.reward if p else None,
                 "advantage": p.advantage if p else None,
                 "output_tokens": f.output_tokens,
@@ -116,12 +132,16 @@ def text_for(rows: list[dict[str, Any]], analysis: EpisodeAnalysis) -> str:
     head = [
         f"episode {analysis.episode_id}: {analysis.status}"
         + (f" ({', '.join(r.code for r in analysis.reasons)})" if analysis.reasons else ""),
-        f"  reward {'-' if analysis.reward is None else f'{analysis.reward:.4g}'}"
+        f"  reward {'-' if analysis.reward is None else format_value(analysis.reward)}"
         f"  advantage {_fmt(analysis.advantage)}  segments {analysis.n_segments}"
         f"  settings {analysis.settings_hash}",
     ]
-    head += [f"  - {r.code}: {r.evidence}" for r in analysis.reasons]
     by_id = {r["call_id"]: r for r in rows}
+    head += [
+        f"  - {r.code}: {r.evidence}"
+        + (f" (at call {by_id[r.call_id]['call']})" if r.call_id in by_id else "")
+        for r in analysis.reasons
+    ]
     kids: dict[str | None, list[str]] = {}
     for r in rows:
         parent = r["parent_call"] if r["parent_call"] in by_id else None
@@ -140,14 +160,18 @@ def _line(r: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> str:
         if cid is None:
             return "-"
         other = by_id.get(cid)
-        return f"#{other['seq']}" if other and other["seq"] is not None else cid
+        return f"call {other['call']}" if other else cid
 
-    label = f"#{r['seq']}" if r["seq"] is not None else r["call_id"]
+    label = f"call {r['call']}"
     state = r["state"] + (f"({r['reason']})" if r["reason"] else "")
     parts = [label, r["role"], state]
     if r["segment"] is not None:
         parts.append(f"seg {r['segment']}")
-    if r["retry_of"]:
+    if r["retry"]:
+        # The stored note: what it retries (identical re-send or harness retry), what replaced
+        # it, and why the keeper was kept.
+        parts.append(f"retry: {r['retry']}")
+    elif r["retry_of"]:
         parts.append(f"retry of {name(r['retry_of'])}")
     if r["linked_call"]:
         parts.append(f"linked to {name(r['linked_call'])}")
@@ -160,6 +184,9 @@ def _line(r: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> str:
         parts.append(f"HTTP {r['http_status']}")
     if r["advantage"] is not None:
         parts.append(f"A={_fmt(r['advantage'])}")
+    if r["reason"] == "not_longest" and r["path_why"]:
+        parts.append(f"lost: {r['path_why']}")
+    parts += [f"CAUSED {c['code']}: {c['evidence']}" for c in r["caused"]]
     parts.append(f"[{r['source']['file']}:{r['source']['line']}]")
     return "  ".join(parts)
 

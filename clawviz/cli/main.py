@@ -156,7 +156,8 @@ def episode_rows(session: Session, settings: Settings = DEFAULT_SETTINGS) -> lis
         )
     ):
         st = statuses.get(ep.episode_id)
-        reasons = [r.get("code") for r in orjson.loads(st.reasons_json)] if st else []
+        items = orjson.loads(st.reasons_json) if st else []
+        reasons = [r.get("code") for r in items]
         rows.append(
             {
                 "episode_id": ep.episode_id,
@@ -168,8 +169,25 @@ def episode_rows(session: Session, settings: Settings = DEFAULT_SETTINGS) -> lis
                 "reward": rewards.get(ep.episode_id),
                 "status": st.status if st else "unknown",
                 "reasons": reasons,
+                "reasons_at": [r.get("call_id") for r in items],
             }
         )
+    # Each reason's pinned call by its number (`clawviz.types.call_label`: the log line).
+    from clawviz.store.models import CallRow
+
+    pinned = {cid for r in rows for cid in r["reasons_at"] if cid}
+    lines = (
+        {
+            c: str(line)
+            for c, line in session.exec(
+                select(CallRow.call_id, CallRow.line).where(col(CallRow.call_id).in_(pinned))
+            )
+        }
+        if pinned
+        else {}
+    )
+    for r in rows:
+        r["reasons_at"] = [lines.get(cid) if cid else None for cid in r["reasons_at"]]
     return rows
 
 
@@ -205,6 +223,11 @@ def cmd_episodes(args: argparse.Namespace) -> int:
         _print_json(rows)
     else:
         cols = ["episode_id", "task_id", "harness", "model", "attempt", "n_calls", "reward"]
+        for r in rows:
+            # `code@N`: the reason and the number of the call it is pinned on.
+            at = r.get("reasons_at") or [None] * len(r["reasons"])
+            pairs = zip(r["reasons"], at, strict=False)
+            r["reasons"] = [c if n is None else f"{c}@{n}" for c, n in pairs]
         print(_table(rows, cols + ["status", "reasons"]))
     return EXIT_OK
 
@@ -228,9 +251,14 @@ def cmd_search(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not hits:
         print(f"no call says {args.text!r}")
+    from clawviz.types import call_label
+
     for h in hits:
         where = f"{h.source_file}:{h.line}"
-        print(f"{h.episode_id}  {h.call_id}  {where}  {h.kind}/{h.role}\n    {h.snippet}")
+        print(
+            f"{h.episode_id}  call {call_label(h)}  {where}  {h.kind}/{h.role}  {h.call_id}"
+            f"\n    {h.snippet}"
+        )
     return EXIT_OK
 
 

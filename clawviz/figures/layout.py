@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from clawviz.figures.palette import CATEGORY_COLOURS, PRUNED_PREFIX
-from clawviz.types import Call, CallDecision, EpisodeAnalysis, PathInfo, Role, State
+from clawviz.figures.palette import CATEGORY_COLOURS, KEPT_IN_DROPPED, PRUNED_PREFIX
+from clawviz.recon.prune import retry_note
+from clawviz.types import Call, CallDecision, EpisodeAnalysis, PathInfo, Role, State, call_label
 
 MAIN_BAND_GAP = 1.5
 """Empty lanes between the main band and the auxiliary band."""
@@ -44,6 +45,25 @@ class TreeNode:
     path_ids: list[str] = field(default_factory=list)
     advantage: float | None = None
     reward: float | None = None
+    label: str = ""
+    """The call's number (`clawviz.types.call_label`), drawn on the node."""
+    source_file: str = ""
+    seq: int | None = None
+    note: str = ""
+    """Why it is where it is beyond its state: the retry note, or which path beat its branch."""
+    pins: list[tuple[str, str]] = field(default_factory=list)
+    """(code, evidence) of the episode reasons pinned on this call (it caused them)."""
+    concerns: list[str] = field(default_factory=list)
+    """Codes of episode reasons this call is one of several calls of (e.g. a counted leaf)."""
+
+
+@dataclass
+class Pin:
+    """An episode reason drawn on the call that caused it."""
+
+    call_id: str
+    code: str
+    evidence: str
 
 
 @dataclass
@@ -78,18 +98,22 @@ class TreeLayout:
     paths: dict[str, list[str]]
     n_main_lanes: int
     aux_band_start: float
+    pins: list[Pin] = field(default_factory=list)
+    dropped: bool = False
+    """The episode is dropped: its kept path is drawn in `KEPT_IN_DROPPED` grey."""
 
     @property
     def by_id(self) -> dict[str, TreeNode]:
         return {n.call_id: n for n in self.nodes}
 
 
-def node_category(decision: CallDecision | None) -> str:
-    """The legend category of a call: kept, pruned: reason, failed, or the auxiliary kind."""
+def node_category(decision: CallDecision | None, dropped: bool = False) -> str:
+    """The legend category of a call: kept, pruned: reason, failed, or the auxiliary kind; a
+    kept call of a dropped episode is `KEPT_IN_DROPPED`."""
     if decision is None:
         return "not analysed"
     if decision.state == State.KEPT:
-        return State.KEPT
+        return KEPT_IN_DROPPED if dropped else State.KEPT
     if decision.state == State.FAILED:
         return State.FAILED
     if decision.state == State.AUXILIARY:
@@ -308,6 +332,15 @@ def _nodes(
         for cid in p.call_ids:
             path_of[cid].append(p.path_id)
     path_by_id = {p.path_id: p for p in paths}
+    dropped = analysis is not None and analysis.status != "kept"
+    pins: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    concerns: dict[str, list[str]] = defaultdict(list)
+    for r in analysis.reasons if analysis else []:
+        if r.call_id:
+            pins[r.call_id].append((str(r.code), r.evidence))
+        for cid in r.call_ids:
+            if cid != r.call_id:
+                concerns[cid].append(str(r.code))
     nodes: list[TreeNode] = []
     for c in calls:
         cid = c.call_id
@@ -327,7 +360,7 @@ def _nodes(
                 role=d.role if d else "?",
                 state=d.state if d else "not analysed",
                 reason=d.reason if d else None,
-                category=node_category(d),
+                category=node_category(d, dropped),
                 thread=d.thread if d else "",
                 segment=d.segment if d else None,
                 is_aux=is_aux,
@@ -341,20 +374,42 @@ def _nodes(
                 path_ids=path_of[cid],
                 advantage=adv,
                 reward=reward,
+                label=call_label(c),
+                source_file=c.source_file,
+                seq=c.seq,
+                note=_note(d, path_of[cid], path_by_id),
+                pins=pins.get(cid, []),
+                concerns=concerns.get(cid, []),
             )
         )
     return nodes
 
 
+def _note(d: CallDecision | None, path_ids: list[str], paths: dict[str, PathInfo]) -> str:
+    """A call's retry note, else (a not_longest call) why its branch lost."""
+    if d is None:
+        return ""
+    note = retry_note(d.role_reason)
+    if note or d.reason != "not_longest":
+        return note
+    lost = [paths[p] for p in path_ids if paths[p].state != State.KEPT and paths[p].why]
+    return lost[0].why if lost else ""
+
+
 def edges_of(links: _Links) -> list[TreeEdge]:
-    """A `continues` edge to each tree parent, a styled cross edge to each cross link."""
+    """A `continues` edge to each tree parent, a styled cross edge to each cross link, and a
+    `retry` edge from each failed or replaced call to the call that retried it."""
     edges: list[TreeEdge] = []
+    known = set(links.ids)
     for cid in links.ids:
         tp, cp = links.tree_parent[cid], links.cross_parent[cid]
         if tp:
             edges.append(TreeEdge(tp, cid, "continues"))
         elif cp:
             edges.append(TreeEdge(cp, cid, _cross_kind(links.dec[cid])))
+        d = links.dec[cid]
+        if d is not None and d.retry_of in known and d.retry_of not in (tp, cp):
+            edges.append(TreeEdge(d.retry_of, cid, "retry"))
     return edges
 
 
@@ -393,6 +448,7 @@ def tree_layout(calls: list[Call], analysis: EpisodeAnalysis | None) -> TreeLayo
     links = links_of(calls, analysis)
     x = x_positions(links)
     placed = place_all(links, x)
+    known = set(links.ids)
     return TreeLayout(
         nodes=_nodes(calls, links, x, placed, analysis),
         edges=edges_of(links),
@@ -401,6 +457,12 @@ def tree_layout(calls: list[Call], analysis: EpisodeAnalysis | None) -> TreeLayo
         paths={p.path_id: list(p.call_ids) for p in (analysis.paths if analysis else [])},
         n_main_lanes=placed.n_main_lanes,
         aux_band_start=placed.aux_start,
+        pins=[
+            Pin(r.call_id, str(r.code), r.evidence)
+            for r in (analysis.reasons if analysis else [])
+            if r.call_id in known
+        ],
+        dropped=analysis is not None and analysis.status != "kept",
     )
 
 

@@ -15,9 +15,12 @@ BadgeColour = Literal["red", "orange", "yellow", "blue", "green", "violet", "gra
 
 PRUNED_PREFIX = "pruned: "
 """Category of a pruned call with a reason: `pruned: <reason>`."""
+KEPT_IN_DROPPED = "kept path, episode dropped"
+"""Category of a kept call of a dropped episode: drawn grey, never the bright kept green."""
 
 CATEGORY_COLOURS: dict[str, str] = {
     State.KEPT: "#2ca02c",
+    KEPT_IN_DROPPED: "#b7c4b7",
     PRUNED_PREFIX + ReasonCode.SUPERSEDED_RETRY: "#ff7f0e",
     PRUNED_PREFIX + ReasonCode.NOT_LONGEST: "#e6c229",
     State.PRUNED: "#c49c94",
@@ -75,6 +78,7 @@ EDGE_STYLES: dict[str, dict[str, Any]] = {
     "summary": {"color": "#17becf", "width": 1.5, "dash": "dot"},
     "compaction": {"color": "#17becf", "width": 2, "dash": "dash"},
     "aux": {"color": "#b0b0b0", "width": 1, "dash": "dot"},
+    "retry": {"color": "#e8590c", "width": 2.5, "dash": "dash"},
 }
 EDGE_LABELS: dict[str, str] = {
     "continues": "continues",
@@ -82,7 +86,11 @@ EDGE_LABELS: dict[str, str] = {
     "summary": "summarises",
     "compaction": "continues after compaction",
     "aux": "auxiliary call on",
+    "retry": "retried by (failed or replaced call → its retry)",
 }
+PIN_COLOUR = "#c92a2a"
+"""Outline of a node an episode reason is pinned on, and the border of its pinned label."""
+PIN_FILL = "rgba(255, 236, 236, 0.95)"
 NO_VALUE_COLOUR = "#d9d9d9"
 ADVANTAGE_SCALE = "RdBu"
 REWARD_SCALE = "RdYlGn"

@@ -23,11 +23,17 @@ from clawviz.figures.palette import (
     EDGE_LABELS,
     EDGE_STYLES,
     NO_VALUE_COLOUR,
+    PIN_COLOUR,
+    PIN_FILL,
     REWARD_SCALE,
 )
 from clawviz.types import State
 
 NODE_TRACE_NAME = "calls"
+NODE_TEXT_LIMIT = 400
+"""Call numbers are written on the nodes of trees up to this many shown calls (hover beyond)."""
+PIN_TEXT_CHARS = 90
+"""A pinned reason label is cut to this many characters (the header and inspector say it all)."""
 
 
 def _fmt(v: float | None, signed: bool = False) -> str:
@@ -39,8 +45,10 @@ def _fmt(v: float | None, signed: bool = False) -> str:
 def _hover(n: TreeNode, collapsed_thread: bool) -> str:
     # Plotly hover labels understand a few HTML tags, so every log-derived value is escaped.
     e = html.escape
+    where = f"{n.source_file.rsplit('/', 1)[-1]} line {n.label}"
     lines = [
-        f"<b>call {n.index + 1}</b> · {e(n.call_id)}",
+        f"<b>call {e(n.label)}</b> · {e(where)}" + (f" · seq {n.seq}" if n.seq is not None else ""),
+        f"id: {e(n.call_id)}",
         f"role: {e(n.role)}",
         f"state: {e(n.state)}" + (f" ({e(n.reason)})" if n.reason else ""),
         f"model: {e(n.model or '—')}",
@@ -52,7 +60,17 @@ def _hover(n: TreeNode, collapsed_thread: bool) -> str:
         lines.append(f"reward {_fmt(n.reward)} · advantage {_fmt(n.advantage, True)}")
     if collapsed_thread and n.thread_size > 1:
         lines.append(f"thread of {n.thread_size} calls (collapsed)")
+    if n.note:
+        lines.append(e(_cut(n.note, 140)))
+    for code, evidence in n.pins:
+        lines.append(f"<b>⚑ {e(code)}</b>: {e(_cut(evidence, 140))}")
+    if n.concerns:
+        lines.append("one of the calls of: " + e(", ".join(n.concerns)))
     return "<br>".join(lines)
+
+
+def _cut(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def _value_colours(values: list[float | None], scale: str, lo: float, hi: float) -> list[str]:
@@ -135,7 +153,12 @@ def _edge_points(layout: TreeLayout, pos: Pos) -> dict[str, tuple[list, list]]:
             continue
         xs, ys = by_kind[e.kind]
         (x0, y0), (x1, y1) = pos[src], pos[dst]
-        if e.kind == "continues" and y0 != y1:
+        if e.kind == "retry":
+            # A bow to the right of the two siblings: never on top of a continues link, and
+            # clear of the call numbers written above the nodes.
+            xs.extend([x0, x0 + 0.3, x1, None])
+            ys.extend([y0, (y0 + y1) / 2, y1, None])
+        elif e.kind == "continues" and y0 != y1:
             # An elbow (fork over the first half step, then along the lane) keeps branch lanes
             # readable; links between threads stay straight so they read as jumps.
             xs.extend([x0, x0 + 0.5, x1, None])
@@ -191,19 +214,33 @@ def _node_trace(
     collapse_aux: bool,
     selected_call: str | None,
 ) -> go.Scatter:
-    """ONE marker trace for every shown call, the call id in `customdata`."""
+    """ONE marker trace for every shown call, the call id in `customdata`, its number
+    (`call_label`) written above it; nodes an episode reason is pinned on are ringed red."""
+
+    def size(n: TreeNode) -> int:
+        return 18 if n.call_id == selected_call else 15 if n.pins else 12
+
+    def outline(n: TreeNode) -> tuple[str, float]:
+        if n.call_id == selected_call:
+            return "#222222", 3
+        if n.pins or n.concerns:
+            return PIN_COLOUR, 2.5
+        return "#222222", 0.5
+
+    lines = [outline(n) for n in shown]
+    with_text = len(shown) <= NODE_TEXT_LIMIT
     return go.Scatter(
         x=[pos[n.call_id][0] for n in shown],
         y=[pos[n.call_id][1] for n in shown],
-        mode="markers",
+        mode="markers+text" if with_text else "markers",
+        text=[n.label for n in shown] if with_text else None,
+        textposition="top center",
+        textfont={"size": 10, "color": "#3d3d3d"},
         marker={
             "color": colours,
-            "size": [18 if n.call_id == selected_call else 12 for n in shown],
+            "size": [size(n) for n in shown],
             "symbol": [_symbol(n, collapse_aux) for n in shown],
-            "line": {
-                "color": "#222222",
-                "width": [3 if n.call_id == selected_call else 0.5 for n in shown],
-            },
+            "line": {"color": [c for c, _ in lines], "width": [w for _, w in lines]},
         },
         customdata=[n.call_id for n in shown],
         hovertext=[_hover(n, collapse_aux) for n in shown],
@@ -232,22 +269,77 @@ def _legend_traces(shown: list[TreeNode]) -> list[go.Scatter]:
     ]
 
 
+def _pin_legend() -> go.Scatter:
+    return go.Scatter(
+        x=[None],
+        y=[None],
+        mode="markers",
+        marker={"color": "white", "size": 11, "line": {"color": PIN_COLOUR, "width": 2.5}},
+        name="⚑ episode reason pinned here",
+        legendgroup="states",
+        hoverinfo="skip",
+    )
+
+
+def _pin_annotations(layout: TreeLayout, pos: Pos) -> list[dict[str, Any]]:
+    """Each episode reason as a label with an arrow to the call that caused it (stacked when
+    one call carries several)."""
+    out = []
+    per_call: dict[str, int] = defaultdict(int)
+    for i, pin in enumerate(layout.pins):
+        if pin.call_id not in pos:
+            continue
+        k = per_call[pin.call_id]
+        per_call[pin.call_id] += 1
+        x, y = pos[pin.call_id]
+        evidence = html.escape(_cut(pin.evidence, PIN_TEXT_CHARS))
+        text = f"<b>⚑ {html.escape(pin.code)}</b>: {evidence}"
+        out.append(
+            {
+                "x": x,
+                "y": y,
+                "text": text,
+                "showarrow": True,
+                "arrowhead": 2,
+                "arrowcolor": PIN_COLOUR,
+                "arrowwidth": 1.5,
+                # Above the node, further up for each further reason on the same call; a lane
+                # that is not the top one points from below (the row above may be busy).
+                "ax": 24 + 10 * (i % 2),
+                "ay": (-42 - 30 * k) if y <= 0 else (40 + 30 * k),
+                "xanchor": "left",
+                "font": {"size": 11, "color": "#7a1212"},
+                "bgcolor": PIN_FILL,
+                "bordercolor": PIN_COLOUR,
+                "borderwidth": 1,
+                "borderpad": 3,
+            }
+        )
+    return out
+
+
 def _leaf_annotations(layout: TreeLayout, pos: Pos) -> list[dict[str, Any]]:
     """`R … · A …` next to the last call of each kept path that has a value."""
     out = []
+    # Right of the leaf when nothing leaves it (the call number sits above it), else under it.
+    sources = {e.src for e in layout.edges}
     for leaf in layout.leaves:
         if leaf.call_id not in pos or (leaf.reward is None and leaf.advantage is None):
             continue
         lx, ly = pos[leaf.call_id]
         label = f"R {_fmt(leaf.reward)} · A {_fmt(leaf.advantage, True)}"
+        place = (
+            {"yanchor": "top", "yshift": -9}
+            if leaf.call_id in sources
+            else {"xanchor": "left", "xshift": 10}
+        )
         out.append(
             {
                 "x": lx,
                 "y": ly,
                 "text": html.escape(label),
                 "showarrow": False,
-                "yanchor": "bottom",
-                "yshift": 9,
+                **place,
                 "font": {"size": 11, "color": "#333333"},
                 "bgcolor": "rgba(255,255,255,0.85)",
             }
@@ -327,7 +419,12 @@ def tree_figure(
     if colour_by == "state":
         for trace in _legend_traces(shown):
             fig.add_trace(trace)
+    if layout.pins:
+        fig.add_trace(_pin_legend())
     annotations.extend(_leaf_annotations(layout, pos))
+    annotations.extend(_pin_annotations(layout, pos))
+    if layout.dropped:
+        annotations.append(_dropped_banner())
 
     max_y = max([p[1] for p in pos.values()] + [0])
     max_x = max([p[0] for p in pos.values()] + [1])
@@ -352,6 +449,21 @@ def tree_figure(
         **_axes(layout, max_y, x_range, slider),
     )
     return fig
+
+
+def _dropped_banner() -> dict[str, Any]:
+    return {
+        "x": 0,
+        "xref": "paper",
+        "y": 1,
+        "yref": "paper",
+        "yanchor": "bottom",
+        "xanchor": "left",
+        "text": "<b>episode dropped</b>: its kept path is greyed, the reasons are pinned (⚑) "
+        "on the calls that caused them",
+        "showarrow": False,
+        "font": {"size": 11, "color": PIN_COLOUR},
+    }
 
 
 def _tree_height(max_lane: float, with_slider: bool) -> int:

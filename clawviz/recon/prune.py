@@ -8,13 +8,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from clawviz.recon.canonical import message_hash
 from clawviz.recon.classify import Classification
 from clawviz.recon.markers import is_harness_retry, tool_names_used
 from clawviz.recon.selfcheck import unexplained_roots
 from clawviz.recon.tree import CallTree, failure_code
 from clawviz.settings import DEFAULT_SETTINGS, Settings
-from clawviz.types import Call, CallDecision, PathInfo, Reason, ReasonCode, Role, State
+from clawviz.types import (
+    Call,
+    CallDecision,
+    PathInfo,
+    Reason,
+    ReasonCode,
+    Role,
+    State,
+    format_value,
+)
 from clawviz.types import call_label as label
+
+RETRY_NOTE = "; retry: "
+"""Separator of the retry note at the end of a stored `role_reason` (`retry_note` reads it)."""
+IDENTICAL_RESEND = "identical re-send"
+HARNESS_RETRY = "harness retry with a changed body"
 
 ABNORMAL_CODES = frozenset(
     {
@@ -37,6 +52,31 @@ class RetryGroup:
     members: list[str]
     keeper: str | None
     why: str
+    kinds: dict[str, str] = field(default_factory=dict)
+    """Per later member: `IDENTICAL_RESEND` or `HARNESS_RETRY`."""
+
+
+def retry_kind(prev: Call, cur: Call) -> str:
+    """`IDENTICAL_RESEND` when the retry sent the same messages (an SDK retry; system prompt
+    volatile spans aside), else `HARNESS_RETRY` (OpenClaw appends `Continue the current task`,
+    which tree matching ignores, so the kind is read from the messages themselves)."""
+    if len(prev.messages) != len(cur.messages):
+        return HARNESS_RETRY
+    same = all(
+        message_hash(a) == message_hash(b) for a, b in zip(prev.messages, cur.messages, strict=True)
+    )
+    return IDENTICAL_RESEND if same else HARNESS_RETRY
+
+
+def retry_note(role_reason: str) -> str:
+    """The retry note stored at the end of a decision's role_reason ('' when it has none)."""
+    # The note is appended last and never holds the separator: split at the last one.
+    return role_reason.rsplit(RETRY_NOTE, 1)[1] if RETRY_NOTE in role_reason else ""
+
+
+def base_role_reason(role_reason: str) -> str:
+    """A decision's role_reason without its retry note."""
+    return role_reason.rsplit(RETRY_NOTE, 1)[0]
 
 
 @dataclass
@@ -163,10 +203,11 @@ def prune_episode(
     """Decide every call's state and the episode's reasons (PIPELINE §4)."""
     kids = _main_children(tree, cls)
     superseded, retry_of, groups = _supersede_retries(tree, cls, kids)
-    leaves_by_seg, n_leaves = _main_leaves(tree, cls, kids, superseded)
+    notes = _retry_notes(tree, groups, kids)
+    leaves_by_seg, counted = _main_leaves(tree, cls, kids, superseded)
 
     paths, kept = _select_paths(tree, cls, leaves_by_seg, settings)
-    reasons = _episode_reasons(tree, cls, n_leaves, reward, settings, retry_of)
+    reasons = _episode_reasons(tree, cls, counted, reward, settings, retry_of, paths)
 
     decisions: dict[str, CallDecision] = {}
     for call in tree.calls:
@@ -182,7 +223,8 @@ def prune_episode(
                 f"{cr.reason}; parent by rule {tree.tolerated[cid]}"
                 if cid in tree.tolerated
                 else cr.reason
-            ),
+            )
+            + (RETRY_NOTE + notes[cid] if cid in notes else ""),
             parent_call=tree.parent[cid],
             retry_of=retry_of.get(cid) or cls.resend_of(tree, cid),
             segment=cr.segment,
@@ -191,7 +233,7 @@ def prune_episode(
             depth=tree.depths[cid],
             match_ignored=[i.as_dict() for i in tree.ignored.get(cid, ())],
         )
-    return PruneResult(decisions, paths, reasons, groups, n_leaves)
+    return PruneResult(decisions, paths, reasons, groups, len(counted))
 
 
 def _supersede_retries(
@@ -202,23 +244,56 @@ def _supersede_retries(
     retry_of: dict[str, str] = {}
     groups: list[RetryGroup] = []
     for members in find_retry_groups(tree, cls):
+        kinds = {}
         for prev, cur in zip(members, members[1:], strict=False):
             retry_of[cur] = prev
+            kinds[cur] = retry_kind(tree.by_id[prev], tree.by_id[cur])
         if any(m in superseded for m in members):
             superseded.update(x for m in members for x in _subtree(kids, m))
             continue
         keeper, why = _choose_keeper(tree, members, kids)
-        groups.append(RetryGroup(members, keeper, why))
+        groups.append(RetryGroup(members, keeper, why, kinds))
         for m in members:
             if m != keeper:
                 superseded.update(_subtree(kids, m))
     return superseded, retry_of, groups
 
 
+def _retry_notes(
+    tree: CallTree, groups: list[RetryGroup], kids: dict[str, list[str]]
+) -> dict[str, str]:
+    """Per call of a retry group (and each call below a replaced member): what it retries, what
+    replaced it and the keeper rationale (`RetryGroup.why`), naming calls by `call_label`."""
+
+    def name(cid: str) -> str:
+        return f"call {label(tree.by_id[cid])}"
+
+    notes: dict[str, str] = {}
+    for g in groups:
+        prev_of = dict(zip(g.members[1:], g.members, strict=False))
+        for m in g.members:
+            parts = []
+            if m in prev_of:
+                parts.append(f"retry of {name(prev_of[m])} ({g.kinds[m]})")
+            others = [x for x in g.members if x != m]
+            if m == g.keeper:
+                parts.append(f"kept over {', '.join(name(x) for x in others)}: {g.why}")
+            elif g.keeper is not None:
+                parts.append(f"replaced by {name(g.keeper)} (kept: {g.why})")
+            else:
+                parts.append(f"not replaced: {g.why}")
+            notes.setdefault(m, "; ".join(parts))
+            if m != g.keeper and g.keeper is not None:
+                for x in _subtree(kids, m)[1:]:
+                    notes.setdefault(x, f"below {name(m)}, replaced by {name(g.keeper)}")
+    return notes
+
+
 def _main_leaves(
     tree: CallTree, cls: Classification, kids: dict[str, list[str]], superseded: set[str]
-) -> tuple[dict[int, list[str]], int]:
-    """Leaves of the valid main calls per segment, and how many count as branches."""
+) -> tuple[dict[int, list[str]], list[str]]:
+    """Leaves of the valid main calls per segment, and those that count as branches (in call
+    order)."""
 
     def valid(cid: str) -> bool:
         return cls.roles[cid].role == "main" and cid not in superseded and cid not in tree.failed
@@ -235,8 +310,8 @@ def _main_leaves(
         for cr in cls.roles.values()
         if cr.continuation and (s := cr.linked_call) is not None and s in cls.roles
     }
-    n_leaves = sum(1 for v in leaves_by_seg.values() for leaf in v if leaf not in continued)
-    return leaves_by_seg, n_leaves
+    counted = [leaf for v in leaves_by_seg.values() for leaf in v if leaf not in continued]
+    return leaves_by_seg, sorted(counted, key=tree.index.__getitem__)
 
 
 def _state_of(
@@ -291,10 +366,19 @@ def _select_paths(
             return (c[2] if has_tokens else len(c[1]), tree.index[c[0]])
 
         best = max(candidates, key=score)
+        unit = "generated tokens" if has_tokens else "calls"
         for leaf, chain, tokens, _ in candidates:
             keep = settings.branch_policy == "all_valid" or leaf == best[0]
             if keep:
                 kept.update(chain)
+            why = ""
+            if not keep:
+                mine, theirs = score((leaf, chain, tokens, None))[0], score(best)[0]
+                why = (
+                    f"path {seg}:{best[0]} (ending at call {label(tree.by_id[best[0]])}) won with "
+                    f"{theirs:,} {unit}; this one has {mine:,} ({mine - theirs:+,})"
+                    + (", the latest wins a tie" if mine == theirs else "")
+                )
             paths.append(
                 PathInfo(
                     path_id=f"{seg}:{leaf}",
@@ -307,19 +391,32 @@ def _select_paths(
                         (r := tree.by_id[c].rollout) is not None and r.values is not None
                         for c in chain
                     ),
+                    why=why,
                 )
             )
     return paths, kept
 
 
+def _reward_call(tree: CallTree, cls: Classification, paths: list[PathInfo]) -> str | None:
+    """The call an episode's reward belongs to: the last call of its last kept path (the final
+    answer), else its last main call."""
+    kept = [p for p in paths if p.state == State.KEPT and p.call_ids]
+    if kept:
+        return max(kept, key=lambda p: (p.segment, tree.index[p.call_ids[-1]])).call_ids[-1]
+    mains = [c.call_id for c in tree.calls if cls.roles[c.call_id].role == "main"]
+    return mains[-1] if mains else None
+
+
 def _episode_reasons(
     tree: CallTree,
     cls: Classification,
-    n_leaves: int,
+    leaves: list[str],
     reward: float | None,
     settings: Settings,
     retry_of: dict[str, str] | None = None,
+    paths: list[PathInfo] | None = None,
 ) -> list[Reason]:
+    """Every episode reason with its evidence and the call it is pinned on (`Reason.call_id`)."""
     reasons: list[Reason] = []
     odd = unexplained_roots(tree, cls, retry_of or {})
     if odd:
@@ -331,11 +428,20 @@ def _episode_reasons(
                 + "; ".join(u.evidence for u in odd[:3])
                 + more,
                 odd[0].call_id,
+                [u.call_id for u in odd],
             )
         )
-    if n_leaves > settings.max_leaves:
+    n_leaves, limit = len(leaves), settings.max_leaves
+    if n_leaves > limit:
+        # Pinned on the leaf that crossed the limit (in call order); every counted leaf listed.
+        crossing = leaves[limit]
         reasons.append(
-            Reason("too_many_branches", f"{n_leaves} leaves > max_leaves {settings.max_leaves}")
+            Reason(
+                "too_many_branches",
+                f"{n_leaves} leaves > max_leaves {limit}",
+                crossing,
+                [crossing] + [x for x in leaves if x != crossing],
+            )
         )
     mains = [c for c in tree.calls if cls.roles[c.call_id].role == "main"]
     if mains and mains[-1].call_id in tree.failed:
@@ -347,6 +453,7 @@ def _episode_reasons(
                     "orphaned_request",
                     f"last main call {label(last)} has no response",
                     last.call_id,
+                    [last.call_id],
                 )
             )
         else:
@@ -356,25 +463,35 @@ def _episode_reasons(
                     "ended_in_error",
                     f"last main call {label(last)} failed ({what})",
                     last.call_id,
+                    [last.call_id],
                 )
             )
     unsupported = set(settings.unsupported_tools or ())
+    users: list[tuple[str, Call]] = []
     for call in mains:
         if call.call_id in tree.failed:
             continue
-        used = [t for t in tool_names_used(call.response) if t in unsupported]
-        if used:
-            reasons.append(
-                Reason("unsupported_tool", f"{used[0]} in call {label(call)}", call.call_id)
-            )
-            break
+        users += [(t, call) for t in tool_names_used(call.response) if t in unsupported]
+    if users:
+        tool, first = users[0]
+        ids = list(dict.fromkeys(c.call_id for _, c in users))
+        more = f" (and {len(ids) - 1} more call(s))" if len(ids) > 1 else ""
+        reasons.append(
+            Reason("unsupported_tool", f"{tool} in call {label(first)}{more}", first.call_id, ids)
+        )
+    at = _reward_call(tree, cls, paths or [])
+    pinned = [at] if at else []
     if reward is None:
-        reasons.append(Reason("missing_reward", "no reward recorded for this episode"))
+        reasons.append(Reason("missing_reward", "no reward recorded for this episode", at, pinned))
     elif reward < settings.reward_threshold:
+        limit_r = settings.reward_threshold
         reasons.append(
             Reason(
                 "below_reward_threshold",
-                f"reward {reward:g} < reward_threshold {settings.reward_threshold:g}",
+                f"reward {format_value(reward, limit_r)} < reward_threshold "
+                f"{format_value(limit_r)}",
+                at,
+                pinned,
             )
         )
     return reasons

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from clawviz.recon.classify import Classification
 from clawviz.recon.tree import CallTree
+from clawviz.types import call_label
 
 
 @dataclass(frozen=True)
@@ -31,12 +32,7 @@ class Unexplained:
 
 
 def _label(tree: CallTree, cid: str) -> str:
-    call = tree.by_id[cid]
-    return (
-        str(call.seq)
-        if call.seq is not None
-        else f"{call.source_file.rsplit('/', 1)[-1]}:{call.line}"
-    )
+    return call_label(tree.by_id[cid])
 
 
 def unexplained_roots(

@@ -23,7 +23,7 @@ import orjson
 
 from clawviz.settings import Settings
 
-ANALYSIS_VERSION = 3
+ANALYSIS_VERSION = 4
 """Bump when reconstruction logic changes: stored decisions of older versions are recomputed."""
 
 UNATTACHED = ""
@@ -154,10 +154,13 @@ def episode_rows(url: str, settings: Settings) -> list[dict[str, Any]] | None:
         return None
     finally:
         con.close()
+    parsed = [orjson.loads(restore_nul(row[-1])) if row[-1] else [] for row in rows]
+    lines = _lines_of(url, {r["call_id"] for rs in parsed for r in rs if r.get("call_id")})
     out = []
-    for eid, task, harness, model, attempt, n_calls, reward, status, reasons_json in rows:
-        reasons_json = restore_nul(reasons_json)
-        reasons = [r.get("code") for r in orjson.loads(reasons_json)] if reasons_json else []
+    for (eid, task, harness, model, attempt, n_calls, reward, status, _), items in zip(
+        rows, parsed, strict=True
+    ):
+        reasons = [r.get("code") for r in items]
         out.append(
             {
                 "episode_id": restore_nul(eid),
@@ -169,6 +172,27 @@ def episode_rows(url: str, settings: Settings) -> list[dict[str, Any]] | None:
                 "reward": reward,
                 "status": restore_nul(status) or "unknown",
                 "reasons": reasons,
+                "reasons_at": [lines.get(r.get("call_id")) for r in items],
             }
         )
     return out
+
+
+def _lines_of(url: str, call_ids: set[str]) -> dict[str, str]:
+    """`call_label` (the log line, as text) of the calls episode reasons are pinned on."""
+    if not call_ids:
+        return {}
+    con = _connect(url)
+    if con is None:
+        return {}
+    try:
+        ids = sorted(call_ids)
+        out: dict[str, str] = {}
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT call_id, line FROM call WHERE call_id IN ({marks})"  # noqa: S608
+            out.update({restore_nul(c): str(line) for c, line in con.execute(sql, chunk)})
+        return out
+    finally:
+        con.close()

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from clawviz.recon.canonical import message_hash
-from clawviz.types import Call, CallDecision, EpisodeAnalysis, Message
+from clawviz.recon.prune import base_role_reason, retry_note
+from clawviz.types import Call, CallDecision, EpisodeAnalysis, Message, Reason
+from clawviz.types import call_label as number
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^])")
 
@@ -55,9 +57,10 @@ def message_delta(call: Call, parent: Call | None) -> MessageDelta:
     return MessageDelta(call.messages[:n], call.messages[n:], parent.call_id)
 
 
-def call_label(i: int, call: Call, decision: CallDecision | None) -> str:
-    """One line naming a call in the call picker: number, role, state / reason, model."""
-    parts = [f"{i + 1:>3}"]
+def call_label(call: Call, decision: CallDecision | None) -> str:
+    """One line naming a call in the call picker: `call N` (`clawviz.types.call_label`), role,
+    state / reason, model."""
+    parts = [f"call {number(call)}"]
     if decision is not None:
         parts.append(decision.role)
         parts.append(decision.state + (f" ({decision.reason})" if decision.reason else ""))
@@ -99,9 +102,16 @@ def duration_s(call: Call) -> float | None:
     return call.t_response - call.t_request
 
 
-def path_rows(analysis: EpisodeAnalysis) -> list[dict[str, Any]]:
-    """The Paths table: one row per root-to-leaf path."""
+def path_rows(
+    analysis: EpisodeAnalysis, calls: dict[str, Call] | None = None
+) -> list[dict[str, Any]]:
+    """The Paths table: one row per root-to-leaf path, its calls by number, why it lost."""
     rows = []
+    calls = calls or {}
+
+    def n(cid: str) -> str:
+        return number(calls[cid]) if cid in calls else cid
+
     for p in analysis.paths:
         rows.append(
             {
@@ -109,6 +119,9 @@ def path_rows(analysis: EpisodeAnalysis) -> list[dict[str, Any]]:
                 "segment": p.segment,
                 "state": p.state,
                 "reason": p.reason or "",
+                "why": p.why,
+                "leaf": f"call {n(p.call_ids[-1])}" if p.call_ids else "—",
+                "call numbers": " → ".join(n(c) for c in p.call_ids),
                 "calls": len(p.call_ids),
                 "generated tokens": p.generated_tokens,
                 "reward": p.reward,
@@ -133,3 +146,95 @@ def ignored_for_matching(decision: CallDecision | None) -> list[dict[str, Any]]:
         }
         for i in decision.match_ignored
     ]
+
+
+def reasons_at(analysis: EpisodeAnalysis | None, call_id: str) -> list[Reason]:
+    """The episode reasons pinned on a call (it caused them)."""
+    return [r for r in (analysis.reasons if analysis else []) if r.call_id == call_id]
+
+
+def reasons_concerning(analysis: EpisodeAnalysis | None, call_id: str) -> list[Reason]:
+    """Episode reasons a call is one of several calls of, without being where it is pinned."""
+    return [
+        r
+        for r in (analysis.reasons if analysis else [])
+        if call_id in r.call_ids and r.call_id != call_id
+    ]
+
+
+def reason_text(r: Reason, calls: dict[str, Call]) -> str:
+    """`code: evidence (at call N)`, the one way an episode reason is written."""
+    text = str(r.code) + (f": {r.evidence}" if r.evidence else "")
+    if r.call_id:
+        at = number(calls[r.call_id]) if r.call_id in calls else r.call_id
+        text += f" (at call {at})"
+    return text
+
+
+def role_reason_text(decision: CallDecision) -> str:
+    """Why a call has its role (and, by a tolerance rule, its parent), without the retry note."""
+    return base_role_reason(decision.role_reason)
+
+
+def retry_text(decision: CallDecision | None) -> str:
+    """The stored retry note of a call: what it retries, what replaced it, the keeper rationale."""
+    return retry_note(decision.role_reason) if decision is not None else ""
+
+
+def replacement_of(analysis: EpisodeAnalysis | None, call_id: str) -> str | None:
+    """The call that took the place of a superseded or failed retry (or of the retried call
+    above it): the group member that is not itself replaced, following the stored retry_of links
+    and parents."""
+    if analysis is None:
+        return None
+    dec = analysis.decisions
+    retried_by: dict[str, list[str]] = {}
+    for d in dec.values():
+        if d.retry_of:
+            retried_by.setdefault(d.retry_of, []).append(d.call_id)
+    cur: str | None = call_id
+    seen: set[str] = set()
+    while cur is not None and cur not in seen:
+        seen.add(cur)
+        d = dec.get(cur)
+        if d is None:
+            return None
+        if d.retry_of or cur in retried_by:
+            group = _retry_group(cur, dec, retried_by)
+            keepers = [
+                m
+                for m in group
+                if dec[m].state not in ("failed",) and dec[m].reason != "superseded_retry"
+            ]
+            return keepers[0] if keepers and keepers[0] != call_id else None
+        if d.reason != "superseded_retry":
+            return None
+        cur = d.parent_call
+    return None
+
+
+def _retry_group(
+    start: str, dec: dict[str, CallDecision], retried_by: dict[str, list[str]]
+) -> list[str]:
+    group, todo = [], [start]
+    while todo:
+        x = todo.pop()
+        if x in group or x not in dec:
+            continue
+        group.append(x)
+        prev = dec[x].retry_of
+        if prev:
+            todo.append(prev)
+        todo.extend(retried_by.get(x, []))
+    return group
+
+
+def winning_path(analysis: EpisodeAnalysis | None, call_id: str) -> str | None:
+    """For a not_longest call: the kept path of its segment (the one that beat its branch)."""
+    if analysis is None:
+        return None
+    mine = [p for p in analysis.paths if call_id in p.call_ids and p.state != "kept"]
+    if not mine:
+        return None
+    kept = [p for p in analysis.paths if p.state == "kept" and p.segment == mine[0].segment]
+    return kept[0].path_id if kept else None

@@ -8,8 +8,8 @@ from typing import Any
 import streamlit as st
 
 from clawviz.figures.palette import reason_colour
-from clawviz.types import Message, Reason
-from clawviz.ui.inspector import block_text, escape_md, tool_input_json
+from clawviz.types import Call, Message, Reason
+from clawviz.ui.inspector import block_text, escape_md, reason_text, tool_input_json
 
 MAX_BLOCK_CHARS = 20_000
 """Longer text blocks are cut for display (the raw JSON view still has everything)."""
@@ -21,16 +21,14 @@ def _clip(text: str) -> str:
     return text[:MAX_BLOCK_CHARS] + f"\n… [{len(text) - MAX_BLOCK_CHARS} more characters]"
 
 
-def reason_badges(reasons: list[Reason]) -> None:
-    """Every reason as a coloured badge carrying its evidence."""
+def reason_badges(reasons: list[Reason], calls: list[Call] | None = None) -> None:
+    """Every reason as a coloured badge carrying its evidence and the call it is pinned on."""
     if not reasons:
         return
+    by_id = {c.call_id: c for c in calls or []}
     cols = st.container(horizontal=True)
     for r in reasons:
-        label = r.code + (f": {r.evidence}" if r.evidence else "")
-        if r.call_id:
-            label += f" (call {r.call_id})"
-        cols.badge(escape_md(label), color=reason_colour(r.code))
+        cols.badge(escape_md(reason_text(r, by_id)), color=reason_colour(r.code))
 
 
 def render_blocks(blocks: list[dict[str, Any]] | str | None) -> None:

@@ -42,7 +42,7 @@ def test_header_reasons_tree_and_paths(sample_db_url, on_store):
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Status"] == "dropped"
     badges = " ".join(m.value for m in at.markdown)
-    assert ":red-badge[too\\_many\\_branches\\: 9 leaves \\> max\\_leaves 8]" in badges
+    assert ":red-badge[too\\_many\\_branches\\: 9 leaves \\> max\\_leaves 8 \\(at call " in badges
     tree = at.get("plotly_chart")
     assert any(getattr(t, "key", None) == state.KEY_TREE for t in tree)
     paths = next(d.value for d in at.dataframe if "GRPO advantage" in d.value.columns)
