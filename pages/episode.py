@@ -16,14 +16,12 @@ from clawviz.figures.tokens import advantage_figure, advantage_grid, token_figur
 from clawviz.figures.tree import call_from_selection, tree_figure
 from clawviz.recon.advantage import importance_ratios, ppo_token_advantages
 from clawviz.types import Call, Role, State
-from clawviz.ui import data, state
+from clawviz.ui import data, diff_view, state
 from clawviz.ui.export_panel import export_panel
 from clawviz.ui.inspector import (
     call_label,
     duration_s,
     escape_md,
-    ignored_for_matching,
-    message_delta,
     path_rows,
 )
 from clawviz.ui.pages import WORKSPACE, page_file, run_page
@@ -31,8 +29,6 @@ from clawviz.ui.render import reason_badges, render_message
 
 WORKSPACE_PAGE = page_file(WORKSPACE)
 KEY_PATH_SEEN = "episode_paths_seen"
-# The shared history is long; the expander shows its last messages only.
-MAX_SHARED_SHOWN = 30
 
 
 def _fmt(v, signed: bool = False) -> str:
@@ -238,9 +234,9 @@ def inspector(view: data.EpisodeView, call_ids: list[str]) -> None:
         if call.error:
             st.code(call.error, language=None, wrap_lines=True)
 
-    req, resp, toks, raw = st.tabs(["Request (new since parent)", "Response", "Tokens", "Raw JSON"])
+    req, resp, toks, raw = st.tabs(["Request (vs parent)", "Response", "Tokens", "Raw JSON"])
     with req:
-        request_tab(call, parent, view, call_ids)
+        diff_view.request_tab(call, parent, view)
     with resp:
         if call.response:
             render_message(call.response)
@@ -255,41 +251,6 @@ def inspector(view: data.EpisodeView, call_ids: list[str]) -> None:
 
 def _int(v: int | None) -> str:
     return f"{v:,}" if v is not None else "—"
-
-
-def request_tab(
-    call: Call, parent: Call | None, view: data.EpisodeView, call_ids: list[str]
-) -> None:
-    if parent is None or parent.system != call.system:
-        with st.expander(f"System prompt ({len(call.system):,} characters)"):
-            st.text(call.system or "(none)")
-    if call.tools:
-        st.caption("Tools offered: " + escape_md(", ".join(call.tools)))
-    decision = view.analysis.decisions.get(call.call_id) if view.analysis else None
-    ignored = ignored_for_matching(decision)
-    if ignored:
-        with st.expander(f"Ignored for matching: {len(ignored)} part(s) of this request"):
-            st.caption(
-                "The tree matched this request on what the harness keeps of it: these parts "
-                "were left out or read in their kept form (message numbers count from 1)."
-            )
-            st.dataframe(ignored, hide_index=True, width="stretch")
-    delta = message_delta(call, parent)
-    if delta.shared:
-        n = len(delta.shared)
-        pnum = call_ids.index(parent.call_id) + 1 if parent else "?"
-        with st.expander(f"{n} messages same as parent (call {pnum})"):
-            start = max(0, n - MAX_SHARED_SHOWN)
-            if start:
-                st.caption(f"Showing the last {MAX_SHARED_SHOWN} of {n}.")
-            for i in range(start, n):
-                render_message(delta.shared[i], i)
-    elif parent is None:
-        st.caption("No parent call: every message is new.")
-    if not delta.new:
-        st.info("No new messages since the parent (a re-send of the same request).")
-    for i, m in enumerate(delta.new):
-        render_message(m, len(delta.shared) + i)
 
 
 def tokens_tab(call: Call, view: data.EpisodeView) -> None:
