@@ -12,11 +12,9 @@ import streamlit as st
 from clawviz.export import Selection
 from clawviz.figures.layout import tree_layout
 from clawviz.figures.palette import COLOUR_MODES, state_colour
-from clawviz.figures.tokens import advantage_figure, advantage_grid, token_figure, token_grid
 from clawviz.figures.tree import call_from_selection, tree_figure
-from clawviz.recon.advantage import importance_ratios, ppo_token_advantages
 from clawviz.types import Call, Role, State
-from clawviz.ui import data, diff_view, state
+from clawviz.ui import data, diff_view, state, token_view
 from clawviz.ui.export_panel import export_panel
 from clawviz.ui.inspector import (
     call_label,
@@ -243,7 +241,7 @@ def inspector(view: data.EpisodeView, call_ids: list[str]) -> None:
         else:
             st.info("No response was recorded for this call.")
     with toks:
-        tokens_tab(call, view)
+        token_view.tokens_tab(call, view)
     with raw:
         if st.toggle("Load the raw request and response", key=state.KEY_RAW_JSON):
             raw_tab(call)
@@ -251,81 +249,6 @@ def inspector(view: data.EpisodeView, call_ids: list[str]) -> None:
 
 def _int(v: int | None) -> str:
     return f"{v:,}" if v is not None else "—"
-
-
-def tokens_tab(call: Call, view: data.EpisodeView) -> None:
-    r = call.rollout
-    if r is None or not (r.output_token_ids or r.prompt_token_ids):
-        st.info(
-            "No token ids were logged for this call (the recorder did not ask the server "
-            "for them), so there is no token view."
-        )
-        return
-    grid = token_grid(r.prompt_token_ids, r.output_token_ids, r.output_logprobs)
-    cols = st.columns(4)
-    cols[0].metric("Context tokens (mask 0)", f"{grid.n_context:,}")
-    cols[1].metric("Trained tokens (mask 1)", f"{grid.n_trained:,}")
-    if r.output_logprobs:
-        cols[2].metric("Mean logprob", f"{sum(r.output_logprobs) / len(r.output_logprobs):.3f}")
-    if r.policy_version is not None:
-        cols[3].metric("Policy version", str(r.policy_version))
-    cap = float(state.current_settings().is_ratio_cap)
-    ratios = importance_ratios(r, cap)
-    if ratios is not None:
-        st.caption(
-            f"Importance ratio min(exp(logp_train − logp_rollout), {cap:g}): mean "
-            f"{ratios.mean_ratio:.3f}, clipped {ratios.clipped_fraction:.1%}"
-        )
-    st.caption(
-        f"Last {grid.shown_context} context tokens (grey) then every generated token, "
-        "shaded by its logprob."
-    )
-    st.plotly_chart(token_figure(grid), key="episode_token_view", config={"displaylogo": False})
-    ppo_advantage_view(call, view)
-
-
-def ppo_advantage_view(call: Call, view: data.EpisodeView) -> None:
-    """Per generated token `A_t = R - V(s_t)` (PIPELINE §5), or why it cannot be shown."""
-    st.markdown("**PPO advantage per generated token**")
-    values = call.rollout.values if call.rollout else None
-    if not values:
-        st.info(
-            "No value estimates were logged for this call, so there is no per-token advantage: "
-            "each kept path carries its return R (gamma = lambda = 1), see the Paths table."
-        )
-        return
-    reward = view.reward
-    if reward is None:
-        st.info(
-            "Value estimates were logged, but this episode has no reward, so A_t = R − V(s_t) "
-            "is undefined (a missing reward is never read as 0)."
-        )
-        return
-    d = view.analysis.decisions.get(call.call_id) if view.analysis else None
-    if d is None or d.state != State.KEPT:
-        state_text = d.state if d else "not analysed"
-        st.info(
-            f"This call is {escape_md(state_text)}, not on a kept path, so it is not trained "
-            "and has no advantage (its logged values are ignored)."
-        )
-        return
-    adv = ppo_token_advantages([call], reward)
-    if not adv:
-        return
-    n_out = len(call.rollout.output_token_ids or [])
-    st.caption(
-        f"A_t = R − V(s_t) with R = {reward:.3f}: blue above the value estimate, red below; "
-        f"mean {sum(adv[0]) / max(len(adv[0]), 1):+.3f} over {len(adv[0]):,} tokens."
-        + (
-            f" The log has {len(values):,} values for {n_out:,} generated tokens."
-            if n_out and len(values) != n_out
-            else ""
-        )
-    )
-    grid = advantage_grid(call.rollout.output_token_ids, adv[0], values)
-    st.plotly_chart(
-        advantage_figure(grid), key="episode_advantage_view", config={"displaylogo": False}
-    )
 
 
 def raw_tab(call: Call) -> None:
