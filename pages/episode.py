@@ -14,7 +14,7 @@ from clawviz.figures.layout import tree_layout
 from clawviz.figures.palette import COLOUR_MODES, state_colour
 from clawviz.figures.tree import call_from_selection, tree_figure
 from clawviz.types import Call, Role, State
-from clawviz.ui import data, diff_view, state, token_view
+from clawviz.ui import compare, data, diff_view, state, token_view
 from clawviz.ui.export_panel import export_panel
 from clawviz.ui.inspector import (
     call_label,
@@ -307,56 +307,6 @@ def paths_section(view: data.EpisodeView) -> None:
         )
 
 
-def compare_section(view: data.EpisodeView, settings) -> None:
-    st.subheader("Compare with another attempt")
-    task = view.episode.get("task_id")
-    if not task:
-        st.info("This episode has no task id, so there are no other attempts to compare with.")
-        return
-    url = state.database_url()
-    others = data.attempts(url, task, settings.settings_hash)
-    others = others[others["episode_id"] != view.episode["episode_id"]]
-    if others.empty:
-        st.info("No other attempt of this task is in the store.")
-        return
-    labels = {
-        r.episode_id: f"{r.episode_id} · {r.harness} · attempt {r.attempt} · R {_fmt(r.reward)}"
-        for r in others.itertuples()
-    }
-    options = [state.NONE_OPTION] + list(labels)
-    if st.session_state.get(state.KEY_COMPARE_SELECT) not in options:
-        st.session_state[state.KEY_COMPARE_SELECT] = state.NONE_OPTION
-        state.set_params(compare=None)
-    choice = st.selectbox(
-        "Other attempt of the same task",
-        options,
-        format_func=lambda e: labels.get(e, e),
-        key=state.KEY_COMPARE_SELECT,
-        on_change=on_compare_select,
-    )
-    if choice == state.NONE_OPTION:
-        return
-    other = data.episode_view(url, choice, settings.settings_hash, settings)
-    if other is None:
-        st.warning("That attempt is no longer in the store.")
-        return
-    left, right = st.columns(2)
-    for col, v, key in ((left, view, "left"), (right, other, "right")):
-        with col:
-            a = v.analysis
-            reward = v.reward
-            st.markdown(f"**{escape_md(v.episode['episode_id'])}**")
-            m = st.columns(3)
-            m[0].metric("Reward", _fmt(reward))
-            m[1].metric("Advantage", _fmt(a.advantage if a else None, True))
-            m[2].metric("Status", a.status if a else "not analysed")
-            if a is not None:
-                reason_badges(a.reasons)
-            fig = tree_figure(tree_layout(v.calls, a), collapse_aux=True, height=320)
-            fig.update_layout(showlegend=False)
-            st.plotly_chart(fig, key=f"episode_compare_{key}", config={"displaylogo": False})
-
-
 def main() -> None:
     url = state.database_url()
     settings = state.current_settings()
@@ -401,7 +351,7 @@ def main() -> None:
     tree_section(view, call_ids)
     inspector(view, call_ids)
     paths_section(view)
-    compare_section(view, settings)
+    compare.compare_section(view, settings, on_change=on_compare_select)
 
 
 run_page(__file__, main)
