@@ -113,7 +113,7 @@ def test_kept_paths_align_turn_by_turn_with_their_tool_calls(loaded):
         if lt == rt:
             assert pair.verdict == "same"
         elif [n for n, _ in lt] == [n for n, _ in rt]:
-            assert pair.verdict == "same tools, other arguments"
+            assert pair.verdict == "other arguments"
         else:
             assert pair.verdict == "different"
     first = next(i + 1 for i, (a, b) in enumerate(zip(left, right, strict=False)) if a[0] != b[0])
@@ -145,7 +145,7 @@ def test_arguments_of_a_tool_call_in_one_line():
 def test_same_summary_but_other_arguments_is_not_the_same():
     a = Turn(1, "a", "1", 0, "", (ToolCall("write", "content=xx…", '{"content": "xx1"}'),), 1)
     b = Turn(1, "b", "1", 0, "", (ToolCall("write", "content=xx…", '{"content": "xx2"}'),), 1)
-    assert TurnPair(1, a, b).verdict == "same tools, other arguments"
+    assert TurnPair(1, a, b).verdict == "other arguments"
     assert TurnPair(2, a, None).verdict == "only left"
     assert TurnPair(2, None, b).verdict == "only right"
 

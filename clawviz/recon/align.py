@@ -77,7 +77,7 @@ class TurnPair:
         if self.same_tools:
             return "same"
         if self.left.tool_names == self.right.tool_names:
-            return "same tools, other arguments"
+            return "other arguments"
         return "different"
 
 

@@ -32,7 +32,7 @@ WORKSPACE_PAGE = page_file(WORKSPACE)
 KEY_COMPARE_FILE = "episode_compare_file"
 VERDICT_TINT = {
     "same": "",
-    "same tools, other arguments": "background-color: #fff8c5",
+    "other arguments": "background-color: #fff8c5",
     "different": "background-color: #ffebe9",
     "only left": "background-color: #f6f8fa",
     "only right": "background-color: #f6f8fa",
@@ -106,6 +106,19 @@ def _episode_column(v: data.EpisodeView, other_id: str, side: str) -> None:
         reason_badges(a.reasons)
 
 
+ALIGNMENT_COLUMNS = [
+    "turn",
+    "left call",
+    "left tools",
+    "right call",
+    "right tools",
+    "verdict",
+    "left text",
+    "right text",
+]
+"""Tools side by side first; the replies' text after the verdict."""
+
+
 def alignment_frame(pairs: list[TurnPair]) -> pd.DataFrame:
     """One row per turn: both calls, their tool calls (name + arguments) and the verdict."""
 
@@ -120,24 +133,15 @@ def alignment_frame(pairs: list[TurnPair]) -> pd.DataFrame:
                 "turn": p.number,
                 "left call": p.left.label if p.left else "—",
                 "left tools": tools(p.left),
-                "left text": p.left.text if p.left else "",
                 "right call": p.right.label if p.right else "—",
                 "right tools": tools(p.right),
-                "right text": p.right.text if p.right else "",
                 "verdict": p.verdict,
+                "left text": p.left.text if p.left else "",
+                "right text": p.right.text if p.right else "",
             }
             for p in pairs
         ],
-        columns=[
-            "turn",
-            "left call",
-            "left tools",
-            "left text",
-            "right call",
-            "right tools",
-            "right text",
-            "verdict",
-        ],
+        columns=ALIGNMENT_COLUMNS,
     )
 
 
@@ -168,12 +172,12 @@ def alignment_table(cmp: Comparison) -> None:
         key="episode_compare_alignment",
         height=min(600, 38 + 35 * len(df)),
         column_config={
-            "turn": st.column_config.NumberColumn(width=50, pinned=True),
-            "left call": st.column_config.TextColumn(width="small"),
-            "right call": st.column_config.TextColumn(width="small"),
-            "left tools": st.column_config.TextColumn(width="large"),
-            "right tools": st.column_config.TextColumn(width="large"),
-            "verdict": st.column_config.TextColumn(width="medium", pinned=True),
+            "turn": st.column_config.NumberColumn(width=45, pinned=True),
+            "left call": st.column_config.TextColumn(width=70),
+            "right call": st.column_config.TextColumn(width=70),
+            "left tools": st.column_config.TextColumn(width=350),
+            "right tools": st.column_config.TextColumn(width=350),
+            "verdict": st.column_config.TextColumn(width=170),
         },
     )
 

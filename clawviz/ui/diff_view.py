@@ -33,40 +33,46 @@ _BOX = (
     "line-height: 1.45; border: 1px solid #d0d7de; border-radius: 6px; max-height: 560px; "
     "overflow: auto; background: #ffffff"
 )
-_NO = "display: inline-block; min-width: 3.2em; text-align: right; color: #8c959f; padding: 0 6px"
+_NO = "flex: none; width: 3.4em; text-align: right; color: #8c959f; padding-right: 8px"
 
 
-def _row(d: DiffLine) -> str:
+def _row(d: DiffLine, note_rule: bool) -> str:
+    """One diff line; `note_rule` names the matching rule (on the first line of its run)."""
     if d.kind == "fold":
         return (
             '<div style="background: #f6f8fa; color: #57606a; padding: 2px 12px; '
             'font-style: italic; border-top: 1px solid #eaeef2; border-bottom: 1px solid #eaeef2">'
             f"… {d.folded:,} unchanged line{'s' if d.folded != 1 else ''} …</div>"
         )
-    style = "ignored" if d.ignored else d.kind
-    bg, fg, mark = _STYLE[style]
+    bg, fg, mark = _STYLE["ignored" if d.ignored else d.kind]
     if d.ignored:
         mark = "~" + ("+" if d.kind == "add" else "−")
     old = "" if d.old_no is None else str(d.old_no)
     new = "" if d.new_no is None else str(d.new_no)
     note = (
-        f'<span style="float: right; color: #6639ba; padding: 0 8px">ignored for matching: '
-        f"{html.escape(d.ignored)}</span>"
-        if d.ignored
+        '<span style="flex: none; color: #6639ba; padding: 0 8px; font-style: italic">'
+        f"ignored for matching: {html.escape(d.ignored)}</span>"
+        if d.ignored and note_rule
         else ""
     )
     text = html.escape(d.text) or "&nbsp;"
     return (
-        f'<div style="background: {bg}; white-space: pre-wrap; word-break: break-word">'
+        f'<div style="display: flex; background: {bg}">'
         f'<span style="{_NO}">{old}</span><span style="{_NO}">{new}</span>'
-        f'<span style="color: {fg}; font-weight: 600; padding-right: 6px">{mark}</span>'
-        f'<span style="color: #1f2328">{text}</span>{note}</div>'
+        f'<span style="flex: none; width: 1.6em; color: {fg}; font-weight: 600">{mark}</span>'
+        '<span style="flex: 1; min-width: 0; white-space: pre-wrap; word-break: break-word; '
+        f'color: #1f2328">{text}</span>{note}</div>'
     )
 
 
 def section_html(section: SectionDiff, max_lines: int = MAX_DIFF_LINES) -> str:
     """One section diff as escaped HTML: coloured added / removed / ignored rows, folds."""
-    rows = [_row(d) for d in section.lines[:max_lines]]
+    rows = []
+    shown = section.lines[:max_lines]
+    for i, d in enumerate(shown):
+        prev = shown[i - 1] if i else None
+        first_of_run = prev is None or prev.ignored != d.ignored or prev.kind != d.kind
+        rows.append(_row(d, first_of_run))
     if len(section.lines) > max_lines:
         rows.append(
             f'<div style="padding: 4px 12px; color: #9a6700">… {len(section.lines) - max_lines:,}'

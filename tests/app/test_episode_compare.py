@@ -40,7 +40,13 @@ def test_compare_aligns_turns_diffs_answers_and_workspaces(sample_db_url, on_sto
     at = open_page(EPISODE, episode=LEFT, compare=RIGHT)
     no_exception(at)
     table = next(d.value for d in at.dataframe if "verdict" in d.value.columns)
-    assert list(table.columns[:3]) == ["turn", "left call", "left tools"]
+    assert list(table.columns[:5]) == [
+        "turn",
+        "left call",
+        "left tools",
+        "right call",
+        "right tools",
+    ]
     # Both attempts read the task data first (the sample agent's first step).
     assert table["left tools"].iloc[0].startswith("read(path=data/tasks.csv)")
     assert table["verdict"].iloc[0] == "same"
