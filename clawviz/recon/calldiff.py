@@ -170,13 +170,15 @@ def tool_lines(tools: Sequence[Any]) -> list[str]:
         if not isinstance(t, dict):
             lines.append(str(t))
             continue
-        fn = t.get("function") if isinstance(t.get("function"), dict) else t
+        inner = t.get("function")
+        fn: dict[str, Any] = inner if isinstance(inner, dict) else t
         name = fn.get("name", "?")
         body = {k: v for k, v in fn.items() if k != "name"}
         if fn is not t:
             body |= {k: v for k, v in t.items() if k not in ("function", "type")}
         lines.append(f"── {name} ──")
-        lines.extend(json.dumps(body, indent=2, ensure_ascii=False, sort_keys=True).split("\n"))
+        text = json.dumps(body, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+        lines.extend(text.split("\n"))
     return lines
 
 
@@ -351,6 +353,10 @@ def call_diff(
     messages = SectionDiff(
         "messages", _fold(_message_diff(old, new, sides), context), len(old.lines), len(new.lines)
     )
+    sides_items: tuple[tuple[Literal["call", "parent"], Sequence[dict[str, Any]]], ...] = (
+        ("call", call_ignored),
+        ("parent", parent_ignored),
+    )
     notes = [
         IgnoredNote(
             side,
@@ -359,7 +365,7 @@ def call_diff(
             str(it.get("why", "")),
             str(it.get("excerpt", "")),
         )
-        for side, items in (("call", call_ignored), ("parent", parent_ignored))
+        for side, items in sides_items
         for it in items
     ]
     return CallDiff(call.call_id, parent.call_id, system, tools, messages, notes)

@@ -28,7 +28,7 @@ from clawviz.ui.inspector import escape_md
 
 KEY_TOKEN_COLOUR = "episode_token_colour"
 COLOUR_LOGPROB, COLOUR_RATIO = "logprob", "importance ratio"
-MAX_STRIP_TOKENS = 4000
+MAX_STRIP_TOKENS = 2000
 """Tokens drawn in the strip (the table below it has all of them)."""
 
 _STRIP = (
