@@ -26,6 +26,7 @@ from clawviz.ui.diff_view import section_html
 from clawviz.ui.inspector import escape_md
 from clawviz.ui.pages import EPISODE, WORKSPACE, page_file
 from clawviz.ui.render import reason_badges
+from clawviz.ui.tasks_widgets import workspace_folder
 
 EPISODE_PAGE = page_file(EPISODE)
 WORKSPACE_PAGE = page_file(WORKSPACE)
@@ -207,8 +208,6 @@ def _workspace_diff(left: str, right: str, stamp: tuple) -> WorkspaceDiff:
 
 def _after_folder(episode_id: str, settings: Settings) -> tuple[str | None, str]:
     """The final workspace folder of an episode, or None and why not."""
-    from clawviz.ui.tasks_widgets import workspace_folder
-
     with state.get_session() as session:
         ws = attempt_workspaces(session, episode_id, settings)
     if ws is None or ws.after is None:

@@ -135,11 +135,10 @@ def request_tab(call: Call, parent: Call | None, view: data.EpisodeView) -> None
     """The Request tab: the diff against the parent, what matching ignored, the messages."""
     if parent is not None:
         diff_section(call, parent, view)
-    else:
-        with st.expander(f"System prompt ({len(call.system):,} characters)"):
-            st.text(call.system or "(none)")
-        if call.tools:
-            st.caption("Tools offered: " + escape_md(", ".join(call.tools)))
+    with st.expander(f"System prompt ({len(call.system):,} characters)"):
+        st.text(call.system or "(none)")
+    if call.tools:
+        st.caption("Tools offered: " + escape_md(", ".join(call.tools)))
     decision = view.analysis.decisions.get(call.call_id) if view.analysis else None
     ignored = ignored_for_matching(decision)
     if ignored:

@@ -21,7 +21,7 @@ from clawviz.figures.tokens import (
     token_figure,
     token_grid,
 )
-from clawviz.recon.advantage import importance_ratios, ppo_token_advantages
+from clawviz.recon.advantage import ImportanceStats, importance_ratios, ppo_token_advantages
 from clawviz.types import Call, State
 from clawviz.ui import data, state
 from clawviz.ui.inspector import escape_md
@@ -92,9 +92,13 @@ def tokens_tab(call: Call, view: data.EpisodeView) -> None:
         )
         return
     grid = token_grid(r.prompt_token_ids, r.output_token_ids, r.output_logprobs)
+    has_ids = bool(r.prompt_token_ids or r.output_token_ids)
     cols = st.columns(4)
-    cols[0].metric("Context tokens (mask 0)", f"{grid.n_context:,}")
-    cols[1].metric("Trained tokens (mask 1)", f"{grid.n_trained:,}")
+    if has_ids:
+        cols[0].metric("Context tokens (mask 0)", f"{grid.n_context:,}")
+        cols[1].metric("Trained tokens (mask 1)", f"{grid.n_trained:,}")
+    else:
+        cols[0].metric("Generated tokens", f"{len(r.output_tokens or []):,}")
     known = [v for v in r.output_logprobs or [] if v is not None]
     if known:
         cols[2].metric("Mean logprob", f"{sum(known) / len(known):.3f}")
@@ -103,16 +107,21 @@ def tokens_tab(call: Call, view: data.EpisodeView) -> None:
     cap = float(state.current_settings().is_ratio_cap)
     ratios = importance_ratios(r, cap)
     generated_tokens(call, ratios, cap)
-    if grid.n_context or grid.n_trained:
+    if has_ids:
         st.caption(
             f"Last {grid.shown_context} context tokens (grey) then every generated token, "
             "shaded by its logprob."
         )
         st.plotly_chart(token_figure(grid), key="episode_token_view", config={"displaylogo": False})
+    else:
+        st.caption(
+            "The log has token text and logprobs but no token ids, so this call cannot be "
+            "lined up into training rows (PIPELINE §6 needs ids; text is never re-tokenised)."
+        )
     ppo_advantage_view(call, view)
 
 
-def generated_tokens(call: Call, ratios, cap: float) -> None:
+def generated_tokens(call: Call, ratios: ImportanceStats | None, cap: float) -> None:
     """The per-token strip and table of the generated tokens."""
     r = call.rollout
     assert r is not None

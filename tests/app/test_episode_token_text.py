@@ -60,6 +60,9 @@ def test_text_tokens_with_logprob_and_clipped_ratio(token_url, on_store):
     captions = " ".join(c.value for c in at.caption)
     assert "token text from the log" in captions
     assert "clipped 25.0% (1 token, marked ✂)" in captions
+    # Text and logprobs but no ids: no training-row view, and it says why.
+    assert "cannot be lined up into training rows" in captions
+    assert {m.label: m.value for m in at.metric}["Generated tokens"] == "4"
     strip = _strip(at)
     assert "&lt;b&gt;" in strip and "<b>" not in strip
     assert strip.count("✂") == 1

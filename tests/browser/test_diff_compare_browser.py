@@ -36,9 +36,10 @@ def test_call_diff_shows_hostile_text_as_text(hostile_server, page, script_text)
     assert dialogs == []
 
 
-def test_compare_link_opens_the_other_episode_in_the_same_tab(app_server, page):
-    left, right = "t0001-openclaw-a1", "t0001-openclaw-a3"
-    page.goto(f"{app_server.url}/episode?episode={left}&compare={right}")
+def test_compare_link_opens_the_other_episode_in_the_same_tab(hostile_server, page):
+    # One server for the module: the hostile store's two episodes are enough to compare.
+    left, right = "xss-ep", "solo-ep"
+    page.goto(f"{hostile_server.url}/episode?episode={left}&compare={right}")
     wait_for_app_run(page)
     page.get_by_text("Kept paths, turn by turn").first.wait_for()
     link = page.get_by_role("link", name=f"Right: {right}")
