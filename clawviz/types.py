@@ -91,6 +91,9 @@ class Rollout:
     trainer_logprobs: list[float] | None = None
     values: list[float] | None = None
     policy_version: int | None = None
+    output_tokens: list[str] | None = None
+    """Text of each generated token when the server logged it (OpenAI / vLLM
+    `logprobs.content[].token` unless it is a `token_id:N`, SGLang's third triple item)."""
 
 
 @dataclass

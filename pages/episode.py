@@ -12,12 +12,9 @@ import streamlit as st
 from clawviz.export import Selection
 from clawviz.figures.layout import tree_layout
 from clawviz.figures.palette import COLOUR_MODES, state_colour
-from clawviz.figures.tokens import advantage_figure, advantage_grid, token_figure, token_grid
 from clawviz.figures.tree import call_from_selection
-from clawviz.recon.advantage import importance_ratios, ppo_token_advantages
 from clawviz.types import Call, Role, State
-from clawviz.types import call_label as call_number
-from clawviz.ui import data, state
+from clawviz.ui import compare, data, diff_view, state, token_view
 from clawviz.ui.decision_panel import call_decision, episode_reasons
 from clawviz.ui.export_panel import export_panel
 from clawviz.ui.figcache import tree_figure
@@ -25,18 +22,14 @@ from clawviz.ui.inspector import (
     call_label,
     duration_s,
     escape_md,
-    ignored_for_matching,
-    message_delta,
     path_rows,
     role_reason_text,
 )
 from clawviz.ui.pages import WORKSPACE, page_file, run_page
-from clawviz.ui.render import reason_badges, render_message
+from clawviz.ui.render import render_message
 
 WORKSPACE_PAGE = page_file(WORKSPACE)
 KEY_PATH_SEEN = "episode_paths_seen"
-# The shared history is long; the expander shows its last messages only.
-MAX_SHARED_SHOWN = 30
 
 
 def _fmt(v, signed: bool = False) -> str:
@@ -248,16 +241,16 @@ def inspector(view: data.EpisodeView, call_ids: list[str]) -> None:
         if call.error:
             st.code(call.error, language=None, wrap_lines=True)
 
-    req, resp, toks, raw = st.tabs(["Request (new since parent)", "Response", "Tokens", "Raw JSON"])
+    req, resp, toks, raw = st.tabs(["Request (vs parent)", "Response", "Tokens", "Raw JSON"])
     with req:
-        request_tab(call, parent, view, call_ids)
+        diff_view.request_tab(call, parent, view)
     with resp:
         if call.response:
             render_message(call.response)
         else:
             st.info("No response was recorded for this call.")
     with toks:
-        tokens_tab(call, view)
+        token_view.tokens_tab(call, view)
     with raw:
         if st.toggle("Load the raw request and response", key=state.KEY_RAW_JSON):
             raw_tab(call)
@@ -265,116 +258,6 @@ def inspector(view: data.EpisodeView, call_ids: list[str]) -> None:
 
 def _int(v: int | None) -> str:
     return f"{v:,}" if v is not None else "—"
-
-
-def request_tab(
-    call: Call, parent: Call | None, view: data.EpisodeView, call_ids: list[str]
-) -> None:
-    if parent is None or parent.system != call.system:
-        with st.expander(f"System prompt ({len(call.system):,} characters)"):
-            st.text(call.system or "(none)")
-    if call.tools:
-        st.caption("Tools offered: " + escape_md(", ".join(call.tools)))
-    decision = view.analysis.decisions.get(call.call_id) if view.analysis else None
-    ignored = ignored_for_matching(decision)
-    if ignored:
-        with st.expander(f"Ignored for matching: {len(ignored)} part(s) of this request"):
-            st.caption(
-                "The tree matched this request on what the harness keeps of it: these parts "
-                "were left out or read in their kept form (message numbers count from 1)."
-            )
-            st.dataframe(ignored, hide_index=True, width="stretch")
-    delta = message_delta(call, parent)
-    if delta.shared:
-        n = len(delta.shared)
-        pnum = call_number(parent) if parent else "?"
-        with st.expander(f"{n} messages same as parent (call {pnum})"):
-            start = max(0, n - MAX_SHARED_SHOWN)
-            if start:
-                st.caption(f"Showing the last {MAX_SHARED_SHOWN} of {n}.")
-            for i in range(start, n):
-                render_message(delta.shared[i], i)
-    elif parent is None:
-        st.caption("No parent call: every message is new.")
-    if not delta.new:
-        st.info("No new messages since the parent (a re-send of the same request).")
-    for i, m in enumerate(delta.new):
-        render_message(m, len(delta.shared) + i)
-
-
-def tokens_tab(call: Call, view: data.EpisodeView) -> None:
-    r = call.rollout
-    if r is None or not (r.output_token_ids or r.prompt_token_ids):
-        st.info(
-            "No token ids were logged for this call (the recorder did not ask the server "
-            "for them), so there is no token view."
-        )
-        return
-    grid = token_grid(r.prompt_token_ids, r.output_token_ids, r.output_logprobs)
-    cols = st.columns(4)
-    cols[0].metric("Context tokens (mask 0)", f"{grid.n_context:,}")
-    cols[1].metric("Trained tokens (mask 1)", f"{grid.n_trained:,}")
-    if r.output_logprobs:
-        cols[2].metric("Mean logprob", f"{sum(r.output_logprobs) / len(r.output_logprobs):.3f}")
-    if r.policy_version is not None:
-        cols[3].metric("Policy version", str(r.policy_version))
-    cap = float(state.current_settings().is_ratio_cap)
-    ratios = importance_ratios(r, cap)
-    if ratios is not None:
-        st.caption(
-            f"Importance ratio min(exp(logp_train − logp_rollout), {cap:g}): mean "
-            f"{ratios.mean_ratio:.3f}, clipped {ratios.clipped_fraction:.1%}"
-        )
-    st.caption(
-        f"Last {grid.shown_context} context tokens (grey) then every generated token, "
-        "shaded by its logprob."
-    )
-    st.plotly_chart(token_figure(grid), key="episode_token_view", config={"displaylogo": False})
-    ppo_advantage_view(call, view)
-
-
-def ppo_advantage_view(call: Call, view: data.EpisodeView) -> None:
-    """Per generated token `A_t = R - V(s_t)` (PIPELINE §5), or why it cannot be shown."""
-    st.markdown("**PPO advantage per generated token**")
-    values = call.rollout.values if call.rollout else None
-    if not values:
-        st.info(
-            "No value estimates were logged for this call, so there is no per-token advantage: "
-            "each kept path carries its return R (gamma = lambda = 1), see the Paths table."
-        )
-        return
-    reward = view.reward
-    if reward is None:
-        st.info(
-            "Value estimates were logged, but this episode has no reward, so A_t = R − V(s_t) "
-            "is undefined (a missing reward is never read as 0)."
-        )
-        return
-    d = view.analysis.decisions.get(call.call_id) if view.analysis else None
-    if d is None or d.state != State.KEPT:
-        state_text = d.state if d else "not analysed"
-        st.info(
-            f"This call is {escape_md(state_text)}, not on a kept path, so it is not trained "
-            "and has no advantage (its logged values are ignored)."
-        )
-        return
-    adv = ppo_token_advantages([call], reward)
-    if not adv:
-        return
-    n_out = len(call.rollout.output_token_ids or [])
-    st.caption(
-        f"A_t = R − V(s_t) with R = {reward:.3f}: blue above the value estimate, red below; "
-        f"mean {sum(adv[0]) / max(len(adv[0]), 1):+.3f} over {len(adv[0]):,} tokens."
-        + (
-            f" The log has {len(values):,} values for {n_out:,} generated tokens."
-            if n_out and len(values) != n_out
-            else ""
-        )
-    )
-    grid = advantage_grid(call.rollout.output_token_ids, adv[0], values)
-    st.plotly_chart(
-        advantage_figure(grid), key="episode_advantage_view", config={"displaylogo": False}
-    )
 
 
 def raw_tab(call: Call) -> None:
@@ -433,56 +316,6 @@ def paths_section(view: data.EpisodeView) -> None:
         )
 
 
-def compare_section(view: data.EpisodeView, settings) -> None:
-    st.subheader("Compare with another attempt")
-    task = view.episode.get("task_id")
-    if not task:
-        st.info("This episode has no task id, so there are no other attempts to compare with.")
-        return
-    url = state.database_url()
-    others = data.attempts(url, task, settings.settings_hash)
-    others = others[others["episode_id"] != view.episode["episode_id"]]
-    if others.empty:
-        st.info("No other attempt of this task is in the store.")
-        return
-    labels = {
-        r.episode_id: f"{r.episode_id} · {r.harness} · attempt {r.attempt} · R {_fmt(r.reward)}"
-        for r in others.itertuples()
-    }
-    options = [state.NONE_OPTION] + list(labels)
-    if st.session_state.get(state.KEY_COMPARE_SELECT) not in options:
-        st.session_state[state.KEY_COMPARE_SELECT] = state.NONE_OPTION
-        state.set_params(compare=None)
-    choice = st.selectbox(
-        "Other attempt of the same task",
-        options,
-        format_func=lambda e: labels.get(e, e),
-        key=state.KEY_COMPARE_SELECT,
-        on_change=on_compare_select,
-    )
-    if choice == state.NONE_OPTION:
-        return
-    other = data.episode_view(url, choice, settings.settings_hash, settings)
-    if other is None:
-        st.warning("That attempt is no longer in the store.")
-        return
-    left, right = st.columns(2)
-    for col, v, key in ((left, view, "left"), (right, other, "right")):
-        with col:
-            a = v.analysis
-            reward = v.reward
-            st.markdown(f"**{escape_md(v.episode['episode_id'])}**")
-            m = st.columns(3)
-            m[0].metric("Reward", _fmt(reward))
-            m[1].metric("Advantage", _fmt(a.advantage if a else None, True))
-            m[2].metric("Status", a.status if a else "not analysed")
-            if a is not None:
-                reason_badges(a.reasons, v.calls)
-            fig = tree_figure(tree_layout(v.calls, a), collapse_aux=True, height=320)
-            fig.update_layout(showlegend=False)
-            st.plotly_chart(fig, key=f"episode_compare_{key}", config={"displaylogo": False})
-
-
 def main() -> None:
     url = state.database_url()
     settings = state.current_settings()
@@ -527,7 +360,7 @@ def main() -> None:
     tree_section(view, call_ids)
     inspector(view, call_ids)
     paths_section(view)
-    compare_section(view, settings)
+    compare.compare_section(view, settings, on_change=on_compare_select)
 
 
 run_page(__file__, main)

@@ -1,8 +1,12 @@
-"""The token view of one call: logprob shading and per-token PPO advantage (no Streamlit)."""
+"""The token view of one call: logprob shading, token text with logprob and importance ratio, and
+per-token PPO advantage (no Streamlit)."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import plotly.graph_objects as go
 
@@ -150,3 +154,92 @@ def advantage_figure(grid: AdvantageGrid) -> go.Figure:
         yaxis={"visible": False, "autorange": "reversed"},
     )
     return fig
+
+
+@dataclass(frozen=True)
+class TokenCell:
+    """One generated token as the per-token view shows it."""
+
+    index: int
+    token_id: int | None
+    text: str | None
+    """The token's text when the log has it (never re-tokenised from the reply)."""
+    logprob: float | None
+    ratio: float | None
+    """Truncated importance ratio `min(exp(logp_train - logp_rollout), C)`."""
+    clipped: bool
+
+    @property
+    def label(self) -> str:
+        """What the strip shows: the text with newlines and tabs made visible, else the id."""
+        if self.text is not None:
+            return self.text.replace("\n", "↵\n").replace("\t", "→\t") or "∅"
+        return f"⟨{self.token_id}⟩" if self.token_id is not None else "⟨?⟩"
+
+    @property
+    def hover(self) -> str:
+        parts = [f"token {self.index + 1}"]
+        if self.token_id is not None:
+            parts.append(f"id {self.token_id}")
+        if self.text is not None:
+            parts.append(repr(self.text))
+        if self.logprob is not None:
+            parts.append(f"logprob {self.logprob:.4f} (p {math.exp(self.logprob):.3f})")
+        if self.ratio is not None:
+            parts.append(f"ratio {self.ratio:.3f}" + (" clipped" if self.clipped else ""))
+        return " · ".join(parts)
+
+
+def _at(values: Sequence[Any] | None, i: int) -> Any:
+    return values[i] if values is not None and i < len(values) else None
+
+
+def token_cells(
+    token_ids: Sequence[int] | None,
+    texts: Sequence[str] | None,
+    logprobs: Sequence[float | None] | None,
+    ratios: Sequence[float] | None = None,
+    clipped: Sequence[bool] | None = None,
+) -> list[TokenCell]:
+    """One cell per generated token from whatever the log has (ids, text, logprobs, ratios)."""
+    n = max(len(x) for x in (token_ids or [], texts or [], logprobs or []))
+    return [
+        TokenCell(
+            i,
+            _at(token_ids, i),
+            _at(texts, i),
+            _at(logprobs, i),
+            _at(ratios, i),
+            bool(_at(clipped, i)),
+        )
+        for i in range(n)
+    ]
+
+
+def _mix(a: tuple[int, int, int], b: tuple[int, int, int], t: float) -> str:
+    t = min(max(t, 0.0), 1.0)
+    r, g, bl = (round(x + (y - x) * t) for x, y in zip(a, b, strict=True))
+    return f"#{r:02x}{g:02x}{bl:02x}"
+
+
+_WHITE = (255, 255, 255)
+_SURPRISE = (240, 128, 60)
+_LOW = (84, 140, 230)
+_HIGH = (232, 120, 40)
+
+
+def logprob_colour(logprob: float | None) -> str:
+    """Background of a token by its probability: white when certain, orange when unlikely."""
+    if logprob is None:
+        return "#eeeeee"
+    return _mix(_WHITE, _SURPRISE, 1 - math.exp(logprob))
+
+
+def ratio_colour(ratio: float | None, cap: float) -> str:
+    """Background by importance ratio: white at 1, blue below (trainer less likely than the
+    sampler), orange above, full orange at the cap."""
+    if ratio is None:
+        return "#eeeeee"
+    if ratio < 1:
+        return _mix(_WHITE, _LOW, 1 - ratio)
+    return _mix(_WHITE, _HIGH, (ratio - 1) / max(cap - 1, 1e-9))

@@ -593,26 +593,41 @@ def _openai_response(body: dict[str, Any]) -> _Response:
 
 
 def _vllm_rollout(body: dict[str, Any], choice: dict[str, Any]) -> Rollout | None:
-    """Token ids / logprobs from vLLM (`return_token_ids`, `token_id:N`) or SGLang meta_info."""
+    """Token ids / logprobs / token text from vLLM (`return_token_ids`, `token_id:N`), OpenAI
+    `logprobs.content` or SGLang meta_info."""
     prompt_ids = body.get("prompt_token_ids")
     output_ids = choice.get("token_ids")
     logprobs = None
+    texts: list[str] | None = None
     content = (choice.get("logprobs") or {}).get("content")
     if isinstance(content, list) and content:
-        logprobs = [e.get("logprob") for e in content if isinstance(e, dict)]
-        if output_ids is None:
-            ids = [_token_id(e.get("token")) for e in content if isinstance(e, dict)]
-            if ids and all(i is not None for i in ids):
-                output_ids = ids
+        entries = [e for e in content if isinstance(e, dict)]
+        logprobs = [e.get("logprob") for e in entries]
+        tokens = [e.get("token") for e in entries]
+        ids = [_token_id(t) for t in tokens]
+        if output_ids is None and ids and all(i is not None for i in ids):
+            output_ids = ids
+        # Token text only when the server sent text: `token_id:N` tokens are ids, not text.
+        if tokens and all(isinstance(t, str) for t in tokens) and all(i is None for i in ids):
+            texts = tokens
     meta = body.get("meta_info") or choice.get("meta_info")
     if isinstance(meta, dict) and isinstance(meta.get("output_token_logprobs"), list):
         triples = [t for t in meta["output_token_logprobs"] if isinstance(t, list) and len(t) >= 2]
         logprobs = logprobs or [t[0] for t in triples]
         output_ids = output_ids or [t[1] for t in triples]
+        if (
+            texts is None
+            and triples
+            and all(len(t) >= 3 and isinstance(t[2], str) for t in triples)
+        ):
+            texts = [t[2] for t in triples]
     if prompt_ids is None and output_ids is None and logprobs is None:
         return None
     return Rollout(
-        prompt_token_ids=prompt_ids, output_token_ids=output_ids, output_logprobs=logprobs
+        prompt_token_ids=prompt_ids,
+        output_token_ids=output_ids,
+        output_logprobs=logprobs,
+        output_tokens=texts,
     )
 
 

@@ -47,6 +47,7 @@ class RolloutFields(_Strict):
     trainer_logprobs: list[Finite | None] | None = None
     values: list[Finite | None] | None = None
     policy_version: Int64 | None = None
+    output_tokens: list[str] | None = None
 
 
 class CallFields(_Strict):

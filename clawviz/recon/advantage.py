@@ -108,6 +108,8 @@ class ImportanceStats:
     ratios: list[float]
     clipped_fraction: float
     mean_ratio: float
+    clipped: tuple[bool, ...] = ()
+    """Per token: whether its ratio exceeded the cap (and so was truncated to it)."""
 
 
 def importance_ratios(r: Rollout | None, cap: float = 2.0) -> ImportanceStats | None:
@@ -116,7 +118,9 @@ def importance_ratios(r: Rollout | None, cap: float = 2.0) -> ImportanceStats | 
         return None
     if len(r.output_logprobs) != len(r.trainer_logprobs) or not r.output_logprobs:
         return None
+    if any(v is None for v in (*r.output_logprobs, *r.trainer_logprobs)):
+        return None  # a token without both logprobs has no ratio; the view says why
     raw = [math.exp(t - o) for t, o in zip(r.trainer_logprobs, r.output_logprobs, strict=True)]
     ratios = [min(x, cap) for x in raw]
-    clipped = sum(1 for x in raw if x > cap) / len(raw)
-    return ImportanceStats(ratios, clipped, sum(ratios) / len(ratios))
+    flags = tuple(x > cap for x in raw)
+    return ImportanceStats(ratios, sum(flags) / len(raw), sum(ratios) / len(ratios), flags)

@@ -1,0 +1,72 @@
+"""AppTest of Compare on the Episode page (sample store): nearest episodes first, the kept paths
+turn by turn, both final answers and the two final workspaces diffed, links to both episodes.
+
+The files that differ between the two after-workspaces are found here by reading both."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from apphelpers import no_exception, open_page
+
+from clawviz.ui import state
+
+EPISODE = "pages/episode.py"
+ROOT = Path(__file__).resolve().parents[2]
+LEFT, RIGHT = "t0001-openclaw-a1", "t0001-openclaw-a3"
+
+
+def _differing(a: Path, b: Path) -> set[str]:
+    fa = {p.relative_to(a).as_posix() for p in a.rglob("*") if p.is_file()}
+    fb = {p.relative_to(b).as_posix() for p in b.rglob("*") if p.is_file()}
+    return (fa ^ fb) | {p for p in fa & fb if (a / p).read_bytes() != (b / p).read_bytes()}
+
+
+def test_picker_offers_the_nearest_episodes_first(sample_db_url, on_store):
+    on_store(sample_db_url)
+    at = open_page(EPISODE, episode=LEFT)
+    no_exception(at)
+    box = at.selectbox(key=state.KEY_COMPARE_SELECT)
+    opts = box.options[1:]
+    # The sample store has task_0001 in openclaw a1-a4 and claude-code a1-a4.
+    first_three = [o.split(": ", 1)[1].split(" · ")[0] for o in opts[:3]]
+    assert first_three == ["t0001-openclaw-a2", "t0001-openclaw-a3", "t0001-openclaw-a4"]
+    assert opts[3].startswith("same task, other harness: t0001-claude-code-a1")
+    assert any(o.startswith("other task: ") for o in opts)
+
+
+def test_compare_aligns_turns_diffs_answers_and_workspaces(sample_db_url, on_store):
+    on_store(sample_db_url)
+    at = open_page(EPISODE, episode=LEFT, compare=RIGHT)
+    no_exception(at)
+    table = next(d.value for d in at.dataframe if "verdict" in d.value.columns)
+    assert list(table.columns[:5]) == [
+        "turn",
+        "left call",
+        "left tools",
+        "right call",
+        "right tools",
+    ]
+    # Both attempts read the task data first (the sample agent's first step).
+    assert table["left tools"].iloc[0].startswith("read(path=data/tasks.csv)")
+    assert table["verdict"].iloc[0] == "same"
+    assert "different" in set(table["verdict"])
+    assert any("first part ways at turn" in c.value for c in at.caption)
+    assert any("Final answers" in m.value for m in at.markdown)
+    files = next(d.value for d in at.dataframe if "file" in d.value.columns)
+    ws = ROOT / "sample_logs" / "workspaces"
+    expected = _differing(ws / f"{LEFT}/after", ws / f"{RIGHT}/after")
+    assert set(files["file"]) == expected
+    code = [c.value for c in at.code if c.language == "diff"]
+    assert code and code[0].startswith(f"--- {LEFT}/")
+    links = [(e.proto.label, e.proto.query_string) for e in at.get("page_link")]
+    assert (f"Right: {RIGHT}", f"episode={RIGHT}&compare={LEFT}") in links
+    keys = {getattr(t, "key", None) for t in at.get("plotly_chart")}
+    assert {"episode_compare_left", "episode_compare_right"} <= keys
+
+
+def test_no_compare_without_a_choice(sample_db_url, on_store):
+    on_store(sample_db_url)
+    at = open_page(EPISODE, episode=LEFT)
+    no_exception(at)
+    assert not any("verdict" in d.value.columns for d in at.dataframe)
