@@ -269,3 +269,52 @@ def scripted_replies(folder: Path) -> dict[int, ScriptedReply]:
             )
         out[reply.line] = reply
     return out
+
+
+# -- the comparisons every recorded test makes ----------------------------------------------------
+
+DECISION_FIELDS = ("role", "state", "reason", "segment", "parent", "link", "retry_of")
+
+
+def wrong_decisions(rows: list[dict[str, Any]], expected: Expected) -> list[tuple[str, dict]]:
+    """(call name, {field: (got, want)}) for each call whose decision differs from the file."""
+    by_line = expected.by_line
+    assert sorted(r["source"]["line"] for r in rows) == sorted(by_line)
+    name = {r["call_id"]: by_line[r["source"]["line"]]["name"] for r in rows}
+    wrong = []
+    for r in rows:
+        e = by_line[r["source"]["line"]]
+        got = {
+            "role": r["role"],
+            "state": r["state"],
+            "reason": r["reason"],
+            "segment": r["segment"],
+            "parent": name.get(r["parent_call"]),
+            "link": name.get(r["linked_call"]),
+            "retry_of": name.get(r["retry_of"]),
+        }
+        want = {k: e[k] for k in DECISION_FIELDS}
+        if got != want:
+            wrong.append((e["name"], {k: (got[k], want[k]) for k in got if got[k] != want[k]}))
+    return wrong
+
+
+def thread_groups(
+    rows: list[dict[str, Any]], expected: Expected
+) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """Call names per thread: (as rebuilt, as the file says)."""
+    by_line = expected.by_line
+    got: dict[str, set[str]] = {}
+    want: dict[str, set[str]] = {}
+    for r in rows:
+        e = by_line[r["source"]["line"]]
+        got.setdefault(r["thread"], set()).add(e["name"])
+        want.setdefault(e["thread"], set()).add(e["name"])
+    return got, want
+
+
+def kept_path_names(loaded: Loaded, expected: Expected) -> list[list[str]]:
+    """The kept path of each segment, as the expected file's call names."""
+    name = loaded.names(expected)
+    kept = sorted((p for p in loaded.analysis.paths if p.state == "kept"), key=lambda p: p.segment)
+    return [[name[c] for c in p.call_ids] for p in kept]
