@@ -651,11 +651,31 @@ def test_recorded_traffic_exports(recorded_store, folder, tmp_path):
 
 def test_recorded_traffic_with_token_ids_is_exported_for_rl(recorded_store, tmp_path):
     """The pi (Chat Completions) and OpenClaw recordings carry the toy tokenizer's ids: the
-    RL export over them is not empty (so the per-recording checks above check something)."""
+    RL export over them is not empty (so the per-recording checks above check something), and
+    both formats read back from Parquet with pandas as written (split SFT rows included)."""
     n = 0
     for folder in recorded.folders("pi-", "openclaw-"):
-        rows, _ = _recorded_export(recorded_store(folder), "rl", tmp_path / "rl.jsonl")
-        n += sum(sum(r["loss_mask"]) for r in rows)
+        rec = recorded_store(folder)
+        for fmt in ("sft", "rl"):
+            rows, _ = _recorded_export(rec, fmt, tmp_path / f"{fmt}.jsonl")
+            with Session(rec.engine) as s:
+                run_export(
+                    s, fmt, tmp_path / f"{fmt}.parquet", selection=Selection(include_dropped=True)
+                )
+            df = pd.read_parquet(tmp_path / f"{fmt}.parquet")
+            assert list(df["row_id"]) == [r["row_id"] for r in rows]
+            for rec_row, row in zip(df.to_dict("records"), rows, strict=True):
+                assert list(rec_row["call_ids"]) == row["call_ids"]
+                assert (rec_row["split"], rec_row["n_splits"]) == (row["split"], row["n_splits"])
+                if fmt == "sft":
+                    assert list(rec_row["train"]) == row["train"]
+                    assert [m["content"] for m in rec_row["messages"]] == [
+                        m["content"] for m in row["messages"]
+                    ]
+                else:
+                    assert list(rec_row["input_ids"]) == row["input_ids"]
+                    assert list(rec_row["loss_mask"]) == row["loss_mask"]
+                    n += sum(row["loss_mask"])
     assert n > 500
 
 
