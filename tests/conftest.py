@@ -172,3 +172,18 @@ def script_text() -> str:
 @pytest.fixture
 def empty_db_url(tmp_path) -> str:
     return dburl.fresh_url(tmp_path, "empty")
+
+
+@pytest.fixture(scope="session")
+def recorded_store(tmp_path_factory):
+    """folder -> `tests.harness.recorded.load(folder)`, each recording ingested once per run."""
+    from tests.harness.recorded import load
+
+    cache: dict = {}
+
+    def get(folder):
+        if folder not in cache:
+            cache[folder] = load(folder, tmp_path_factory.mktemp(folder.name))
+        return cache[folder]
+
+    return get

@@ -30,12 +30,34 @@ from clawviz.store.decisions import ensure_analysis
 from clawviz.store.models import CallRow, Result
 from clawviz.store.queries import EpisodeFilter
 from tests.dburl import fresh_url, memory_engine
+from tests.harness import recorded
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "sample_logs"
 REAL = REPO / "tests" / "data" / "real_traffic"
-RECORDED = REPO / "tests" / "data" / "recorded"
 SCHEMA = json.loads((REPO / "docs" / "export.schema.json").read_text())
+ROW_SCHEMA = jsonschema.validators.validator_for(SCHEMA)(SCHEMA)
+ROW_SCHEMA.check_schema(SCHEMA)
+TOKEN_LISTS = {
+    # RL's per-token lists, as the schema's item types say (jsonschema spends ~10 us a token).
+    "input_ids": lambda x: isinstance(x, int) and not isinstance(x, bool) and x >= 0,
+    "loss_mask": lambda x: x in (0, 1) and not isinstance(x, bool),
+    "rollout_logprobs": lambda x: x is None or isinstance(x, float | int),
+    "token_advantages": lambda x: x is None or isinstance(x, float | int),
+}
+
+
+def validate_row(row: dict) -> None:
+    """The row against docs/export.schema.json; RL's token lists past their first 64 items
+    are checked for the schema's item types in plain Python (the same constraints, faster)."""
+    short = dict(row)
+    for key, ok in TOKEN_LISTS.items():
+        items = row.get(key)
+        if isinstance(items, list) and len(items) > 64:
+            bad = [i for i, x in enumerate(items) if not ok(x)]
+            assert not bad, f"{row['row_id']}: {key}[{bad[0]}] = {items[bad[0]]!r}"
+            short[key] = items[:64]
+    ROW_SCHEMA.validate(short)
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -134,7 +156,7 @@ def trained_by_row(row: dict) -> list[tuple[str, dict]]:
 
 def check_sft(ds: Dataset, rows: list[dict], kept: set[str]) -> None:
     for row in rows:
-        jsonschema.validate(row, SCHEMA)
+        validate_row(row)
         assert len(row["train"]) == len(row["messages"])
         for msg, t in zip(row["messages"], row["train"], strict=True):
             if msg["role"] != "assistant":
@@ -204,7 +226,7 @@ def test_rl_rows_train_exactly_the_sampled_tokens_with_logprobs(samples, tmp_pat
     assert expected == with_ids and len(episodes_with_ids) == 3
     trained = Counter()
     for row in rows:
-        jsonschema.validate(row, SCHEMA)
+        validate_row(row)
         n = len(row["input_ids"])
         assert len(row["loss_mask"]) == n == len(row["rollout_logprobs"])
         sampled, lps = [], []
@@ -486,7 +508,7 @@ def test_rl_all_valid_trains_a_shared_prefix_once_and_ppo_values(session, tmp_pa
         want = [0.75 if m else None for m in row["loss_mask"]]
         assert row["token_advantages"] == want
     for row in rows:
-        jsonschema.validate(row, SCHEMA)
+        validate_row(row)
 
 
 def test_sft_harness_injected_assistant_text_is_not_trained(session, tmp_path):
@@ -519,7 +541,7 @@ def test_an_interrupted_export_leaves_no_file(session, tmp_path):
     assert not out.exists() and not list(tmp_path.iterdir())
 
 
-# --- the real-traffic-shaped recordings (and real recordings once they are in the repo) ----
+# --- the real-traffic-shaped logs and the recordings of real harnesses -------------------
 
 
 def test_real_traffic_sft_trains_each_kept_reply_once(real, tmp_path):
@@ -542,14 +564,119 @@ def test_real_traffic_rl_has_no_token_ids_and_says_so(real, tmp_path):
     assert report["skipped_paths"]["no_token_ids"] == n_paths
 
 
-@pytest.mark.skipif(
-    not any(_expected_of(p).exists() for p in RECORDED.rglob("*.jsonl")),
-    reason="no recordings with <name>.expected.json under tests/data/recorded/ in this checkout",
-)
-def test_recorded_traffic_exports(tmp_path):
-    ds = _real_dataset(RECORDED, tmp_path)
-    rows, _ = export(ds.url, "sft", tmp_path / "s.jsonl", selection=Selection(include_dropped=True))
-    check_sft(ds, rows, ds.kept_calls(("dropped",)))
+def _recorded_export(rec, fmt: str, out: Path) -> tuple[list[dict], dict]:
+    with Session(rec.engine) as s:
+        report = run_export(s, fmt, out, selection=Selection(include_dropped=True))
+    return read_jsonl(out), json.loads(json.dumps(report.to_dict()))
+
+
+@pytest.mark.parametrize("folder", recorded.folders(), ids=recorded.folder_id)
+def test_recorded_traffic_exports(recorded_store, folder, tmp_path):
+    """Every recording of a real harness (tests/data/recorded/): which calls are kept comes
+    from its expected.json, what each of them answered (text, tool calls, sampled token ids,
+    logprobs) from the scripted server's scenario replayed against its own log."""
+    rec = recorded_store(folder)
+    exp = recorded.read_expected(folder)
+    replies = recorded.scripted_replies(folder)
+    line = {r["call_id"]: r["source"]["line"] for r in rec.rows}
+    name = rec.names(exp)
+    kept = {c for c, n in line.items() if exp.by_line[n]["state"] == "kept"}
+    segment = {c: exp.by_line[line[c]]["segment"] for c in kept}
+    assert kept and {c["name"] for c in exp.kept_main()} == {n for p in exp.kept_paths for n in p}
+
+    # SFT: one row per segment, training exactly its kept replies as the server sent them.
+    rows, report = _recorded_export(rec, "sft", tmp_path / "sft.jsonl")
+    for row in rows:
+        validate_row(row)
+        for msg, t in zip(row["messages"], row["train"], strict=True):
+            assert not (t and msg["role"] != "assistant"), f"{row['row_id']}: {msg['role']} trained"
+        tool_flags = [
+            t for m, t in zip(row["messages"], row["train"], strict=True) if m["role"] == "tool"
+        ]
+        assert not any(tool_flags), f"{row['row_id']}: a tool result is trained"
+    by_path: dict[str, list[str]] = {}
+    splits: dict[str, list[tuple[int, int]]] = {}
+    for r in rows:  # a path is split where the harness rewrote its history: rows in order
+        by_path.setdefault(r["path_id"], []).extend(name[c] for c in r["call_ids"])
+        splits.setdefault(r["path_id"], []).append((r["split"], r["n_splits"]))
+    for got in splits.values():
+        assert got == [(k, len(got)) for k in range(len(got))]
+    assert list(by_path.values()) == exp.kept_paths
+    seen = Counter(cid for row in rows for cid, _ in trained_by_row(row))
+    assert set(seen) == kept and set(seen.values()) == {1}
+    for row in rows:
+        for cid, msg in trained_by_row(row):
+            want = replies[line[cid]]
+            assert (msg["content"] or "") == want.text, name[cid]
+            got = [
+                (tc["function"]["name"], json.loads(tc["function"]["arguments"]))
+                for tc in msg.get("tool_calls") or []
+            ]
+            assert got == want.tools, name[cid]
+    assert report["trained_messages"] == len(kept) and report["skipped_paths"] == {}
+
+    # RL: a segment is exported when the server sent token ids on every kept call of it
+    # (it does on every Chat Completions answer); its rows train exactly the sampled tokens.
+    tokened = {c for c in kept if replies[line[c]].output_ids is not None}
+    full = {s for s in set(segment.values()) if all(c in tokened for c in kept if segment[c] == s)}
+    want_trained = {c for c in kept if segment[c] in full}
+    rl, rl_report = _recorded_export(rec, "rl", tmp_path / "rl.jsonl")
+    trained: Counter[str] = Counter()
+    for row in rl:
+        validate_row(row)
+        assert len(row["input_ids"]) == len(row["loss_mask"]) == len(row["rollout_logprobs"])
+        mask = row["loss_mask"]
+        sampled, lps = [], []
+        for cid in row["call_ids"]:
+            want = replies[line[cid]]
+            sampled += want.output_ids
+            lps += want.logprobs or [None] * len(want.output_ids)
+            trained[cid] += 1
+        assert [t for t, m in zip(row["input_ids"], mask, strict=True) if m] == sampled
+        assert [p for p, m in zip(row["rollout_logprobs"], mask, strict=True) if m] == lps
+        assert all(p is None for p, m in zip(row["rollout_logprobs"], mask, strict=True) if not m)
+        first = raw_reply(
+            raw_record(str(recorded.exchanges_file(folder)), line[row["call_ids"][0]])
+        )
+        assert row["input_ids"][: len(first.prompt_ids)] == first.prompt_ids
+    assert set(trained) == want_trained and set(trained.values()) <= {1}
+    assert rl_report["trained_tokens"] == sum(len(replies[line[c]].output_ids) for c in trained)
+    n_skipped = len(set(segment.values()) - full)
+    assert sum(rl_report["skipped_paths"].values()) == n_skipped
+    if not tokened:
+        assert set(rl_report["skipped_paths"]) == {"no_token_ids"}
+    no_lp = sum(replies[line[c]].logprobs is None for c in trained)
+    assert rl_report["calls_without_logprobs"] == no_lp
+
+
+def test_recorded_traffic_with_token_ids_is_exported_for_rl(recorded_store, tmp_path):
+    """The pi (Chat Completions) and OpenClaw recordings carry the toy tokenizer's ids: the
+    RL export over them is not empty (so the per-recording checks above check something), and
+    both formats read back from Parquet with pandas as written (split SFT rows included)."""
+    n = 0
+    for folder in recorded.folders("pi-", "openclaw-"):
+        rec = recorded_store(folder)
+        for fmt in ("sft", "rl"):
+            rows, _ = _recorded_export(rec, fmt, tmp_path / f"{fmt}.jsonl")
+            with Session(rec.engine) as s:
+                run_export(
+                    s, fmt, tmp_path / f"{fmt}.parquet", selection=Selection(include_dropped=True)
+                )
+            df = pd.read_parquet(tmp_path / f"{fmt}.parquet")
+            assert list(df["row_id"]) == [r["row_id"] for r in rows]
+            for rec_row, row in zip(df.to_dict("records"), rows, strict=True):
+                assert list(rec_row["call_ids"]) == row["call_ids"]
+                assert (rec_row["split"], rec_row["n_splits"]) == (row["split"], row["n_splits"])
+                if fmt == "sft":
+                    assert list(rec_row["train"]) == row["train"]
+                    assert [m["content"] for m in rec_row["messages"]] == [
+                        m["content"] for m in row["messages"]
+                    ]
+                else:
+                    assert list(rec_row["input_ids"]) == row["input_ids"]
+                    assert list(rec_row["loss_mask"]) == row["loss_mask"]
+                    n += sum(row["loss_mask"])
+    assert n > 500
 
 
 # --- the command line ------------------------------------------------------------------

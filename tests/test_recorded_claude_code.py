@@ -13,7 +13,6 @@ and check that they agree with the wire where a transcript can show it.
 from __future__ import annotations
 
 import gzip
-import json
 import re
 import shutil
 from pathlib import Path
@@ -21,20 +20,19 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from clawviz.cli.explain import explain_rows
 from clawviz.ingest.load import ingest_paths
 from clawviz.recon.canonical import block_text, match_key
 from clawviz.recon.markers import ALL_IGNORE_PATTERNS
 from clawviz.recon.tree import _dropped_tools, _Items, history_messages
-from clawviz.store.calls import list_episodes, load_calls
+from clawviz.store.calls import load_calls
 from clawviz.store.db import init_db
-from clawviz.store.decisions import ensure_analysis, episode_analysis
 from clawviz.store.models import CallRow
 from tests.dburl import memory_engine
+from tests.harness import recorded
 
-RECORDED = Path(__file__).parent / "data" / "recorded"
-FOLDERS = sorted(p.parent for p in RECORDED.glob("claude-code-*/*/expected.json"))
-IDS = [f"{p.parent.name}/{p.name}" for p in FOLDERS]
+RECORDED = recorded.RECORDED
+FOLDERS = recorded.folders("claude-code-")
+IDS = [recorded.folder_id(p) for p in FOLDERS]
 SESSION = "c1a0de00-0000-4000-8000-00000000c0de"
 
 
@@ -44,38 +42,15 @@ def _engine():
     return engine
 
 
-def _wire(folder: Path, tmp: Path) -> dict:
-    """Ingest the proxy log (plus a reward of 1.0 so the reward rule stays out of the way)."""
-    log = tmp / "exchanges.jsonl"
-    log.write_bytes((folder / "exchanges.jsonl").read_bytes())
-    engine = _engine()
-    with Session(engine) as session:
-        report = ingest_paths([log], session=session)
-        session.commit()
-        assert not report.rejected, report.rejected
-        eps = {c.episode_id for c in session.exec(select(CallRow))}
-        assert len(eps) == 1, eps
-        (ep,) = eps
-        results = tmp / "results.jsonl"
-        results.write_text(json.dumps({"episode_id": ep, "reward": 1.0}) + "\n")
-        ingest_paths([results], session=session)
-        session.commit()
-        ensure_analysis(session)
-        return {
-            "episode": ep,
-            "rows": explain_rows(session, ep),
-            "analysis": episode_analysis(session, ep),
-            "n_episodes": len(list_episodes(session)),
-        }
-
-
-def _expected(folder: Path) -> dict:
-    return json.loads((folder / "expected.json").read_text())
+def _expected(folder: Path) -> recorded.Expected:
+    return recorded.read_expected(folder)
 
 
 @pytest.fixture(scope="module")
-def wire(tmp_path_factory):
-    return {f: _wire(f, tmp_path_factory.mktemp(f.name)) for f in FOLDERS}
+def wire(recorded_store) -> dict[Path, recorded.Loaded]:
+    """Each recording's proxy log ingested (plus a reward of 1.0 so the reward rule stays out
+    of the way) and analysed: `tests.harness.recorded.load`, shared by the recorded tests."""
+    return {f: recorded_store(f) for f in FOLDERS}
 
 
 def test_recordings_are_present_and_small():
@@ -91,45 +66,19 @@ def test_recordings_are_present_and_small():
 @pytest.mark.parametrize("folder", FOLDERS, ids=IDS)
 def test_expected_file_is_what_the_server_log_says(folder):
     """expected.json is exactly what expect_claude_code.py writes from scenario + server log."""
-    from harness.expect_claude_code import expected_for
+    from tests.harness.expect_claude_code import expected_for
 
-    assert expected_for(folder) == _expected(folder)
+    assert expected_for(folder) == _expected(folder).raw
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=IDS)
 def test_every_call_gets_the_decision_the_server_made_happen(wire, folder):
-    rows = wire[folder]["rows"]
-    expected = {c["line"]: c for c in _expected(folder)["calls"]}
-    assert sorted(r["source"]["line"] for r in rows) == sorted(expected)
-    name = {r["call_id"]: expected[r["source"]["line"]]["name"] for r in rows}
-    wrong = []
-    for r in rows:
-        e = expected[r["source"]["line"]]
-        got = {
-            "role": r["role"],
-            "state": r["state"],
-            "reason": r["reason"],
-            "segment": r["segment"],
-            "parent": name.get(r["parent_call"]),
-            "link": name.get(r["linked_call"]),
-            "retry_of": name.get(r["retry_of"]),
-        }
-        want = {k: e[k] for k in got}
-        if got != want:
-            wrong.append((e["name"], {k: (got[k], want[k]) for k in got if got[k] != want[k]}))
-    assert not wrong
+    assert not recorded.wrong_decisions(wire[folder].rows, _expected(folder))
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=IDS)
 def test_threads_group_calls_as_the_server_saw_them(wire, folder):
-    rows = wire[folder]["rows"]
-    expected = {c["line"]: c for c in _expected(folder)["calls"]}
-    got: dict[str, set[str]] = {}
-    want: dict[str, set[str]] = {}
-    for r in rows:
-        e = expected[r["source"]["line"]]
-        got.setdefault(r["thread"], set()).add(e["name"])
-        want.setdefault(e["thread"], set()).add(e["name"])
+    got, want = recorded.thread_groups(wire[folder].rows, _expected(folder))
     assert sorted(map(sorted, got.values())) == sorted(map(sorted, want.values()))
     assert got.get("main", set()) == want.get("main", set())
 
@@ -137,16 +86,13 @@ def test_threads_group_calls_as_the_server_saw_them(wire, folder):
 @pytest.mark.parametrize("folder", FOLDERS, ids=IDS)
 def test_episode_status_reasons_and_kept_path_per_segment(wire, folder):
     exp = _expected(folder)
-    a = wire[folder]["analysis"]
-    lines = {c["line"]: c["name"] for c in exp["calls"]}
-    name = {r["call_id"]: lines[r["source"]["line"]] for r in wire[folder]["rows"]}
-    assert wire[folder]["n_episodes"] == 1
-    assert [r.code for r in a.reasons] == exp["episode"]["reasons"]
-    assert a.status == exp["episode"]["status"]
-    assert a.n_segments == len(exp["episode"]["kept_paths"])
+    a = wire[folder].analysis
+    assert wire[folder].n_episodes == 1
+    assert [r.code for r in a.reasons] == exp.reasons
+    assert a.status == exp.status
+    assert a.n_segments == len(exp.kept_paths)
     assert all(p.state == "kept" for p in a.paths), [(p.path_id, p.reason) for p in a.paths]
-    kept = sorted((p for p in a.paths if p.state == "kept"), key=lambda p: p.segment)
-    assert [[name[c] for c in p.call_ids] for p in kept] == exp["episode"]["kept_paths"]
+    assert recorded.kept_path_names(wire[folder], exp) == exp.kept_paths
 
 
 # -- Claude Code's own transcript files of the same run ----------------------------------------
@@ -185,19 +131,8 @@ def test_transcripts_load_plain_and_gzipped(folder, gz, tmp_path):
     assert main, "the session file replays into calls"
     # Every reply the scripted server gave the main thread is a reply of the transcript.
     exp = _expected(folder)
-    server_main = [c["name"] for c in exp["calls"] if c["role"] == "main" and c["state"] == "kept"]
+    server_main = [c["name"] for c in exp.calls if c["role"] == "main" and c["state"] == "kept"]
     assert len(main) >= len(server_main) - 1  # the transcript may end a reply short of the wire
-
-
-def _wire_calls(folder: Path, tmp: Path) -> list:
-    log = tmp / "exchanges.jsonl"
-    log.write_bytes((folder / "exchanges.jsonl").read_bytes())
-    engine = _engine()
-    with Session(engine) as session:
-        ingest_paths([log], session=session)
-        session.commit()
-        (ep,) = {c.episode_id for c in session.exec(select(CallRow))}
-        return load_calls(session, ep)
 
 
 def _summary_of(text: str) -> str:
@@ -208,12 +143,12 @@ def _summary_of(text: str) -> str:
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=IDS)
-def test_transcript_agrees_with_the_wire(folder, tmp_path):
+def test_transcript_agrees_with_the_wire(wire, folder, tmp_path):
     """Each main call replayed from the session file is a call the proxy recorded: same reply
     and, in canonical form, the same request messages; each compaction in the transcript holds
     the summary the server sent (re-rendered by Claude Code before it is re-sent)."""
     calls, _ = _transcript_calls(folder, tmp_path, False)
-    wire = _wire_calls(folder, tmp_path)
+    wire = wire[folder].calls
     replies = {_key([c.response]) for c in wire if c.response}
     by_reply: dict[tuple[str, ...], list] = {}
     for c in wire:
@@ -277,14 +212,9 @@ def _unwrap_notification(message: dict) -> dict:
 
 def _server_actions(folder: Path, wire: list) -> list[str]:
     """The scripted server's action for each wire call (paired as expect.py pairs them)."""
-    from harness.expect import line_of_entries
-
-    server = [json.loads(x) for x in (folder / "server.jsonl").read_text().splitlines()]
-    exchanges = [json.loads(x) for x in (folder / "exchanges.jsonl").read_text().splitlines()]
-    action_of_line = {
-        line: next(e["action"] for e in server if e["i"] == i)
-        for i, line in line_of_entries(exchanges, server).items()
-    }
+    server = recorded.read_server(folder)
+    lines = recorded.line_of_entries(recorded.read_exchanges(folder), server)
+    action_of_line = {lines[e["i"]]: e["action"] for e in server}
     return [action_of_line[c.line] for c in wire]
 
 

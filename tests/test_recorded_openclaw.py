@@ -26,45 +26,25 @@ from clawviz.store.db import init_db
 from clawviz.store.decisions import ensure_analysis, episode_analysis
 from clawviz.store.models import CallRow
 from tests.dburl import memory_engine
+from tests.harness import recorded
 
-DATA = Path(__file__).parent / "data" / "recorded" / "openclaw-2026.9.6"
-RECORDINGS = sorted(p.name for p in DATA.iterdir() if (p / "expected.json").exists())
-
-
-def _expected(name: str) -> dict:
-    return json.loads((DATA / name / "expected.json").read_text())
+DATA = recorded.RECORDED / "openclaw-2026.9.6"
+RECORDINGS = [f.name for f in recorded.folders("openclaw-2026.9.6")]
 
 
-def _load(name: str, tmp: Path) -> dict:
-    folder = DATA / name
-    exp = _expected(name)
-    shutil.copy(folder / "exchanges.jsonl.gz", tmp / "exchanges.jsonl.gz")
-    engine = memory_engine()
-    init_db(engine)
-    with Session(engine) as session:
-        report = ingest_paths([tmp / "exchanges.jsonl.gz"], session=session)
-        session.commit()
-        assert not report.rejected, report.rejected
-        (episode,) = {c.episode_id for c in session.exec(select(CallRow))}
-        results = tmp / "results.jsonl"
-        results.write_text(json.dumps({"episode_id": episode, "reward": exp["reward"]}) + "\n")
-        ingest_paths([results], session=session)
-        session.commit()
-        ensure_analysis(session)
-        return {
-            "episode_id": episode,
-            "rows": explain_rows(session, episode),
-            "analysis": episode_analysis(session, episode),
-        }
+def _expected(name: str) -> recorded.Expected:
+    return recorded.read_expected(DATA / name)
 
 
 @pytest.fixture(scope="module")
-def loaded(tmp_path_factory) -> dict[str, dict]:
-    return {name: _load(name, tmp_path_factory.mktemp(name)) for name in RECORDINGS}
+def loaded(recorded_store) -> dict[str, recorded.Loaded]:
+    """Each recording's proxy log ingested with its expected reward and analysed
+    (`tests.harness.recorded.load`, shared by the recorded tests)."""
+    return {name: recorded_store(DATA / name) for name in RECORDINGS}
 
 
 def _names(name: str, rows: list[dict]) -> dict[str, str]:
-    by_line = {e["line"]: e["name"] for e in _expected(name)["calls"]}
+    by_line = _expected(name).name_of_line
     return {r["call_id"]: by_line[r["source"]["line"]] for r in rows}
 
 
@@ -74,51 +54,23 @@ def test_there_are_recordings():
 
 @pytest.mark.parametrize("name", RECORDINGS)
 def test_every_call_gets_the_decision_the_server_made_happen(loaded, name):
-    rows = loaded[name]["rows"]
-    calls = {e["line"]: e for e in _expected(name)["calls"]}
-    assert sorted(r["source"]["line"] for r in rows) == sorted(calls)
-    label = _names(name, rows)
-    wrong = []
-    for r in rows:
-        e = calls[r["source"]["line"]]
-        got = {
-            "role": r["role"],
-            "state": r["state"],
-            "reason": r["reason"],
-            "segment": r["segment"],
-            "parent": label.get(r["parent_call"]),
-            "link": label.get(r["linked_call"]),
-            "retry_of": label.get(r["retry_of"]),
-        }
-        want = {k: e[k] for k in got}
-        if got != want:
-            wrong.append((e["name"], {k: (got[k], want[k]) for k in got if got[k] != want[k]}))
-    assert not wrong
+    assert not recorded.wrong_decisions(loaded[name].rows, _expected(name))
 
 
 @pytest.mark.parametrize("name", RECORDINGS)
 def test_threads_group_calls_as_the_server_saw_them(loaded, name):
-    rows = loaded[name]["rows"]
-    calls = {e["line"]: e for e in _expected(name)["calls"]}
-    got: dict[str, set[str]] = {}
-    want: dict[str, set[str]] = {}
-    for r in rows:
-        e = calls[r["source"]["line"]]
-        got.setdefault(r["thread"], set()).add(e["name"])
-        want.setdefault(e["thread"], set()).add(e["name"])
+    got, want = recorded.thread_groups(loaded[name].rows, _expected(name))
     assert sorted(map(sorted, got.values())) == sorted(map(sorted, want.values()))
 
 
 @pytest.mark.parametrize("name", RECORDINGS)
 def test_episode_status_reasons_and_kept_path_per_segment(loaded, name):
     exp = _expected(name)
-    a = loaded[name]["analysis"]
-    label = _names(name, loaded[name]["rows"])
-    assert [r.code for r in a.reasons] == exp["reasons"]
-    assert a.status == exp["status"]
-    assert a.n_segments == len(exp["kept_paths"])
-    kept = sorted((p for p in a.paths if p.state == "kept"), key=lambda p: p.segment)
-    assert [[label[c] for c in p.call_ids] for p in kept] == exp["kept_paths"]
+    a = loaded[name].analysis
+    assert [r.code for r in a.reasons] == exp.reasons
+    assert a.status == exp.status
+    assert a.n_segments == len(exp.kept_paths)
+    assert recorded.kept_path_names(loaded[name], exp) == exp.kept_paths
     # Retries, failures and side requests leave no branch behind.
     assert all(p.state == "kept" for p in a.paths), [(p.path_id, p.reason) for p in a.paths]
 
@@ -163,7 +115,7 @@ def test_a_store_at_revision_0005_gains_the_match_ignored_column(tmp_path):
 
 def test_each_call_records_what_matching_ignored_and_why(loaded):
     """The decision of each call names the parts of its request the tree did not match on."""
-    rows = loaded["gateway-session"]["rows"]
+    rows = loaded["gateway-session"].rows
     label = _names("gateway-session", rows)
     by_name = {label[r["call_id"]]: r for r in rows}
 
@@ -228,7 +180,7 @@ def test_transcripts_of_the_run_load_and_agree_with_the_wire(tmp_path, gz, name)
     index = json.loads((DATA / name / "sessions" / "index.json").read_text())
     main_id = next(k for k, v in index.items() if v["session_key"] == "agent:main:main")
     subs = {k for k, v in index.items() if v["parent_session_key"] == "agent:main:main"}
-    n_subs = sum(e["role"] == "aux_subagent" for e in _expected(name)["calls"])
+    n_subs = sum(e["role"] == "aux_subagent" for e in _expected(name).calls)
     assert len(subs) == n_subs > 0
     shutil.copy(DATA / name / "exchanges.jsonl.gz", tmp_path / "exchanges.jsonl.gz")
     engine = memory_engine()
@@ -245,7 +197,7 @@ def test_transcripts_of_the_run_load_and_agree_with_the_wire(tmp_path, gz, name)
         wire = _kept_replies(session, f"openclaw-{name}")
         replayed = _kept_replies(session, main_id)
         explained = {r["call_id"]: r for r in explain_rows(session, main_id)}
-    assert [len(p) for p in wire] == [len(p) for p in _expected(name)["kept_paths"]]
+    assert [len(p) for p in wire] == [len(p) for p in _expected(name).kept_paths]
     assert replayed == wire
     # The sub-agents hang off the parent's spawn call, as on the wire.
     spawners = {explained[r.call_id]["linked_call"] for r in sub_calls}

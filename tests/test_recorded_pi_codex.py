@@ -17,24 +17,17 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from clawviz.cli.explain import explain_rows
 from clawviz.ingest.load import ingest_paths
-from clawviz.store.calls import list_episodes
 from clawviz.store.db import init_db
 from clawviz.store.decisions import ensure_analysis, episode_analysis
 from clawviz.store.models import CallRow
 from tests.dburl import memory_engine
+from tests.harness import recorded
 
-RECORDED = Path(__file__).parent / "data" / "recorded"
 # Claude Code and OpenClaw recordings have their own tests (test_recorded_claude_code.py,
 # test_recorded_openclaw.py).
-FOLDERS = sorted(
-    p.parent
-    for p in RECORDED.glob("*/*/expected.json")
-    if p.parent.parent.name.startswith(("pi-", "codex-"))
-)
-IDS = [f"{p.parent.name}/{p.name}" for p in FOLDERS]
-HARNESS_OF = {"pi": "pi", "codex": "codex"}
+FOLDERS = recorded.folders("pi-", "codex-")
+IDS = [recorded.folder_id(p) for p in FOLDERS]
 XFAIL: dict[str, str] = {}
 
 
@@ -44,55 +37,27 @@ def _engine():
     return engine
 
 
-def _wire(folder: Path, tmp: Path) -> dict:
-    """Ingest the proxy log (plus a reward of 1.0 so the reward rule stays out of the way)."""
-    log = tmp / "exchanges.jsonl"
-    log.write_bytes((folder / "exchanges.jsonl").read_bytes())
-    engine = _engine()
-    with Session(engine) as session:
-        report = ingest_paths([log], session=session)
-        session.commit()
-        assert not report.rejected, report.rejected
-        eps = {c.episode_id for c in session.exec(select(CallRow))}
-        assert len(eps) == 1, eps
-        (ep,) = eps
-        results = tmp / "results.jsonl"
-        results.write_text(json.dumps({"episode_id": ep, "reward": 1.0}) + "\n")
-        ingest_paths([results], session=session)
-        session.commit()
-        ensure_analysis(session)
-        from clawviz.store.calls import load_calls
-
-        analysis = episode_analysis(session, ep)
-        calls = load_calls(session, ep)
-        by_id = {c.call_id: c for c in calls}
-        kept = sorted((p for p in analysis.paths if p.state == "kept"), key=lambda p: p.segment)
-        return {
-            "episode": ep,
-            "rows": explain_rows(session, ep),
-            "analysis": analysis,
-            "n_episodes": len(list_episodes(session)),
-            "calls": calls,
-            "kept_replies": [[_fingerprint(by_id[c].response) for c in p.call_ids] for p in kept],
-        }
-
-
-def _expected(folder: Path) -> dict:
-    return json.loads((folder / "expected.json").read_text())
+def _expected(folder: Path) -> recorded.Expected:
+    return recorded.read_expected(folder)
 
 
 def _maybe_xfail(folder: Path) -> None:
-    key = f"{folder.parent.name}/{folder.name}"
+    key = recorded.folder_id(folder)
     if key in XFAIL:
         pytest.xfail(XFAIL[key])
 
 
 @pytest.fixture(scope="module")
-def wire(tmp_path_factory):
-    out = {}
-    for folder in FOLDERS:
-        out[folder] = _wire(folder, tmp_path_factory.mktemp(folder.name))
-    return out
+def wire(recorded_store) -> dict[Path, recorded.Loaded]:
+    """Each recording's proxy log ingested (plus a reward of 1.0 so the reward rule stays out
+    of the way) and analysed: `tests.harness.recorded.load`, shared by the recorded tests."""
+    return {folder: recorded_store(folder) for folder in FOLDERS}
+
+
+def _wire_kept_replies(loaded: recorded.Loaded) -> list[list[tuple]]:
+    by_id = {c.call_id: c for c in loaded.calls}
+    kept = sorted((p for p in loaded.analysis.paths if p.state == "kept"), key=lambda p: p.segment)
+    return [[_fingerprint(by_id[c].response) for c in p.call_ids] for p in kept]
 
 
 def test_recordings_are_present_and_small():
@@ -108,45 +73,19 @@ def test_expected_file_is_what_the_server_log_says(folder):
     """expected.json is exactly what tests/harness/expect.py writes from scenario + server log."""
     from tests.harness.expect import expected_for
 
-    assert expected_for(folder) == _expected(folder)
+    assert expected_for(folder) == _expected(folder).raw
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=IDS)
 def test_every_call_gets_the_decision_the_server_made_happen(wire, folder):
     _maybe_xfail(folder)
-    rows = wire[folder]["rows"]
-    expected = {c["line"]: c for c in _expected(folder)["calls"]}
-    assert sorted(r["source"]["line"] for r in rows) == sorted(expected)
-    name = {r["call_id"]: expected[r["source"]["line"]]["name"] for r in rows}
-    wrong = []
-    for r in rows:
-        e = expected[r["source"]["line"]]
-        got = {
-            "role": r["role"],
-            "state": r["state"],
-            "reason": r["reason"],
-            "segment": r["segment"],
-            "parent": name.get(r["parent_call"]),
-            "link": name.get(r["linked_call"]),
-            "retry_of": name.get(r["retry_of"]),
-        }
-        want = {k: e[k] for k in got}
-        if got != want:
-            wrong.append((e["name"], {k: (got[k], want[k]) for k in got if got[k] != want[k]}))
-    assert not wrong
+    assert not recorded.wrong_decisions(wire[folder].rows, _expected(folder))
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=IDS)
 def test_threads_group_calls_as_the_server_saw_them(wire, folder):
     _maybe_xfail(folder)
-    rows = wire[folder]["rows"]
-    expected = {c["line"]: c for c in _expected(folder)["calls"]}
-    got: dict[str, set[str]] = {}
-    want: dict[str, set[str]] = {}
-    for r in rows:
-        e = expected[r["source"]["line"]]
-        got.setdefault(r["thread"], set()).add(e["name"])
-        want.setdefault(e["thread"], set()).add(e["name"])
+    got, want = recorded.thread_groups(wire[folder].rows, _expected(folder))
     assert sorted(map(sorted, got.values())) == sorted(map(sorted, want.values()))
     assert got.get("main", set()) == want.get("main", set())
 
@@ -155,16 +94,13 @@ def test_threads_group_calls_as_the_server_saw_them(wire, folder):
 def test_episode_status_reasons_and_kept_path_per_segment(wire, folder):
     _maybe_xfail(folder)
     exp = _expected(folder)
-    a = wire[folder]["analysis"]
-    lines = {c["line"]: c["name"] for c in exp["calls"]}
-    name = {r["call_id"]: lines[r["source"]["line"]] for r in wire[folder]["rows"]}
-    assert wire[folder]["n_episodes"] == 1
-    assert [r.code for r in a.reasons] == exp["episode"]["reasons"]
-    assert a.status == exp["episode"]["status"]
-    assert a.n_segments == len(exp["episode"]["kept_paths"])
+    a = wire[folder].analysis
+    assert wire[folder].n_episodes == 1
+    assert [r.code for r in a.reasons] == exp.reasons
+    assert a.status == exp.status
+    assert a.n_segments == len(exp.kept_paths)
     assert all(p.state == "kept" for p in a.paths), [(p.path_id, p.reason) for p in a.paths]
-    kept = sorted((p for p in a.paths if p.state == "kept"), key=lambda p: p.segment)
-    assert [[name[c] for c in p.call_ids] for p in kept] == exp["episode"]["kept_paths"]
+    assert recorded.kept_path_names(wire[folder], exp) == exp.kept_paths
 
 
 # -- the harness's own transcript of the same run -------------------------------------------------
@@ -215,8 +151,8 @@ def test_transcript_agrees_with_the_wire(wire, folder, tmp_path):
     summary request, so only the kept path is compared)."""
     files = sorted(folder.glob("session.jsonl")) + sorted(folder.glob("rollout*.jsonl"))
     tx, a = _kept_replies(files, tmp_path)
-    assert tx == wire[folder]["kept_replies"]
-    assert a.n_segments == len(_expected(folder)["episode"]["kept_paths"])
+    assert tx == _wire_kept_replies(wire[folder])
+    assert a.n_segments == len(_expected(folder).kept_paths)
 
 
 CODEX = [f for f in FOLDERS if (f / "rollout.jsonl").exists()]
@@ -242,7 +178,7 @@ def test_codex_rollout_rebuilds_the_requests_codex_sent(wire, folder, tmp_path):
     proxy logged, message for message, except the first message (the rollout keeps the full
     base instructions, Codex sends them trimmed) and the compaction prompt (only its first
     sentence is known); each rollout call's reply is that request's reply."""
-    wired = wire[folder]["calls"]
+    wired = wire[folder].calls
     tx = _calls(sorted(folder.glob("rollout*.jsonl")), tmp_path / "tx")
     assert len({c.episode_id for c in tx}) == 1
     assert {c.source_kind for c in tx} == {"transcript"}

@@ -74,7 +74,11 @@ class ExportReport:
     rows_shared_prefix_only: int = 0
     calls_without_logprobs: int = 0
     filters: dict[str, Any] = field(default_factory=dict)
-    _traj: dict[str, _Trajectory] = field(default_factory=dict, repr=False)
+    _cur: tuple[str, _Trajectory] | None = field(default=None, repr=False)
+    """The episode being added; folded into `_sums` when the next one starts, so the report
+    holds a few numbers, not a record per episode (an export's memory stays bounded)."""
+    _sums: dict[str, float] = field(default_factory=dict, repr=False)
+    _n_traj: int = field(default=0, repr=False)
 
     def skip(self, code: str, where: str) -> None:
         self.skipped[code] += 1
@@ -83,31 +87,48 @@ class ExportReport:
             examples.append(where)
 
     def add_trajectory(self, episode_id: str, segment: int, calls: list[Call]) -> None:
-        """Record the calls one row trains (and its last call's context for its segment)."""
+        """Record the calls one row trains (and its last call's context for its segment).
+
+        An episode's rows are added together (`run_export` adds them episode by episode)."""
         if not calls:
             return
-        t = self._traj.setdefault(episode_id, _Trajectory())
+        if self._cur is None or self._cur[0] != episode_id:
+            self._fold()
+            self._cur = (episode_id, _Trajectory())
+        t = self._cur[1]
         for c in calls:
             t.trained.setdefault(c.call_id, tool_uses(c.response))
         ctx = call_context(calls[-1])
         t.last_context[segment] = max(ctx, t.last_context.get(segment, 0))
 
+    def _fold(self) -> None:
+        if self._cur is None:
+            return
+        t = self._cur[1]
+        used = [n for names in t.trained.values() for n in names]
+        one = {
+            "turns": float(len(t.trained)),
+            "tokens": float(sum(t.last_context.values())),
+            "tool_calls": float(len(used)),
+            "tool_types": float(len(set(used))),
+        }
+        for k, v in one.items():
+            self._sums[k] = self._sums.get(k, 0.0) + v
+        self._n_traj += 1
+        self._cur = None
+
+    @property
+    def trajectories(self) -> int:
+        """Episodes with at least one exported row."""
+        return self._n_traj + (self._cur is not None)
+
     def stats(self) -> dict[str, dict[str, float | None]]:
         """Per-trajectory means of the exported set next to the paper's figures."""
-        per = []
-        for t in self._traj.values():
-            used = [n for names in t.trained.values() for n in names]
-            per.append(
-                {
-                    "turns": float(len(t.trained)),
-                    "tokens": float(sum(t.last_context.values())),
-                    "tool_calls": float(len(used)),
-                    "tool_types": float(len(set(used))),
-                }
-            )
+        self._fold()
+        n = self._n_traj
         out: dict[str, dict[str, float | None]] = {}
         for key in PAPER_STATS:
-            ours = sum(p[key] for p in per) / len(per) if per else None
+            ours = self._sums.get(key, 0.0) / n if n else None
             out[key] = {"export": ours, "paper": PAPER_STATS[key]}
         return out
 
@@ -132,7 +153,7 @@ class ExportReport:
             "rows_shared_prefix_only": self.rows_shared_prefix_only,
             "calls_without_logprobs": self.calls_without_logprobs,
             "omitted_blocks": dict(sorted(self.omitted_blocks.items())),
-            "trajectories": len(self._traj),
+            "trajectories": self.trajectories,
             "stats_per_trajectory": self.stats(),
         }
 
@@ -170,7 +191,7 @@ class ExportReport:
                 "  blocks not carried: "
                 + ", ".join(f"{k} {v}" for k, v in sorted(self.omitted_blocks.items()))
             )
-        lines.append(f"  per trajectory ({len(self._traj)} trajectories)   export    paper")
+        lines.append(f"  per trajectory ({self.trajectories} trajectories)   export    paper")
         for key, v in self.stats().items():
             ours = "-" if v["export"] is None else f"{v['export']:.2f}"
             lines.append(f"    {STAT_LABELS[key]:<12} {ours:>20} {v['paper']:>8.2f}")

@@ -1,7 +1,8 @@
 """SFT rows: one per kept root-to-leaf path of each segment, with a train flag per message.
 
 The conversation of a path is its last call's request plus that call's reply. Along the path,
-call i's reply sits at position `len(call_i.messages)` of every later request (the tree parent
+call i's reply sits at position `len(call_i.messages)` of every later request (less a trailing
+message the harness sent with that request only) (the tree parent
 is the call whose `messages + [response]` prefixes the child's messages, PIPELINE §2), so the
 positions of the model's own replies come from the tree, not from guessing by text. Those
 messages carry the reply as the model produced it (`call_i.response`, reasoning included; only
@@ -9,6 +10,12 @@ the tool-call ids are taken from the history, so the tool results still point at
 the only ones with `train = true`. Everything else is context: the user's text, tool results,
 harness-injected text, assistant turns the model did not produce in this path (a harness's
 canned reply, an auxiliary call's reply kept in the history, messages before the first call).
+
+A harness that rewrites its history breaks that: OpenClaw joins the replies around a prompt it
+does not keep into one message, or leaves a reply out. Where a later request no longer holds a
+reply of the path as sent (same position, same canonical message), the path is split there
+(`split_path`): each row is then one conversation the model saw, and every reply of the path is
+trained in exactly one row (`split`, `n_splits`).
 """
 
 from __future__ import annotations
@@ -18,6 +25,9 @@ from typing import Any
 
 from clawviz.export.chat import assistant_message, history_message, openai_tools
 from clawviz.export.source import EpisodeData
+from clawviz.recon.canonical import match_key
+from clawviz.recon.markers import ALL_IGNORE_PATTERNS
+from clawviz.recon.matchview import match_view
 from clawviz.types import Call, Message, PathInfo
 
 
@@ -71,19 +81,66 @@ def _merge(into: dict[str, int], more: dict[str, int]) -> None:
         into[k] = into.get(k, 0) + v
 
 
+def _reply_position(call: Call, later: Call) -> int | None:
+    """Where `call`'s reply sits in `later`'s request, or None when it is not there as sent.
+
+    The reply follows the messages of `call`'s request that the harness re-sends: all of them,
+    or all but the trailing ones built for that request only (OpenClaw's context block, which
+    matching leaves out too, `matchview.match_view`). The message there must be the reply in
+    the tree's canonical form (`canonical.match_key`): a harness that merged it with another
+    reply, or left it out, no longer holds it (OpenClaw joins the replies around a prompt it
+    does not keep).
+    """
+    if call.response is None:
+        return None
+    want = _key(call.response)
+    p = len(call.messages)
+    while True:
+        if p < len(later.messages):
+            m = later.messages[p]
+            if m.get("role") == "assistant" and _key(m) == want:
+                return p
+        if p == 0 or match_view(call.messages[p - 1 : p])[0]:
+            return None
+        p -= 1  # that message was sent with `call`'s request only (may be left out later)
+
+
+def _key(m: Message) -> str:
+    return match_key(m, ignore_patterns=ALL_IGNORE_PATTERNS)
+
+
 def _trained_positions(calls: list[Call]) -> tuple[list[int], str | None]:
     """Position of each call's reply in the last call's messages + reply, or why not."""
     last = calls[-1]
-    n = len(last.messages) + 1
-    positions = [len(c.messages) for c in calls]
-    for c, pos in zip(calls, positions, strict=True):
-        if pos >= n:
-            return [], f"call {c.call_id} reply at {pos} beyond the last request ({n - 1})"
-        if pos < n - 1 and last.messages[pos].get("role") != "assistant":
-            return [], f"call {c.call_id} reply position {pos} holds a non-assistant message"
+    positions = []
+    for c in calls[:-1]:
+        pos = _reply_position(c, last)
+        if pos is None:
+            return [], f"call {c.call_id}'s reply is not in the request of {last.call_id}"
+        positions.append(pos)
+    positions.append(len(last.messages))
     if any(b <= a for a, b in zip(positions, positions[1:], strict=False)):
         return [], "reply positions do not increase along the path"
     return positions, None
+
+
+def split_path(calls: list[Call]) -> list[tuple[int, int]]:
+    """The path's calls as [start, end) runs, each one conversation that holds every reply.
+
+    A run grows while the next call's request still holds each reply of the run where the
+    tree places it; where it does not (the harness rewrote its history), the run ends and the
+    next starts, so every reply is trained once, in a context the model saw.
+    """
+    if _trained_positions(calls)[1] is None:
+        return [(0, len(calls))]  # the usual case: one conversation holds the whole path
+    runs: list[tuple[int, int]] = []
+    start = 0
+    for k in range(1, len(calls)):
+        if _trained_positions(calls[start : k + 1])[1] is not None:
+            runs.append((start, k))
+            start = k
+    runs.append((start, len(calls)))
+    return runs
 
 
 def path_messages(calls: list[Call]) -> tuple[list[dict], list[bool], list[int], dict, str | None]:
@@ -137,38 +194,62 @@ def sft_rows(ep: EpisodeData, settings_hash: str) -> PathRows:
         if any(c.response is None for c in ready):
             out.skipped.append(Skip(ep.episode_id, path.path_id, "no_response"))
             continue
-        messages, train, ends, omitted, why = path_messages(ready)
-        if why is not None:
-            out.skipped.append(Skip(ep.episode_id, path.path_id, "history_mismatch", why))
-            continue
         n_shared = shared_prefix(path, done)
         done.append(path)
-        _merge(out.omitted, omitted)
-        last = ready[-1]
-        out.rows.append(
-            {
-                "format": "sft",
-                "row_id": f"{ep.episode_id}/{path.path_id}",
-                "episode_id": ep.episode_id,
-                "task_id": ep.task_id,
-                "harness": ep.harness,
-                "model": ep.model,
-                "attempt": ep.attempt,
-                "group": ep.group,
-                "segment": path.segment,
-                "path_id": path.path_id,
-                "status": ep.status,
-                "reasons": [r.code for r in ep.reasons],
-                "reward": ep.reward,
-                "advantage": path.advantage,
-                "settings_hash": settings_hash,
-                "call_ids": list(path.call_ids),
-                "messages": messages,
-                "tools": openai_tools(ep.tools.get(last.call_id)),
-                "train": train,
-                "prefix_id": prefix_id(ep.episode_id, path, n_shared),
-                "prefix_messages": ends[n_shared - 1] if n_shared else 0,
-            }
-        )
+        runs = split_path(ready)
+        for k, (start, end) in enumerate(runs):
+            row = _row(ep, path, ready[start:end], settings_hash, out, start, n_shared)
+            if row is None:
+                continue
+            if len(runs) > 1:
+                row["row_id"] += f"/{k}"
+            row["split"], row["n_splits"] = k, len(runs)
+            out.rows.append(row)
         out.trained_calls.append((path.segment, list(path.call_ids)))
     return out
+
+
+def _row(
+    ep: EpisodeData,
+    path: PathInfo,
+    calls: list[Call],
+    settings_hash: str,
+    out: PathRows,
+    start: int,
+    n_shared: int,
+) -> dict[str, Any] | None:
+    """The SFT row of the run of a path's calls from `start`; None when an earlier row trains
+    all of it (`n_shared`: leading calls of the path an earlier path trains)."""
+    messages, train, ends, omitted, why = path_messages(calls)
+    if why is not None:
+        out.skipped.append(Skip(ep.episode_id, path.path_id, "history_mismatch", why))
+        return None
+    shared = max(0, min(n_shared - start, len(calls)))
+    if shared == len(calls):
+        out.shared_only += 1
+        return None
+    _merge(out.omitted, omitted)
+    last = calls[-1]
+    return {
+        "format": "sft",
+        "row_id": f"{ep.episode_id}/{path.path_id}",
+        "episode_id": ep.episode_id,
+        "task_id": ep.task_id,
+        "harness": ep.harness,
+        "model": ep.model,
+        "attempt": ep.attempt,
+        "group": ep.group,
+        "segment": path.segment,
+        "path_id": path.path_id,
+        "status": ep.status,
+        "reasons": [r.code for r in ep.reasons],
+        "reward": ep.reward,
+        "advantage": path.advantage,
+        "settings_hash": settings_hash,
+        "call_ids": [c.call_id for c in calls],
+        "messages": messages,
+        "tools": openai_tools(ep.tools.get(last.call_id)),
+        "train": train,
+        "prefix_id": prefix_id(ep.episode_id, path, start + shared) if shared else None,
+        "prefix_messages": ends[shared - 1] if shared else 0,
+    }

@@ -74,6 +74,8 @@ def _parquet_schema(fmt: str) -> Any:
             ("tools", pa.string()),
             ("train", pa.list_(pa.bool_())),
             ("prefix_messages", pa.int64()),
+            ("split", pa.int64()),
+            ("n_splits", pa.int64()),
         ]
     else:
         extra = [

@@ -1,7 +1,8 @@
 """The Export panel of the Runs and Episode pages: `clawviz.export.run_export` with a progress bar.
 
 The file is written under the exports folder (`CLAWVIZ_EXPORT_DIR`, else `CLAWVIZ_HOME/exports`,
-else `~/.clawviz/exports`) and offered for download; the report is shown as text.
+else `~/.clawviz/exports`) and offered for download up to `DOWNLOAD_MAX_BYTES`; the report is
+shown as text. The progress bar moves once per exported episode (`run_export`'s callback).
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ from clawviz.ui.state import _engine_for
 
 KEY_RESULT = "export_last_result"
 """Session-state key: the last export's {path, report_text, rows, key} per panel."""
+
+DOWNLOAD_MAX_BYTES = 200_000_000
+"""Largest export offered as a download button: Streamlit holds a download's bytes in the
+server's memory, so a long export (a 1 GB store gives GBs of JSONL) is left on disk instead."""
 
 LABELS = {"sft": "SFT (messages + train flags)", "rl": "RL (token ids, loss mask, logprobs)"}
 
@@ -117,6 +122,13 @@ def _show(result: dict[str, Any], key: str) -> None:
         st.warning(f"The file {path} is gone.")
         return
     st.text(f"Written to {path}")
+    size = path.stat().st_size
+    if size > DOWNLOAD_MAX_BYTES:
+        st.info(
+            f"{size / 1e6:,.0f} MB: too large to download through the browser (the app would "
+            f"hold it in memory); read it from {path}."
+        )
+        return
     with path.open("rb") as fh:
         st.download_button(
             f"Download {path.name}",

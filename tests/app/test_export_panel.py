@@ -68,3 +68,34 @@ def test_runs_export_follows_a_search_that_narrows_the_table(
     (out,) = tmp_path.glob("runs-sft-*.jsonl")
     exported = {json.loads(line)["episode_id"] for line in out.read_text().splitlines()}
     assert exported and exported <= set(shown["episode_id"])
+
+
+def test_export_shows_a_progress_bar_that_ends_at_the_rows_written(
+    sample_db_url, on_store, monkeypatch, tmp_path
+):
+    on_store(sample_db_url)
+    monkeypatch.setenv("CLAWVIZ_EXPORT_DIR", str(tmp_path))
+    at = open_page()
+    at.multiselect(key=state.KEY_FILTER_TASK).select("task_0001").run()
+    at.button(key="runs_export_run").click().run()
+    no_exception(at)
+    rows = at.session_state[KEY_RESULT]["runs_export"]["rows"]
+    (bar,) = at.get("progress")
+    assert bar.proto.value == 100 and bar.proto.text == f"{rows:,} rows written"
+
+
+def test_a_long_export_is_left_on_disk_not_offered_as_a_download(
+    sample_db_url, on_store, monkeypatch, tmp_path
+):
+    from clawviz.ui import export_panel
+
+    on_store(sample_db_url)
+    monkeypatch.setenv("CLAWVIZ_EXPORT_DIR", str(tmp_path))
+    monkeypatch.setattr(export_panel, "DOWNLOAD_MAX_BYTES", 1_000)
+    at = open_page()
+    at.multiselect(key=state.KEY_FILTER_TASK).select("task_0001").run()
+    at.button(key="runs_export_run").click().run()
+    no_exception(at)
+    (out,) = tmp_path.glob("runs-sft-*.jsonl")
+    assert not at.get("download_button")
+    assert any(str(out) in i.value and "too large" in i.value for i in at.info)

@@ -25,8 +25,12 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .recorded import line_of_entries, read_exchanges, read_server
 
 # Harnesses whose summary request extends the main tip's history (FORMATS §3).
 SUMMARY_EXTENDS_TIP = {"codex": True, "pi": False}
@@ -38,73 +42,133 @@ FAIL_REASON = {
 }
 
 
-def _jsonl(path: Path) -> list[dict]:
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+@dataclass
+class Pass:
+    """One walk over a recording's server log, in order: what both writers keep track of."""
 
-
-def line_of_entries(exchanges: list[dict], server: list[dict]) -> dict[int, int]:
-    """server log index -> exchange line (1-based)."""
-    out: dict[int, int] = {}
-    unpaired: list[tuple[float, int]] = []
-    for n, ex in enumerate(exchanges, 1):
-        resp = ex.get("response") or {}
-        hs = {k.lower(): v for k, v in (resp.get("headers") or {}).items()}
-        if "x-scripted-request" in hs:
-            out[int(hs["x-scripted-request"])] = n
-        else:
-            unpaired.append((ex["request"]["timestamp"], n))
-    rest = [e["i"] for e in server if e["i"] not in out]
-    for i, (_, n) in zip(rest, sorted(unpaired), strict=False):
-        out[i] = n
-    return out
-
-
-def expected_for(folder: Path) -> dict[str, Any]:
-    scenario = json.loads((folder / "scenario.json").read_text())
-    server = _jsonl(folder / "server.jsonl")
-    exchanges = _jsonl(folder / "exchanges.jsonl")
-    overrides = {s["name"]: s.get("expect", {}) for s in scenario["steps"]}
-    line_of = line_of_entries(exchanges, server)
-    harness = folder.parent.name.split("-")[0]
-    extends = SUMMARY_EXTENDS_TIP[harness]
-    calls: list[dict[str, Any]] = []
+    folder: Path
+    scenario: dict[str, Any]
+    server: list[dict[str, Any]]
+    exchanges: list[dict[str, Any]]
+    line_of: dict[int, int]
+    calls: list[dict[str, Any]] = field(default_factory=list)
     tip: str | None = None
-    segment = 0
-    segments: list[list[str]] = [[]]
+    """The main thread's last answered call."""
+    segment: int = 0
+    segments: list[list[str]] = field(default_factory=lambda: [[]])
     last_summary: str | None = None
-    summarised: str | None = None
-    attempts: dict[str, list[str]] = {}
-    counts: dict[str, int] = {}
-    last_main_failed = False
+    attempts: dict[str, list[str]] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    last_main_failed: bool = False
 
-    def fresh(prefix: str) -> str:
-        counts[prefix] = counts.get(prefix, 0) + 1
-        return f"{prefix}-{counts[prefix]}"
+    @classmethod
+    def of(cls, folder: Path) -> Pass:
+        server = read_server(folder)
+        exchanges = read_exchanges(folder)
+        return cls(
+            folder=folder,
+            scenario=json.loads((folder / "scenario.json").read_text()),
+            server=server,
+            exchanges=exchanges,
+            line_of=line_of_entries(exchanges, server),
+        )
 
-    for e in server:
-        action, step = e["action"], e["step"]
-        row: dict[str, Any] = {
-            "line": line_of.get(e["i"]),
+    def fresh(self, prefix: str) -> str:
+        self.counts[prefix] = self.counts.get(prefix, 0) + 1
+        return f"{prefix}-{self.counts[prefix]}"
+
+    def row(self, e: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "line": self.line_of.get(e["i"]),
             "server_i": e["i"],
             "segment": None,
             "parent": None,
             "link": None,
             "retry_of": None,
         }
+
+    def utility(self, row: dict[str, Any], e: dict[str, Any]) -> None:
+        """A utility answer: `aux_utility`, or `aux_non_model` for /models and count_tokens."""
+        non_model = e["protocol"] in ("models", "count_tokens")
+        name = self.fresh(e["protocol"] if non_model else "utility")
+        role = "aux_non_model" if non_model else "aux_utility"
+        row.update(name=name, role=role, state="auxiliary", reason=role, thread=name)
+
+    def attempt_name(self, step: str, action: str, prev: list[str]) -> str | None:
+        """`<step>-fail<k>` / `<step>-overflow` for a failed attempt, None for an answered one."""
+        if action not in FAILED:
+            return None
+        return f"{step}-overflow" if action == "overflow" else f"{step}-fail{len(prev) + 1}"
+
+    def main(self, row: dict[str, Any], name: str, action: str, retry_of: str | None) -> None:
+        """A main-thread call under the tip; the first after a summary links to it."""
+        failed = action in FAILED
+        row.update(
+            name=name,
+            role="main",
+            state="failed" if failed else "kept",
+            reason=FAIL_REASON.get(action, "failed_http") if failed else None,
+            segment=self.segment,
+            parent=self.tip,
+            retry_of=retry_of,
+            thread="main",
+        )
+        if self.tip is None and self.last_summary is not None:
+            row["link"] = self.last_summary
+
+    def answered(self, name: str, failed: bool) -> None:
+        """A main call is done: it ends the episode failed or becomes the tip."""
+        self.last_main_failed = failed
+        if not failed:
+            self.tip = name
+            self.segments[self.segment].append(name)
+
+    def no_rule(self, e: dict[str, Any]) -> ValueError:
+        return ValueError(
+            f"{self.folder}: server line {e['i']}: action {e['action']!r} has no rule"
+        )
+
+    def result(self, writer: str) -> dict[str, Any]:
+        missing = [c["name"] for c in self.calls if c["line"] is None]
+        if missing:
+            raise ValueError(f"{self.folder}: no exchange line for {missing}")
+        if len(self.calls) != len(self.exchanges):
+            raise ValueError(
+                f"{self.folder}: {len(self.exchanges)} exchanges but {len(self.calls)} server lines"
+            )
+        reasons = ["ended_in_error"] if self.last_main_failed else []
+        self.calls.sort(key=lambda c: c["line"])
+        return {
+            "scenario": self.scenario["name"],
+            "written_from": f"scenario.json + server.jsonl (tests/harness/{writer})",
+            "episode": {
+                "status": "dropped" if reasons else "kept",
+                "reasons": reasons,
+                "kept_paths": [s for s in self.segments if s],
+            },
+            "calls": self.calls,
+        }
+
+
+def expected_for(folder: Path) -> dict[str, Any]:
+    p = Pass.of(folder)
+    overrides = {s["name"]: s.get("expect", {}) for s in p.scenario["steps"]}
+    extends = SUMMARY_EXTENDS_TIP[folder.parent.name.split("-")[0]]
+    summarised: str | None = None
+    for e in p.server:
+        action, step = e["action"], e["step"]
+        row = p.row(e)
         if action == "utility":
-            non_model = e["protocol"] in ("models", "count_tokens")
-            name = fresh(e["protocol"] if non_model else "utility")
-            role = "aux_non_model" if non_model else "aux_utility"
-            row.update(name=name, role=role, state="auxiliary", reason=role, thread=name)
+            p.utility(row, e)
         elif action == "summary":
-            name = fresh("summary")
+            name = p.fresh("summary")
             # Summaries with no main call between them belong to one compaction (pi's split
             # turn sends a history summary and a turn-prefix summary at once): same tip, one
             # new segment, and the continuation links to the last of them.
-            if tip is not None:
-                summarised = tip
-                segment += 1
-                segments.append([])
+            if p.tip is not None:
+                summarised = p.tip
+                p.segment += 1
+                p.segments.append([])
             row.update(
                 name=name,
                 role="aux_summary",
@@ -114,61 +178,32 @@ def expected_for(folder: Path) -> dict[str, Any]:
                 parent=summarised if extends else None,
                 thread=name,
             )
-            last_summary, tip = name, None
+            p.last_summary, p.tip = name, None
         elif step is not None:
-            prev = attempts.setdefault(step, [])
-            failed = action in FAILED
-            if failed:
-                name = f"{step}-overflow" if action == "overflow" else f"{step}-fail{len(prev) + 1}"
-            else:
-                name = step
-            row.update(
-                name=name,
-                role="main",
-                state="failed" if failed else "kept",
-                reason=FAIL_REASON.get(action, "failed_http") if failed else None,
-                segment=segment,
-                parent=tip,
-                retry_of=prev[-1] if prev else None,
-                thread="main",
-            )
-            if tip is None and last_summary is not None:
-                row["link"] = last_summary
+            prev = p.attempts.setdefault(step, [])
+            name = p.attempt_name(step, action, prev) or step
+            p.main(row, name, action, prev[-1] if prev else None)
             prev.append(name)
             row.update(overrides.get(step, {}))
             if row["role"] == "main":
-                last_main_failed = failed
-                if not failed:
-                    tip = name
-                    segments[segment].append(name)
+                p.answered(name, action in FAILED)
         else:
-            raise ValueError(f"{folder}: server line {e['i']}: action {action!r} has no rule")
-        calls.append(row)
-    missing = [c["name"] for c in calls if c["line"] is None]
-    if missing:
-        raise ValueError(f"{folder}: no exchange line for {missing}")
-    if len(calls) != len(exchanges):
-        raise ValueError(f"{folder}: {len(exchanges)} exchanges but {len(calls)} server lines")
-    reasons = ["ended_in_error"] if last_main_failed else []
-    calls.sort(key=lambda c: c["line"])
-    return {
-        "scenario": scenario["name"],
-        "written_from": "scenario.json + server.jsonl (tests/harness/expect.py)",
-        "episode": {
-            "status": "dropped" if reasons else "kept",
-            "reasons": reasons,
-            "kept_paths": [s for s in segments if s],
-        },
-        "calls": calls,
-    }
+            raise p.no_rule(e)
+        p.calls.append(row)
+    return p.result("expect.py")
 
 
-def main(argv: list[str] | None = None) -> int:
+def write_main(expected_for: Callable[[Path], dict[str, Any]], argv: list[str] | None) -> int:
+    """`python3 -m tests.harness.expect[_claude_code] FOLDER...`: write each expected.json."""
     for arg in argv if argv is not None else sys.argv[1:]:
         folder = Path(arg)
         (folder / "expected.json").write_text(json.dumps(expected_for(folder), indent=1) + "\n")
         print(f"wrote {folder / 'expected.json'}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return write_main(expected_for, argv)
 
 
 if __name__ == "__main__":

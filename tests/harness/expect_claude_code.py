@@ -29,73 +29,44 @@ What the scenario means, in Claude Code's terms (FORMATS §3, and what the recor
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import Any
 
-from .expect import FAIL_REASON, FAILED, _jsonl, line_of_entries
+from .expect import FAIL_REASON, FAILED, Pass, write_main
 
 
 def expected_for(folder: Path) -> dict[str, Any]:
-    scenario = json.loads((folder / "scenario.json").read_text())
-    server = _jsonl(folder / "server.jsonl")
-    exchanges = _jsonl(folder / "exchanges.jsonl")
-    steps = {s["name"]: s for s in scenario["steps"]}
-    summary_expect = scenario.get("summary_expect", {})
-    line_of = line_of_entries(exchanges, server)
-    calls: list[dict[str, Any]] = []
-    tip: str | None = None
-    segment = 0
-    segments: list[list[str]] = [[]]
-    last_summary: str | None = None
-    attempts: dict[str, list[str]] = {}
+    p = Pass.of(folder)
+    steps = {s["name"]: s for s in p.scenario["steps"]}
+    summary_expect = p.scenario.get("summary_expect", {})
     uses: dict[str, int] = {}
-    counts: dict[str, int] = {}
-    last_main_failed = False
     failed_names: set[str] = set()
-
-    def fresh(prefix: str) -> str:
-        counts[prefix] = counts.get(prefix, 0) + 1
-        return f"{prefix}-{counts[prefix]}"
-
-    for e in server:
+    for e in p.server:
         action, step = e["action"], e["step"]
-        row: dict[str, Any] = {
-            "line": line_of.get(e["i"]),
-            "server_i": e["i"],
-            "segment": None,
-            "parent": None,
-            "link": None,
-            "retry_of": None,
-        }
+        row = p.row(e)
         if action == "utility":
-            non_model = e["protocol"] in ("models", "count_tokens")
-            name = fresh(e["protocol"] if non_model else "utility")
-            role = "aux_non_model" if non_model else "aux_utility"
-            row.update(name=name, role=role, state="auxiliary", reason=role, thread=name)
+            p.utility(row, e)
         elif action == "summary":
-            name = fresh("summary")
+            name = p.fresh("summary")
             row.update(
                 name=name,
                 role="aux_summary",
                 state="auxiliary",
                 reason="aux_summary",
-                parent=tip,
-                link=tip,
+                parent=p.tip,
+                link=p.tip,
                 thread=name,
             )
             row.update(summary_expect.get(name, {}))
-            last_summary, tip = name, None
-            segment += 1
-            segments.append([])
+            p.last_summary, p.tip = name, None
+            p.segment += 1
+            p.segments.append([])
         elif step is not None:
             override = steps[step].get("expect", {})
-            prev = attempts.setdefault(step, [])
+            prev = p.attempts.setdefault(step, [])
             failed = action in FAILED
-            if failed:
-                name = f"{step}-overflow" if action == "overflow" else f"{step}-fail{len(prev) + 1}"
-            else:
+            name = p.attempt_name(step, action, prev)
+            if name is None:
                 uses[step] = uses.get(step, 0) + 1
                 name = step if uses[step] == 1 else f"{step}-{uses[step]}"
             if override.get("role", "main") != "main":
@@ -108,56 +79,22 @@ def expected_for(folder: Path) -> dict[str, Any]:
                     thread=name,
                 )
                 row.update(override)
-                calls.append(row)
+                p.calls.append(row)
                 continue
-            row.update(
-                name=name,
-                role="main",
-                state="failed" if failed else "kept",
-                reason=FAIL_REASON.get(action, "failed_http") if failed else None,
-                segment=segment,
-                parent=tip,
-                retry_of=prev[-1] if prev and prev[-1] in failed_names else None,
-                thread="main",
-            )
-            if tip is None and last_summary is not None:
-                row["link"] = last_summary
+            p.main(row, name, action, prev[-1] if prev and prev[-1] in failed_names else None)
             prev.append(name)
             if failed:
                 failed_names.add(name)
             row.update(override)
-            last_main_failed = failed
-            if not failed:
-                tip = name
-                segments[segment].append(name)
+            p.answered(name, failed)
         else:
-            raise ValueError(f"{folder}: server line {e['i']}: action {action!r} has no rule")
-        calls.append(row)
-    missing = [c["name"] for c in calls if c["line"] is None]
-    if missing:
-        raise ValueError(f"{folder}: no exchange line for {missing}")
-    if len(calls) != len(exchanges):
-        raise ValueError(f"{folder}: {len(exchanges)} exchanges but {len(calls)} server lines")
-    reasons = ["ended_in_error"] if last_main_failed else []
-    calls.sort(key=lambda c: c["line"])
-    return {
-        "scenario": scenario["name"],
-        "written_from": "scenario.json + server.jsonl (tests/harness/expect_claude_code.py)",
-        "episode": {
-            "status": "dropped" if reasons else "kept",
-            "reasons": reasons,
-            "kept_paths": [s for s in segments if s],
-        },
-        "calls": calls,
-    }
+            raise p.no_rule(e)
+        p.calls.append(row)
+    return p.result("expect_claude_code.py")
 
 
 def main(argv: list[str] | None = None) -> int:
-    for arg in argv if argv is not None else sys.argv[1:]:
-        folder = Path(arg)
-        (folder / "expected.json").write_text(json.dumps(expected_for(folder), indent=1) + "\n")
-        print(f"wrote {folder / 'expected.json'}")
-    return 0
+    return write_main(expected_for, argv)
 
 
 if __name__ == "__main__":

@@ -16,26 +16,12 @@ Scenario keys used here besides the steps: `prompts`, `files`, and `codex` with 
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import shutil
 import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
-from .rig import (
-    RECORDED,
-    Procs,
-    Rig,
-    machine_replacements,
-    npm_install,
-    offline_env,
-    one_file,
-    run_offline,
-    save,
-)
+from .recorder import record_main, run_folder
+from .rig import RECORDED, Rig, machine_replacements, offline_env, one_file, save
 
 CODEX_VERSION = "0.171.0"
 CODEX_SPEC = f"@openai/codex@{CODEX_VERSION}"
@@ -93,19 +79,12 @@ def _thread_source(rollout: Path) -> str:
 def record(
     scenario_file: Path, npm_dir: Path | None, keep: bool, clawviz_src: Path | None = None
 ) -> Path:
-    scn = json.loads(scenario_file.read_text())
-    name = scn["name"]
-    cfg = scn.get("codex", {})
-    procs = Procs()
-    tmp = Path(tempfile.mkdtemp(prefix=f"rig-codex-{name}-"))
-    try:
-        bin_dir = npm_install(CODEX_SPEC, npm_dir or tmp / "npm")
-        home, work = tmp / "home", tmp / "work"
+    with run_folder("codex", scenario_file, CODEX_SPEC, npm_dir, keep) as run:
+        scn, procs, tmp, bin_dir, work = run.scenario, run.procs, run.tmp, run.bin_dir, run.work
+        name, cfg = scn["name"], scn.get("codex", {})
+        home = run.home
         codex_home = home / ".codex"
-        for d in (codex_home, work):
-            d.mkdir(parents=True, exist_ok=True)
-        for fname, text in scn.get("files", {}).items():
-            (work / fname).write_text(text)
+        codex_home.mkdir(parents=True, exist_ok=True)
         with Rig(tmp, scenario_file, f"codex-{name}", procs, clawviz_src) as rig:
             (codex_home / "config.toml").write_text(
                 config_toml(rig.base_url("/v1"), cfg.get("config", []))
@@ -162,37 +141,10 @@ def record(
             repl,
         )
         return dest
-    finally:
-        procs.stop_all()
-        if keep:
-            print(f"kept {tmp}", file=sys.stderr)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m tests.harness.record_codex")
-    ap.add_argument("scenarios", nargs="*")
-    ap.add_argument("--npm-dir", type=Path, help="reuse this install folder")
-    ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
-    ap.add_argument("--clawviz-src", type=Path, help="run `clawviz record` from this checkout")
-    ap.add_argument("--no-netns", action="store_true", help="do not isolate the network")
-    a = ap.parse_args(argv)
-    files = [SCENARIOS / f"{s}.json" for s in a.scenarios] or sorted(SCENARIOS.glob("*.json"))
-    if not a.no_netns and not os.environ.get("RIG_IN_NETNS"):
-        npm_dir = a.npm_dir or Path(tempfile.mkdtemp(prefix="rig-codex-npm-"))
-        npm_install(CODEX_SPEC, npm_dir)
-        rest = [f.stem for f in files] + ["--npm-dir", str(npm_dir)]
-        rest += ["--keep"] if a.keep else []
-        rest += ["--clawviz-src", str(a.clawviz_src)] if a.clawviz_src else []
-        try:
-            return run_offline("tests.harness.record_codex", rest)
-        finally:
-            if a.npm_dir is None:
-                shutil.rmtree(npm_dir, ignore_errors=True)
-    for f in files:
-        print(f"recorded {record(f, a.npm_dir, a.keep, a.clawviz_src)}")
-    return 0
+    return record_main("codex", CODEX_SPEC, SCENARIOS, record, argv)
 
 
 if __name__ == "__main__":

@@ -21,29 +21,15 @@ Scenario keys used here besides the steps:
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import queue
-import shutil
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
-from .rig import (
-    RECORDED,
-    Procs,
-    Rig,
-    machine_replacements,
-    npm_install,
-    offline_env,
-    one_file,
-    run_offline,
-    save,
-)
+from .recorder import record_main, run_folder
+from .rig import RECORDED, Rig, machine_replacements, offline_env, one_file, save
 
 PI_VERSION = "0.73.1"
 PI_SPEC = f"@mariozechner/pi-coding-agent@{PI_VERSION}"
@@ -141,19 +127,13 @@ def _wait_for_step(server_log: Path, step: str, timeout: float = 60) -> None:
 def record(
     scenario_file: Path, npm_dir: Path | None, keep: bool, clawviz_src: Path | None = None
 ) -> Path:
-    scn = json.loads(scenario_file.read_text())
-    name = scn["name"]
-    pi_cfg = scn.get("pi", {})
-    procs = Procs()
-    tmp = Path(tempfile.mkdtemp(prefix=f"rig-pi-{name}-"))
-    try:
-        bin_dir = npm_install(PI_SPEC, npm_dir or tmp / "npm")
-        home, work = tmp / "home", tmp / "work"
+    with run_folder("pi", scenario_file, PI_SPEC, npm_dir, keep) as run:
+        scn, procs, tmp, bin_dir, work = run.scenario, run.procs, run.tmp, run.bin_dir, run.work
+        name, pi_cfg = scn["name"], scn.get("pi", {})
+        home = run.home
         agent_dir, sessions = home / ".pi" / "agent", tmp / "sessions"
-        for d in (agent_dir, work, sessions):
+        for d in (agent_dir, sessions):
             d.mkdir(parents=True, exist_ok=True)
-        for fname, text in scn.get("files", {}).items():
-            (work / fname).write_text(text)
         with Rig(tmp, scenario_file, f"pi-{name}", procs, clawviz_src) as rig:
             models = {
                 "providers": {
@@ -236,39 +216,10 @@ def record(
             machine_replacements(tmp, rig),
         )
         return dest
-    finally:
-        procs.stop_all()
-        if keep:
-            print(f"kept {tmp}", file=sys.stderr)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m tests.harness.record_pi")
-    ap.add_argument("scenarios", nargs="*")
-    ap.add_argument("--npm-dir", type=Path, help="reuse this install folder")
-    ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
-    ap.add_argument("--clawviz-src", type=Path, help="run `clawviz record` from this checkout")
-    ap.add_argument("--no-netns", action="store_true", help="do not isolate the network")
-    a = ap.parse_args(argv)
-    files = [SCENARIOS / f"{s}.json" for s in a.scenarios] or sorted(SCENARIOS.glob("*.json"))
-    if not a.no_netns and not os.environ.get("RIG_IN_NETNS"):
-        # install with the network, then record in a namespace that has only loopback
-        npm_dir = a.npm_dir or Path(tempfile.mkdtemp(prefix="rig-pi-npm-"))
-        npm_install(PI_SPEC, npm_dir)
-        rest = [str(f.stem) for f in files] + ["--npm-dir", str(npm_dir)]
-        rest += ["--keep"] if a.keep else []
-        rest += ["--clawviz-src", str(a.clawviz_src)] if a.clawviz_src else []
-        try:
-            return run_offline("tests.harness.record_pi", rest)
-        finally:
-            if a.npm_dir is None:
-                shutil.rmtree(npm_dir, ignore_errors=True)
-    for f in files:
-        dest = record(f, a.npm_dir, a.keep, a.clawviz_src)
-        print(f"recorded {dest}")
-    return 0
+    return record_main("pi", PI_SPEC, SCENARIOS, record, argv)
 
 
 if __name__ == "__main__":
