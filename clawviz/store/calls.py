@@ -5,13 +5,15 @@ definitions and the rest of each request body are content-addressed blobs. Write
 `INSERT ... ON CONFLICT DO NOTHING`, so a batch that repeats a history adds nothing new.
 
 On SQLite, large texts are stored compressed: the column then holds bytes (a BLOB) instead
-of text, so stores written before compression still read. New texts are zstd frames (level 1,
-about 3x faster than zlib level 1 at a slightly better ratio); stores written with zlib still
-read, since the two formats' first bytes differ (zstd frames start with 28 b5 2f fd, zlib
-streams with 78). A message row packs both forms in one stream, `canonical_json` =
-compress(canonical + "\n" + raw) with an empty `raw_json`, since the two forms are nearly the
-same text; an empty raw part means the raw form equals the canonical one. The read functions
-here (`load_calls`, `raw_request`, `message_texts`, `unpack_text`) undo it.
+of text, so stores written before compression still read. On PostgreSQL those columns are
+bytea and every value is a zstd frame (`models.PackedText`, migration 0007). New texts are
+zstd frames (level 1, about 3x faster than zlib level 1 at a slightly better ratio); stores
+written with zlib still read, since the two formats' first bytes differ (zstd frames start
+with 28 b5 2f fd, zlib streams with 78). A message row packs both forms in one stream,
+`canonical_json` = compress(canonical + "\n" + raw) with an empty `raw_json`, since the two
+forms are nearly the same text; an empty raw part means the raw form equals the canonical
+one. The read functions here (`load_calls`, `raw_request`, `message_texts`, `unpack_text`)
+undo it.
 """
 
 from __future__ import annotations
@@ -125,10 +127,11 @@ def message_texts(row: MessageRow) -> tuple[str, str]:
 
 
 class _Packer:
-    """How texts are written: compressed on SQLite (columns there take bytes too), else plain."""
+    """How texts are written: compressed on SQLite (columns there take bytes too) and on
+    PostgreSQL (bytea columns, `models.PackedText`, which also compresses the short ones)."""
 
     def __init__(self, session: Session) -> None:
-        self.on = session.get_bind().dialect.name == "sqlite"
+        self.on = session.get_bind().dialect.name in ("sqlite", "postgresql")
 
     def text(self, data: bytes) -> str | bytes:
         if self.on and len(data) >= PACK_MIN:
