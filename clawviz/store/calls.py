@@ -30,6 +30,7 @@ from typing import Any
 import orjson
 import zstandard
 from sqlalchemy import Table, bindparam, delete, func, update
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import (
     DataError,
     DBAPIError,
@@ -369,11 +370,42 @@ def write_parsed(
                 canonical_json, raw_col = pack.message(_dumpb(msg), raw_json)
                 messages.append((h, str(msg.get("role")), canonical_json, raw_col, len(raw_json)))
         calls.append(_call_row(p, source_id, blobs, pack, seen.recent_blobs))
-    _insert_rows(session, MessageRow.__table__, _MESSAGE_COLS, messages)
     # Blob keys share the seen-set with message keys under a prefix (different hash inputs).
     new_blobs = [(h, pack.text(t)) for h, t in blobs.items() if seen.add_new("blob:" + h)]
-    _insert_rows(session, Blob.__table__, ("hash", "text"), new_blobs)
+    if not _insert_content_now(session, messages, new_blobs):
+        _insert_rows(session, MessageRow.__table__, _MESSAGE_COLS, messages)
+        _insert_rows(session, Blob.__table__, ("hash", "text"), new_blobs)
     _insert_rows(session, CallRow.__table__, _CALL_COLS, calls)
+
+
+def _insert_content_now(
+    session: Session, messages: list[tuple[Any, ...]], blobs: list[tuple[Any, ...]]
+) -> bool:
+    """On PostgreSQL, commit content-addressed rows (messages, blobs) at once, in key order, on a
+    connection of their own; False elsewhere (the caller writes them in its transaction).
+
+    Concurrent writers share these rows (every episode of a harness sends the same system
+    prompt and tools). Inserted in the file's long transaction, a row another writer also
+    inserts makes that writer wait for the whole file to commit, and writers that each hold a
+    row the other wants deadlock; committed at once there is nothing to wait for. The rows are
+    immutable and keyed by their content, so one left by a file that fails later is harmless.
+    """
+    bind = session.get_bind()
+    if bind.dialect.name != "postgresql" or not isinstance(bind, Engine):
+        return False
+    from sqlalchemy.dialects.postgresql import insert
+
+    with bind.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        for table, cols, rows in (
+            (MessageRow.__table__, _MESSAGE_COLS, messages),
+            (Blob.__table__, ("hash", "text"), blobs),
+        ):
+            if rows:
+                conn.execute(
+                    insert(table).on_conflict_do_nothing(),
+                    [dict(zip(cols, r, strict=True)) for r in sorted(rows, key=lambda r: r[0])],
+                )
+    return True
 
 
 def _store_error(exc: BaseException) -> str:
