@@ -361,11 +361,8 @@ def dataset_stats(session: Session, settings_hash: str) -> DatasetStats:
     the full context of its last kept call (prompt incl. cache + output), summed over segments;
     tool calls = tool_use blocks in the kept responses; tool types = distinct tool names.
     """
-    dialect = session.get_bind().dialect.name
-    if dialect == "sqlite":
+    if session.get_bind().dialect.name == "sqlite":
         per = _read(session, _SQLITE_STATS_SQL, h=settings_hash)
-    elif dialect == "postgresql":
-        per = _postgres_stats(session, settings_hash)
     else:
         per = _stats_in_python(_read(session, _KEPT_CALLS_SQL, h=settings_hash))
     if per.empty:
@@ -373,64 +370,6 @@ def dataset_stats(session: Session, settings_hash: str) -> DatasetStats:
     per = per[_STAT_COLUMNS].astype({k: float for k in PAPER_STATS})
     means = {k: float(per[k].mean()) for k in PAPER_STATS}
     return DatasetStats(len(per), per.reset_index(drop=True), means)
-
-
-# PostgreSQL: turns and tokens in SQL, tool uses counted per (episode, name) from the responses
-# cast to jsonb. jsonb refuses the escape \u0000 (a NUL in a reply, which logs can carry), so
-# responses holding it are counted in Python (`_tool_uses`), the same way.
-_PG_NUL_ESCAPE = "strpos(k.response_json, '\\u0000') > 0"
-
-_PG_TURNS_SQL = f"""
-    WITH kept AS ({_KEPT_CALLS_SQL}),
-    ranked AS (
-      SELECT episode_id, context, ROW_NUMBER() OVER (
-        PARTITION BY episode_id, segment
-        ORDER BY seq DESC NULLS LAST, t_request DESC NULLS LAST, line DESC) AS rn
-      FROM kept
-    ),
-    turns AS (SELECT episode_id, COUNT(*) AS turns FROM kept GROUP BY episode_id),
-    tokens AS (SELECT episode_id, SUM(context) AS tokens FROM ranked WHERE rn = 1
-               GROUP BY episode_id)
-    SELECT t.episode_id, t.turns, COALESCE(k.tokens, 0) AS tokens
-    FROM turns t LEFT JOIN tokens k ON k.episode_id = t.episode_id
-    ORDER BY t.episode_id
-"""
-
-_PG_TOOLS_SQL = f"""
-    WITH kept AS ({_KEPT_CALLS_SQL}),
-    parsed AS (
-      SELECT k.episode_id, k.response_json::jsonb -> 'content' AS content FROM kept k
-      WHERE k.response_json IS NOT NULL AND NOT {_PG_NUL_ESCAPE}
-    )
-    SELECT p.episode_id, b ->> 'name' AS name, COUNT(*) AS n
-    FROM parsed p, jsonb_array_elements(
-      CASE WHEN jsonb_typeof(p.content) = 'array' THEN p.content ELSE '[]'::jsonb END) b
-    WHERE jsonb_typeof(b) = 'object' AND b ->> 'type' = 'tool_use'
-    GROUP BY p.episode_id, b ->> 'name'
-"""
-
-_PG_NUL_ROWS_SQL = f"""
-    WITH kept AS ({_KEPT_CALLS_SQL})
-    SELECT k.episode_id, k.response_json FROM kept k WHERE {_PG_NUL_ESCAPE}
-"""
-
-
-def _postgres_stats(session: Session, settings_hash: str) -> pd.DataFrame:
-    """The figures of _SQLITE_STATS_SQL on PostgreSQL: three statements, none returning the
-    responses themselves (pulling every kept reply into Python took seconds at 10,000
-    episodes)."""
-    per = _read(session, _PG_TURNS_SQL, h=settings_hash)
-    if per.empty:
-        return pd.DataFrame(columns=_STAT_COLUMNS)
-    counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for eid, name, n in session.execute(text(_PG_TOOLS_SQL), {"h": settings_hash}):
-        counts[eid][name or "?"] += int(n)
-    for eid, response_json in session.execute(text(_PG_NUL_ROWS_SQL), {"h": settings_hash}):
-        for name in _tool_uses(response_json):
-            counts[eid][name] += 1
-    per["tool_calls"] = [sum(counts[e].values()) if e in counts else 0 for e in per["episode_id"]]
-    per["tool_types"] = [len(counts[e]) if e in counts else 0 for e in per["episode_id"]]
-    return per
 
 
 def _stats_in_python(df: pd.DataFrame) -> pd.DataFrame:
