@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -181,6 +182,10 @@ def typical_episode(url: str) -> tuple[str, int]:
     return eid, int(n)
 
 
+CPU_USED: list[float] = []
+"""CPU seconds of each `ingest_wall` run: the ingest processes' own and the server's."""
+
+
 def ingest_wall(server: str, logs: list[Path], n_procs: int) -> float:
     """Wall time of `n_procs` `clawviz ingest` processes sharing `logs` on a fresh store."""
     from clawviz.store.db import get_engine
@@ -189,6 +194,8 @@ def ingest_wall(server: str, logs: list[Path], n_procs: int) -> float:
     get_engine(url)  # the schema exists before the clock starts (for both runs alike)
     groups = [logs[i::n_procs] for i in range(n_procs)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    server0 = server_cpu()
     t = time.perf_counter()
     procs = [
         subprocess.Popen(
@@ -202,6 +209,10 @@ def ingest_wall(server: str, logs: list[Path], n_procs: int) -> float:
         if p.returncode not in (0, 2):
             raise RuntimeError(f"ingest exited {p.returncode}: {err[-2000:]}")
     wall = time.perf_counter() - t
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU_USED.append(
+        cpu1.ru_utime - cpu0.ru_utime + cpu1.ru_stime - cpu0.ru_stime + server_cpu() - server0
+    )
     engine = create_engine(url, poolclass=NullPool)
     with engine.connect() as con:
         n = con.execute(text('SELECT COUNT(*) FROM "call"')).scalar_one()
@@ -224,6 +235,7 @@ def concurrent_ingest(server: str, out: Path, mb: float, rounds: int) -> dict[st
     ones: list[float] = []
     fours: list[float] = []
     ratios: list[float] = []
+    cpus: dict[int, list[float]] = {1: [], 4: []}
     for r in range(rounds):
         order: list[tuple[int, list[float]]] = [(1, ones), (4, fours)]
         if r % 2:
@@ -232,8 +244,9 @@ def concurrent_ingest(server: str, out: Path, mb: float, rounds: int) -> dict[st
         for n, into in order:
             walls[n] = ingest_wall(server, logs, n)
             into.append(walls[n])
+            cpus[n].append(CPU_USED[-1])
         ratios.append(walls[1] / walls[4])
-    return {"bytes": total, "one": ones, "four": fours, "ratio": ratios}
+    return {"bytes": total, "one": ones, "four": fours, "ratio": ratios, "cpu": cpus}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -289,6 +302,12 @@ def main(argv: list[str] | None = None) -> None:
             f"{', '.join(f'{x:.2f}' for x in ratio)}) | "  # type: ignore[union-attr]
             f"{'yes' if statistics.median(ratio) >= 2.5 else '**NO**'} |"  # type: ignore[arg-type]
         )
+        cpu = r["cpu"]
+        facts["ingest CPU (processes + server), median"] = (
+            f"one process {statistics.median(cpu[1]):.1f} s, "  # type: ignore[index]
+            f"four {statistics.median(cpu[4]):.1f} s"  # type: ignore[index]
+        )
+    facts["load average at the end"] = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     table = "\n".join(
         ["| what | target | measured (median) | met |", "| --- | --- | --- | --- |", *rows]
     )
