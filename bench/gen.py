@@ -763,6 +763,7 @@ def replicate_episodes(engine: Any, n_episodes: int) -> int:
     copied row for row (episode, call, decision, episode_status, result) with suffixed episode,
     call and task ids; copies drop `raw_response` (verbatim SSE, read only by the raw view of one
     call). Messages are content-addressed, so copies share them. Returns the episode count.
+    Works on SQLite and PostgreSQL (temporary tables are named without a schema).
     """
     from sqlalchemy import func, select, text
 
@@ -780,18 +781,18 @@ def replicate_episodes(engine: Any, n_episodes: int) -> int:
     if copies <= 0:
         return n_t
     with engine.begin() as conn:
-        conn.execute(text("DROP TABLE IF EXISTS temp.bench_ep"))
+        conn.execute(text("DROP TABLE IF EXISTS bench_ep"))
         conn.execute(text("CREATE TEMP TABLE bench_ep (episode_id TEXT PRIMARY KEY, idx INT)"))
         conn.execute(
-            text("INSERT INTO temp.bench_ep VALUES (:e, :i)"),
+            text("INSERT INTO bench_ep VALUES (:e, :i)"),
             [{"e": e, "i": i} for i, e in enumerate(episodes)],
         )
-        conn.execute(text("DROP TABLE IF EXISTS temp.bench_calls"))
+        conn.execute(text("DROP TABLE IF EXISTS bench_calls"))
         conn.execute(text('CREATE TEMP TABLE bench_calls AS SELECT call_id FROM "call"'))
-        conn.execute(text("DROP TABLE IF EXISTS temp.bench_k"))
+        conn.execute(text("DROP TABLE IF EXISTS bench_k"))
         conn.execute(text("CREATE TEMP TABLE bench_k (c INT PRIMARY KEY)"))
         conn.execute(
-            text("INSERT INTO temp.bench_k VALUES (:c)"), [{"c": c} for c in range(1, copies + 1)]
+            text("INSERT INTO bench_k VALUES (:c)"), [{"c": c} for c in range(1, copies + 1)]
         )
         # Copy c of template episode idx is episode number c * n_t + idx; stop at n_episodes.
         for t in (
@@ -800,22 +801,23 @@ def replicate_episodes(engine: Any, n_episodes: int) -> int:
             models.DecisionRow.__table__,
             models.Result.__table__,
         ):
-            conn.execute(text(f"DROP TABLE IF EXISTS temp.bench_src_{t.name}"))
+            conn.execute(text(f"DROP TABLE IF EXISTS bench_src_{t.name}"))
             conn.execute(text(f'CREATE TEMP TABLE bench_src_{t.name} AS SELECT * FROM "{t.name}"'))
-            cols = [c.name for c in t.columns]
+            # result.id: a new autoincrement key (left out: PostgreSQL refuses NULL for it).
+            cols = [c.name for c in t.columns if not (t.name == "result" and c.name == "id")]
             exprs = [_copy_expr(t.name, c) for c in cols]
             col_list = ", ".join(f'"{c}"' for c in cols)
             conn.execute(
                 text(
                     f'INSERT INTO "{t.name}" ({col_list}) '
-                    f"SELECT {', '.join(exprs)} FROM temp.bench_src_{t.name} AS s "
-                    "JOIN temp.bench_ep AS e ON e.episode_id = s.episode_id "
-                    "CROSS JOIN temp.bench_k AS k "
+                    f"SELECT {', '.join(exprs)} FROM bench_src_{t.name} AS s "
+                    "JOIN bench_ep AS e ON e.episode_id = s.episode_id "
+                    "CROSS JOIN bench_k AS k "
                     "WHERE k.c * :n_t + e.idx < :n"
                 ),
                 {"n_t": n_t, "n": n_episodes},
             )
-            conn.execute(text(f"DROP TABLE temp.bench_src_{t.name}"))
+            conn.execute(text(f"DROP TABLE bench_src_{t.name}"))
         # Status rows name call ids inside JSON (paths, reasons): few rows, rewritten in Python.
         id_re = re.compile("|".join(re.escape(c) for c in sorted(call_ids, key=len, reverse=True)))
         idx = {e: i for i, e in enumerate(episodes)}
@@ -840,12 +842,13 @@ def _copy_expr(table: str, col: str) -> str:
         return f"s.\"{col}\" || '~' || k.c"
     if col == "thread":
         return (
-            'CASE WHEN s.thread IN (SELECT call_id FROM "call") '
+            # The template call ids (a temporary table): against the growing call table this
+            # test outgrows PostgreSQL's work_mem and turns quadratic.
+            "CASE WHEN s.thread IN (SELECT call_id FROM bench_calls) "
             "THEN s.thread || '~' || k.c ELSE s.thread END"
         )
-    if col == "raw_response" or (table == "result" and col == "id"):
-        # raw_response: verbatim SSE, read only by one call's raw view (keeps the store small);
-        # result.id: a new autoincrement key.
+    if col == "raw_response":
+        # Verbatim SSE, read only by one call's raw view (keeps the store small).
         return "NULL"
     return f's."{col}"'
 

@@ -400,6 +400,32 @@ class Settings:
         ),
     )
 
+    read_only: bool = field(
+        default=False,
+        metadata=_meta(
+            "A read-only deployment for viewers: the app hides Ingest (uploads and server-side "
+            "paths), changing settings, checker runs and diagnosis runs, with a note why. "
+            "Sign-off and finding verdicts stay (reviewers' work). Set at start with "
+            "CLAWVIZ_READ_ONLY=true; not editable in the app.",
+            "bool",
+            affects_decisions=False,
+            editable=False,
+        ),
+    )
+    trusted_user_header: str = field(
+        default="",
+        metadata=_meta(
+            "HTTP header naming the signed-in user, set by a trusted reverse proxy (e.g. "
+            "X-Forwarded-User from oauth2-proxy, Remote-User): the sign-off reviewer is that "
+            "user, not editable. Empty: headers are ignored and reviewers type a name. Only "
+            "set it when every request passes through that proxy. Env "
+            "CLAWVIZ_TRUSTED_USER_HEADER; not editable in the app.",
+            "str",
+            affects_decisions=False,
+            editable=False,
+        ),
+    )
+
     def __post_init__(self) -> None:
         for s in SETTINGS:
             object.__setattr__(self, s.name, _validate(s, getattr(self, s.name)))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from clawviz.ui import data, state
+from clawviz.ui import access, data, state
 from clawviz.ui.inspector import escape_md
 from clawviz.ui.pages import run_page
 
@@ -113,6 +113,8 @@ def main() -> None:
         "Proxy exchange logs (.jsonl, .jsonl.gz), results.jsonl, harness transcripts, task "
         "folders, or .zip / .tar.gz archives of them. Re-ingesting the same bytes adds nothing."
     )
+    if access.blocked("Ingest (uploads and server-side paths)"):
+        return
     upload_tab, path_tab = st.tabs(["Upload files", "Server-side path"])
     with upload_tab:
         files = st.file_uploader(

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from clawviz.settings import DEFAULT_SETTINGS, SETTINGS, Settings, allowed, masked_url
-from clawviz.ui import data, settings_form, state
+from clawviz.ui import access, data, settings_form, state
 from clawviz.ui.pages import run_page
 
 
@@ -69,7 +69,8 @@ def main() -> None:
         "computed once and kept in the store. The CLI takes the same names: "
         "`python3 -m clawviz COMMAND --set name=value`."
     )
-    edit_form()
+    if not access.blocked("Changing settings"):
+        edit_form()
     settings_table()
 
 

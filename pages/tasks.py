@@ -13,8 +13,8 @@ from clawviz.review.archive import ArchiveError
 from clawviz.review.checker import CheckerError, run_checker, run_checker_on_archive_bytes
 from clawviz.review.signoff import DECISIONS, ReviewError, add_review, export_reviews
 from clawviz.review.tasks import TaskDetail, read_task_file, task_detail, task_queue, verdict_label
+from clawviz.ui import access, state
 from clawviz.ui import findings_widgets as fw
-from clawviz.ui import state
 from clawviz.ui import tasks_widgets as w
 from clawviz.ui.inspector import escape_md
 from clawviz.ui.pages import run_page
@@ -296,6 +296,8 @@ def reference_section(d: TaskDetail, settings) -> None:
 
 
 def run_checker_tab(d: TaskDetail) -> None:
+    if access.blocked("Running checkers"):
+        return
     if d.task.kind != "clawgym" or d.checker_path is None:
         st.caption(
             "Only ClawGym tasks with reward/check.py can be run here"
@@ -389,7 +391,7 @@ def signoff_panel(d: TaskDetail) -> None:
     flash = st.session_state.pop(w.KEY_SIGNOFF_FLASH, None)
     if flash:
         st.success(flash)
-    login_name = reviewer_from_login()
+    login_name = access.trusted_user() or reviewer_from_login()
     remembered = st.session_state.get(w.KEY_REVIEWER_NAME)
     # Widget state goes when the page changes; the name comes back for the next task.
     if remembered and not st.session_state.get(w.KEY_SIGNOFF_REVIEWER):

@@ -149,3 +149,34 @@ def test_sqlite_stats_match_the_python_fallback(session):
     slow = slow[fast.columns].astype({k: float for k in queries.PAPER_STATS})
     slow = slow.sort_values("episode_id").reset_index(drop=True)
     pd.testing.assert_frame_equal(fast, slow, check_dtype=False)
+
+
+def test_dataset_stats_count_tool_uses_in_a_reply_holding_nul(tmp_path):
+    """A kept reply with a NUL in it (jsonb cannot hold the escape) still counts its tool uses
+    (PostgreSQL counts those replies in Python, the rest in SQL)."""
+    import copy
+    import json
+
+    from clawviz.ingest.load import ingest_paths
+    from clawviz.store.decisions import ensure_analysis
+    from tests.dburl import fresh_url
+    from tests.test_store_backends import RECORD
+
+    record = copy.deepcopy(RECORD)
+    record["clawviz"] = {"episode_id": "nul-tools", "seq": 1}
+    record["response"]["body"]["content"] = [
+        {"type": "text", "text": "reading\u0000"},
+        {"type": "tool_use", "id": "t1", "name": "Read", "input": {"path": "a\u0000b"}},
+        {"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "ls"}},
+    ]
+    log = tmp_path / "nul-tools.jsonl"
+    log.write_text(json.dumps(record) + "\n")
+    results = tmp_path / "results.jsonl"
+    results.write_text(json.dumps({"episode_id": "nul-tools", "reward": 1.0}) + "\n")
+    with Session(get_engine(fresh_url(tmp_path, "nultools"))) as s:
+        ingest_paths([log, results], session=s)
+        ensure_analysis(s)
+        s.commit()
+        per = queries.dataset_stats(s, H).per_trajectory
+    row = per.set_index("episode_id").loc["nul-tools"]
+    assert (row["turns"], row["tool_calls"], row["tool_types"]) == (1, 2, 2)

@@ -108,9 +108,8 @@ def test_a_store_at_revision_0005_gains_the_match_ignored_column(tmp_path):
     with engine.begin() as conn:
         migrations._run(conn, lambda script, rev: script._upgrade_revs("0005", rev))
     assert "match_ignored" not in {c["name"] for c in inspect(engine).get_columns("decision")}
-    migrate(engine)
+    assert "0006" in migrate(engine)
     assert "match_ignored" in {c["name"] for c in inspect(engine).get_columns("decision")}
-    assert migrations.HEAD == "0006"
 
 
 def test_each_call_records_what_matching_ignored_and_why(loaded):

@@ -5,13 +5,15 @@ definitions and the rest of each request body are content-addressed blobs. Write
 `INSERT ... ON CONFLICT DO NOTHING`, so a batch that repeats a history adds nothing new.
 
 On SQLite, large texts are stored compressed: the column then holds bytes (a BLOB) instead
-of text, so stores written before compression still read. New texts are zstd frames (level 1,
-about 3x faster than zlib level 1 at a slightly better ratio); stores written with zlib still
-read, since the two formats' first bytes differ (zstd frames start with 28 b5 2f fd, zlib
-streams with 78). A message row packs both forms in one stream, `canonical_json` =
-compress(canonical + "\n" + raw) with an empty `raw_json`, since the two forms are nearly the
-same text; an empty raw part means the raw form equals the canonical one. The read functions
-here (`load_calls`, `raw_request`, `message_texts`, `unpack_text`) undo it.
+of text, so stores written before compression still read. On PostgreSQL those columns are
+bytea and every value is a zstd frame (`models.PackedText`, migration 0007). New texts are
+zstd frames (level 1, about 3x faster than zlib level 1 at a slightly better ratio); stores
+written with zlib still read, since the two formats' first bytes differ (zstd frames start
+with 28 b5 2f fd, zlib streams with 78). A message row packs both forms in one stream,
+`canonical_json` = compress(canonical + "\n" + raw) with an empty `raw_json`, since the two
+forms are nearly the same text; an empty raw part means the raw form equals the canonical
+one. The read functions here (`load_calls`, `raw_request`, `message_texts`, `unpack_text`)
+undo it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any
 import orjson
 import zstandard
 from sqlalchemy import Table, bindparam, delete, func, update
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import (
     DataError,
     DBAPIError,
@@ -125,10 +128,11 @@ def message_texts(row: MessageRow) -> tuple[str, str]:
 
 
 class _Packer:
-    """How texts are written: compressed on SQLite (columns there take bytes too), else plain."""
+    """How texts are written: compressed on SQLite (columns there take bytes too) and on
+    PostgreSQL (bytea columns, `models.PackedText`, which also compresses the short ones)."""
 
     def __init__(self, session: Session) -> None:
-        self.on = session.get_bind().dialect.name == "sqlite"
+        self.on = session.get_bind().dialect.name in ("sqlite", "postgresql")
 
     def text(self, data: bytes) -> str | bytes:
         if self.on and len(data) >= PACK_MIN:
@@ -366,11 +370,42 @@ def write_parsed(
                 canonical_json, raw_col = pack.message(_dumpb(msg), raw_json)
                 messages.append((h, str(msg.get("role")), canonical_json, raw_col, len(raw_json)))
         calls.append(_call_row(p, source_id, blobs, pack, seen.recent_blobs))
-    _insert_rows(session, MessageRow.__table__, _MESSAGE_COLS, messages)
     # Blob keys share the seen-set with message keys under a prefix (different hash inputs).
     new_blobs = [(h, pack.text(t)) for h, t in blobs.items() if seen.add_new("blob:" + h)]
-    _insert_rows(session, Blob.__table__, ("hash", "text"), new_blobs)
+    if not _insert_content_now(session, messages, new_blobs):
+        _insert_rows(session, MessageRow.__table__, _MESSAGE_COLS, messages)
+        _insert_rows(session, Blob.__table__, ("hash", "text"), new_blobs)
     _insert_rows(session, CallRow.__table__, _CALL_COLS, calls)
+
+
+def _insert_content_now(
+    session: Session, messages: list[tuple[Any, ...]], blobs: list[tuple[Any, ...]]
+) -> bool:
+    """On PostgreSQL, commit content-addressed rows (messages, blobs) at once, in key order, on a
+    connection of their own; False elsewhere (the caller writes them in its transaction).
+
+    Concurrent writers share these rows (every episode of a harness sends the same system
+    prompt and tools). Inserted in the file's long transaction, a row another writer also
+    inserts makes that writer wait for the whole file to commit, and writers that each hold a
+    row the other wants deadlock; committed at once there is nothing to wait for. The rows are
+    immutable and keyed by their content, so one left by a file that fails later is harmless.
+    """
+    bind = session.get_bind()
+    if bind.dialect.name != "postgresql" or not isinstance(bind, Engine):
+        return False
+    from sqlalchemy.dialects.postgresql import insert
+
+    with bind.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        for table, cols, rows in (
+            (MessageRow.__table__, _MESSAGE_COLS, messages),
+            (Blob.__table__, ("hash", "text"), blobs),
+        ):
+            if rows:
+                conn.execute(
+                    insert(table).on_conflict_do_nothing(),
+                    [dict(zip(cols, r, strict=True)) for r in sorted(rows, key=lambda r: r[0])],
+                )
+    return True
 
 
 def _store_error(exc: BaseException) -> str:

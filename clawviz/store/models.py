@@ -6,7 +6,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, String, TypeDecorator, UniqueConstraint
+from sqlalchemy import BigInteger, LargeBinary, String, TypeDecorator, UniqueConstraint
 from sqlalchemy.engine import Dialect
 from sqlmodel import AutoString, Field, SQLModel
 
@@ -15,6 +15,72 @@ from clawviz.types import CALL_ORDER
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+# --- Text PostgreSQL cannot hold --------------------------------------------------------------
+NUL_PREFIX = "\ufdd0nul:"
+"""Marks a stored text that held NUL bytes (U+FDD0 is a Unicode noncharacter, never in logs)."""
+
+
+class NulSafeString(TypeDecorator):
+    """A string column that round-trips NUL bytes on PostgreSQL (whose text cannot hold them).
+
+    On PostgreSQL a text containing NUL is stored as `NUL_PREFIX` plus its JSON encoding and
+    restored on read; other backends store NUL as is. A text that itself starts with the prefix
+    is encoded the same way on every backend, so reading never mistakes it."""
+
+    impl = String
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if isinstance(value, str) and (
+            value.startswith(NUL_PREFIX) or ("\x00" in value and dialect.name == "postgresql")
+        ):
+            return NUL_PREFIX + json.dumps(value)
+        return value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
+        return restore_nul(value)
+
+
+def restore_nul(value: Any) -> Any:
+    """A text read by raw SQL, with NUL bytes restored (see NulSafeString)."""
+    if isinstance(value, str) and value.startswith(NUL_PREFIX):
+        return json.loads(value[len(NUL_PREFIX) :])
+    return value
+
+
+class PackedText(TypeDecorator):
+    """A large text column that clawviz.store.calls may store compressed (a zstd frame).
+
+    SQLite takes bytes in a text column, so there a value is a str (plain) or bytes (a zstd or,
+    in older stores, zlib stream), and NUL is stored as is. On PostgreSQL the column is bytea
+    (migration 0007) and every value is a zstd frame: bytes are bound as they are, a str is
+    compressed here, and reads return the frame (`calls.unpack_text` and friends undo it). A
+    bytea holds NUL, so no escaping is needed there; the one exception is the empty raw form of
+    a packed message row (b"")."""
+
+    impl = String
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> Any:
+        if dialect.name == "postgresql":
+            return dialect.type_descriptor(LargeBinary())
+        return dialect.type_descriptor(NulSafeString())
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if dialect.name != "postgresql":
+            return NulSafeString().process_bind_param(value, dialect)
+        if isinstance(value, str):
+            from clawviz.store.calls import compress
+
+            return compress(value.encode())
+        return value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
+        if dialect.name == "postgresql":
+            return bytes(value) if isinstance(value, memoryview) else value
+        return restore_nul(value)
 
 
 class Meta(SQLModel, table=True):
@@ -47,7 +113,8 @@ class Blob(SQLModel, table=True):
     """Content-addressed text (system prompts, tool lists, request envelopes), stored once."""
 
     hash: str = Field(primary_key=True)
-    text: str
+    text: str = Field(sa_type=PackedText)
+    """JSON text, stored packed (`PackedText`)."""
 
 
 class MessageRow(SQLModel, table=True):
@@ -56,9 +123,10 @@ class MessageRow(SQLModel, table=True):
     __tablename__ = "message"
     hash: str = Field(primary_key=True)
     role: str
-    canonical_json: str
-    """The internal-shape message (clawviz.types) used for matching and display."""
-    raw_json: str
+    canonical_json: str = Field(sa_type=PackedText)
+    """The internal-shape message (clawviz.types) used for matching and display (packed with
+    the raw form, see clawviz.store.calls)."""
+    raw_json: str = Field(sa_type=PackedText)
     """The message exactly as the first request that carried it sent it."""
     size_bytes: int = Field(default=0, sa_type=BigInteger)
 
@@ -119,11 +187,11 @@ class CallRow(SQLModel, table=True):
     """Blob hash of the full tool definitions."""
     envelope_hash: str | None = None
     """Blob hash of the request body without messages/system/tools (model, max_tokens, ...)."""
-    message_hashes: str = "[]"
+    message_hashes: str = Field(default="[]", sa_type=PackedText)
     """JSON list of MessageRow hashes, in request order."""
     response_json: str | None = None
     """Internal-shape assistant message rebuilt from the response."""
-    raw_response: str | None = None
+    raw_response: str | None = Field(default=None, sa_type=PackedText)
     """Response body (JSON text or SSE text) as logged."""
     headers_json: str = "{}"
     rollout_json: str | None = None
@@ -301,39 +369,6 @@ class SolvabilityRun(SQLModel, table=True):
     scores_json: str = "{}"
     message: str = ""
     created_at: datetime = Field(default_factory=utcnow)
-
-
-# --- Text PostgreSQL cannot hold --------------------------------------------------------------
-NUL_PREFIX = "\ufdd0nul:"
-"""Marks a stored text that held NUL bytes (U+FDD0 is a Unicode noncharacter, never in logs)."""
-
-
-class NulSafeString(TypeDecorator):
-    """A string column that round-trips NUL bytes on PostgreSQL (whose text cannot hold them).
-
-    On PostgreSQL a text containing NUL is stored as `NUL_PREFIX` plus its JSON encoding and
-    restored on read; other backends store NUL as is. A text that itself starts with the prefix
-    is encoded the same way on every backend, so reading never mistakes it."""
-
-    impl = String
-    cache_ok = True
-
-    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
-        if isinstance(value, str) and (
-            value.startswith(NUL_PREFIX) or ("\x00" in value and dialect.name == "postgresql")
-        ):
-            return NUL_PREFIX + json.dumps(value)
-        return value
-
-    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
-        return restore_nul(value)
-
-
-def restore_nul(value: Any) -> Any:
-    """A text read by raw SQL, with NUL bytes restored (see NulSafeString)."""
-    if isinstance(value, str) and value.startswith(NUL_PREFIX):
-        return json.loads(value[len(NUL_PREFIX) :])
-    return value
 
 
 def _nul_safe_strings() -> None:

@@ -10,7 +10,7 @@ from clawviz.figures.palette import SEVERITY_COLOURS, VERDICT_COLOURS
 from clawviz.review import diagnosis, findings
 from clawviz.review.tasks import TaskDetail
 from clawviz.store import models
-from clawviz.ui import state
+from clawviz.ui import access, state
 from clawviz.ui.inspector import escape_md
 
 KEY_REVIEWER = "findings_reviewer"
@@ -124,6 +124,8 @@ def diagnose_panel(d: TaskDetail, rows: list[models.Finding]) -> None:
             ),
             hide_index=True, width="stretch",
         )  # fmt: skip
+    if access.blocked("Diagnosis runs"):
+        return
     with st.expander("Diagnose with a model", expanded=not runs):
         endpoint_form(d)
 
