@@ -93,3 +93,59 @@ def test_the_revisions_build_the_schema_the_models_describe(tmp_path):
         diff = compare_metadata(ctx, SQLModel.metadata)
         assert diff == []
         assert set(inspect(conn).get_table_names()) >= set(SQLModel.metadata.tables)
+
+
+def _version_table(url: str) -> dict:
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        i = inspect(conn)
+        cols = [
+            (c["name"], str(c["type"]), c["nullable"]) for c in i.get_columns("alembic_version")
+        ]
+        out = {"columns": cols, "pk": i.get_pk_constraint("alembic_version")}
+        out["revision"] = MigrationContext.configure(conn).get_current_revision()
+    engine.dispose()
+    return out
+
+
+def test_a_new_store_is_stamped_as_alembic_stamps_it(tmp_path):
+    """init_db stamps a new store with plain SQL: the version table and row are Alembic's own."""
+    ours, theirs = fresh_url(tmp_path, "ours"), fresh_url(tmp_path, "theirs")
+    db.init_db(create_engine(ours))
+    engine = create_engine(theirs)
+    with engine.begin() as conn:
+        SQLModel.metadata.create_all(conn)
+        migrations.stamp(conn, migrations.HEAD)
+    engine.dispose()
+    assert _version_table(ours) == _version_table(theirs)
+    assert _version_table(ours)["revision"] == migrations.HEAD
+    assert db.schema_version(create_engine(ours)) == migrations.HEAD
+    assert query(ours, "SELECT value FROM meta WHERE key = 'schema_version'") == [
+        (migrations.HEAD,)
+    ]
+
+
+def test_a_store_behind_head_is_refused_naming_both_revisions(tmp_path):
+    url = fresh_url(tmp_path, "behind")
+    db.init_db(create_engine(url))
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = '0005'"))
+    with pytest.raises(
+        db.StoreOutdated, match=f"at schema 0005, this clawviz needs {migrations.HEAD}"
+    ):
+        db.init_db(engine)
+
+
+def test_creating_and_opening_an_up_to_date_store_imports_no_alembic(tmp_path):
+    url = fresh_url(tmp_path, "lean")
+    code = (
+        "import sys\nfrom sqlalchemy import create_engine\nfrom clawviz.store import db\n"
+        f"db.init_db(create_engine({url!r}))\ndb.init_db(create_engine({url!r}))\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'alembic'}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

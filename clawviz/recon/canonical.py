@@ -89,20 +89,33 @@ def block_text(content: Any) -> str:
     return "".join(parts)
 
 
-_META = re.compile(r"[.^$*+?{}\[\]\\|()]")
+try:  # the regular-expression parser of the standard library (`sre_parse` before 3.11)
+    import re._parser as _sre_parse
+except ImportError:  # pragma: no cover (Python < 3.11)
+    import sre_parse as _sre_parse
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=256)
 def _literal_prefix(pattern: re.Pattern[str]) -> str:
-    """The literal text every match of `pattern` starts with ('' if none)."""
-    if pattern.flags & re.IGNORECASE or "|" in pattern.pattern:
+    """The literal text every match of `pattern` starts with ('' if none).
+
+    Read from the parsed pattern: zero-width assertions at its start (`^`, `(?m)^`, `\\b`) are
+    passed over, then its literal characters are taken up to the first other element (a
+    group, a class, a repeat: `ab*` gives `a`, since the repeat is its own element)."""
+    if pattern.flags & re.IGNORECASE:
         return ""
-    m = _META.search(pattern.pattern)
-    if m is None:
-        return pattern.pattern
-    prefix = pattern.pattern[: m.start()]
-    # A quantifier makes the character before it optional.
-    return prefix[:-1] if m.group(0) in "*?{" else prefix
+    try:
+        parsed = _sre_parse.parse(pattern.pattern, pattern.flags & ~re.DEBUG)
+    except Exception:  # noqa: BLE001 (compiled already; a parser change only loses the shortcut)
+        return ""
+    out: list[str] = []
+    for op, av in parsed:
+        if op is _sre_parse.AT and not out:
+            continue
+        if op is not _sre_parse.LITERAL:
+            break
+        out.append(chr(av))
+    return "".join(out)
 
 
 def strip_patterns(text: str, patterns: Sequence[re.Pattern[str]]) -> str:

@@ -112,16 +112,26 @@ def _context_only(message: Message) -> bool:
     return seen
 
 
-def history_messages(messages: list[Message]) -> list[Message]:
+def history_messages(messages: list[Message], memo: dict[int, bool] | None = None) -> list[Message]:
     """The messages a request matches on: leading context-only user messages left out.
 
     Claude Code 2.0 opens the first request after a compaction with a user message of
     `<system-reminder>` attachments (files it re-read, the todo list) before the summary
     message; the history it keeps, and re-sends on --resume, starts at the summary
-    (rule `leading_context_block`, DECISIONS.md).
+    (rule `leading_context_block`, DECISIONS.md). `memo`: `_context_only` by message object,
+    for callers that keep the messages alive (the calls of an episode re-send the same ones).
     """
     k = 0
-    while k < len(messages) - 1 and _context_only(messages[k]):
+    while k < len(messages) - 1:
+        m = messages[k]
+        if memo is None:
+            only = _context_only(m)
+        else:
+            only = memo.get(id(m))
+            if only is None:
+                only = memo[id(m)] = _context_only(m)
+        if not only:
+            break
         k += 1
     return messages[k:] if k else messages
 
@@ -282,7 +292,12 @@ class _Builder:
         self.match_rules = match_rules
         self.trie = _Trie()
         self.owner: dict[int, str] = {}
-        self.requests: dict[tuple[int, str], str] = {}
+        self.requests: dict[int, tuple[str, str]] = {}
+        """Per trie node, the system prompt and id of the latest request ending on it."""
+        self.requests_by_system: dict[int, dict[str, str]] = {}
+        """Per node where requests with different system prompts ended: the latest request by
+        `system_fingerprint` (computed only there; most requests end on a node of their own)."""
+        self.context_only: dict[int, bool] = {}
         self.parent: dict[str, str | None] = {}
         self.resend_of: dict[str, str | None] = {}
         self.children: dict[str, list[str]] = {c.call_id: [] for c in ordered}
@@ -302,7 +317,7 @@ class _Builder:
     def _view(self, call: Call) -> list[Message]:
         if not self.match_rules:
             return call.messages
-        msgs, why = self.walker.view(history_messages(call.messages))
+        msgs, why = self.walker.view(history_messages(call.messages, self.context_only))
         if why:
             self.ignored[call.call_id] = why
         return msgs
@@ -378,22 +393,37 @@ class _Builder:
         self.owners.append((cid, [*msgs, call.response]))
         self.covered[cid] = len(msgs) + 1
 
+    def _earlier_request(self, node: int, system: str, cid: str) -> str | None:
+        """The latest earlier request ending on `node` with the same `system_fingerprint` (an
+        identical re-send), recording `cid` as the latest. Equal prompts have equal
+        fingerprints, so the fingerprint is computed only when two prompts differ."""
+        keyed = self.requests_by_system.get(node)
+        if keyed is None:
+            last = self.requests.get(node)
+            self.requests[node] = (system, cid)
+            if last is None:
+                return None
+            if last[0] is system or last[0] == system:
+                return last[1]
+            keyed = self.requests_by_system[node] = {system_fingerprint(last[0]): last[1]}
+        fp = system_fingerprint(system)
+        earlier = keyed.get(fp)
+        keyed[fp] = cid
+        return earlier
+
     def add(self, call: Call) -> None:
         cid = call.call_id
         msgs = self._view(call)
         nodes, best, diverged = self._walk(msgs)
         best = self._lossy(cid, msgs, best, diverged)
         node = nodes[-1] if nodes else 0
-        req_key = (node, system_fingerprint(call.system)) if call.messages else None
-        earlier = self.requests.get(req_key) if req_key else None
+        earlier = self._earlier_request(node, call.system, cid) if call.messages else None
         if earlier is not None and self.parent[earlier] != best:
             # The same request under another parent is a new branch, not a re-send: with tool
             # ids ignored, a re-sent branch repeats the abandoned one's requests one level down.
             earlier = None
         self.parent[cid] = best
         self.resend_of[cid] = earlier
-        if req_key is not None:
-            self.requests[req_key] = cid
         if best is not None:
             self.children[best].append(cid)
         if is_failed(call):

@@ -7,13 +7,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sqlalchemy import event, inspect, text
+from sqlalchemy import Column, MetaData, PrimaryKeyConstraint, String, Table, event, inspect, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, SQLModel, create_engine
 
 from clawviz.settings import DEFAULT_SETTINGS
-from clawviz.store import migrations, models
+from clawviz.store import models
+
+# Alembic (`clawviz.store.migrations`, ~0.2 s of imports) is imported only where a migration
+# runs: a new store is stamped, and an up-to-date one checked, with plain SQL below.
 
 _ENGINES: dict[str, Engine] = {}
 
@@ -95,16 +98,16 @@ def init_db(engine: Engine) -> None:
     """Create a new store (stamped at the newest migration), or check that an existing one is
     at it. Safe when several processes do it at once."""
     with _schema_lock(engine) as conn:
-        revision = migrations.current(conn)
+        revision, head = _current(conn), _head()
         if not inspect(conn).has_table("call"):
             SQLModel.metadata.create_all(conn)
-            migrations.stamp(conn, migrations.HEAD)
+            _stamp(conn, head)
             _record_version(conn)
-        elif revision != migrations.HEAD:
+        elif revision != head:
             raise StoreOutdated(
                 f"the store {mask_url(engine.url)} is at schema "
                 f"{revision or '0001 (v1, before migrations)'}, this clawviz needs "
-                f"{migrations.HEAD}: run `python3 -m clawviz migrate --db URL` first"
+                f"{head}: run `python3 -m clawviz migrate --db URL` first"
             )
         else:
             SQLModel.metadata.create_all(conn)  # tables of optional features, if missing
@@ -113,6 +116,8 @@ def init_db(engine: Engine) -> None:
 def migrate(engine: Engine) -> list[str]:
     """Bring an existing store to the newest schema (`clawviz migrate`); returns the revisions
     applied. A new store is created at it."""
+    from clawviz.store import migrations
+
     with _schema_lock(engine) as conn:
         if not inspect(conn).has_table("call"):
             SQLModel.metadata.create_all(conn)
@@ -124,10 +129,55 @@ def migrate(engine: Engine) -> list[str]:
         return applied
 
 
+_VERSION = "alembic_version"  # Alembic's version table, as its `version_table_impl` makes it
+
+
+def _head() -> str:
+    """`migrations.HEAD`, read from the revision files without Alembic where they allow."""
+    from clawviz.store.fastread import head_revision
+
+    head = head_revision()
+    if head is None:  # not a single head: Alembic says which, or fails as it always did
+        from clawviz.store import migrations
+
+        head = migrations.HEAD
+    return head
+
+
+def _current(conn: Connection) -> str | None:
+    """`migrations.current(conn)` with a plain query (Alembic for more than one row)."""
+    if not inspect(conn).has_table(_VERSION):
+        return None
+    rows = conn.execute(text(f"SELECT version_num FROM {_VERSION}")).fetchall()
+    if len(rows) > 1:
+        from clawviz.store import migrations
+
+        return migrations.current(conn)  # raises Alembic's "more than one head" error
+    return rows[0][0] if rows else None
+
+
+def _stamp(conn: Connection, head: str) -> None:
+    """`migrations.stamp(conn, head)` on a store with no version table: the table Alembic
+    would create (tests/test_migrations.py compares them), and one row."""
+    if inspect(conn).has_table(_VERSION):
+        from clawviz.store import migrations
+
+        migrations.stamp(conn, head)
+        return
+    version = Table(
+        _VERSION,
+        MetaData(),
+        Column("version_num", String(32), nullable=False),
+        PrimaryKeyConstraint("version_num", name=f"{_VERSION}_pkc"),
+    )
+    version.create(conn)
+    conn.execute(version.insert().values(version_num=head))
+
+
 def _record_version(conn: Connection) -> None:
     with Session(bind=conn) as s:
         row = s.get(models.Meta, "schema_version") or models.Meta(key="schema_version", value="")
-        row.value = migrations.HEAD
+        row.value = _head()
         s.add(row)
         s.flush()
 
@@ -145,7 +195,7 @@ def mask_url(url: object) -> str:
 def schema_version(engine: Engine) -> str | None:
     """The store's migration revision (None for a v1 store made before migrations)."""
     with engine.connect() as conn:
-        return migrations.current(conn)
+        return _current(conn)
 
 
 @contextmanager
