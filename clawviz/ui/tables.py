@@ -109,7 +109,7 @@ def show_table(
             for c in text_cols:
                 frame[c] = frame[c].where(frame[c].astype(str) != "", None)
     if wrap and "row_height" not in kwargs and len(frame):
-        longest = max(int(frame[c].astype(str).str.len().max()) for c in wrap)
+        longest = max((len(str(v)) for c in wrap for v in frame[c].dropna()), default=0)
         if longest > WRAP_AFTER:
             kwargs["row_height"] = WRAP_ROW_HEIGHT
     kwargs.setdefault("hide_index", True)
