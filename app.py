@@ -13,6 +13,8 @@ from clawviz.ui.inspector import escape_md
 
 HERE = Path(__file__).parent
 SAMPLE_LOGS = HERE / "sample_logs"
+FAVICON = HERE / "clawviz" / "ui" / "assets" / "favicon.png"
+"""Shipped with the app: a Material or emoji icon as favicon is fetched from the internet."""
 NO_SAMPLES_ENV = "CLAWVIZ_NO_SAMPLES"
 
 
@@ -63,7 +65,7 @@ def sidebar() -> None:
 
 
 def main() -> None:
-    st.set_page_config(page_title="clawviz", page_icon=":material/account_tree:", layout="wide")
+    st.set_page_config(page_title="clawviz", page_icon=str(FAVICON), layout="wide")
     pg = pages.navigation()
     load_samples_if_empty()
     settings = state.current_settings()
