@@ -34,6 +34,8 @@ SOURCE_ATTEMPT = "An attempt's final workspace"
 SOURCE_UPLOAD = "Upload a reference workspace (.zip / .tar.gz)"
 KEY_ATTEMPTS_TABLE = "tasks_attempts_table"
 KEY_HISTORY_TABLE = "tasks_signoff_history"
+KEY_SIGNOFF_RESET = "tasks_signoff_reset"
+"""Session state: a decision was saved, so the next run empties the note and the choice."""
 
 
 def queue_frame(rows) -> pd.DataFrame:
@@ -411,6 +413,9 @@ def signoff_panel(d: TaskDetail) -> None:
         reviewer = st.session_state[w.KEY_REVIEWER_NAME] = login_name
     else:
         reviewer = st.text_input("Reviewer", key=w.KEY_SIGNOFF_REVIEWER, placeholder="your name")
+    if st.session_state.pop(KEY_SIGNOFF_RESET, False):
+        st.session_state[w.KEY_SIGNOFF_NOTE] = ""
+        st.session_state[w.KEY_SIGNOFF_DECISION] = None
     with st.form(w.KEY_SIGNOFF_FORM, border=True):
         # No default: a decision is a choice the reviewer makes, never a pre-filled "accept".
         decision = st.radio(
@@ -439,8 +444,9 @@ def signoff_panel(d: TaskDetail) -> None:
             f"Saved: {row.decision} by {escape_md(row.reviewer)}."
         )
         # The note and the choice belong to this decision only; the reviewer name stays.
-        st.session_state.pop(w.KEY_SIGNOFF_NOTE, None)
-        st.session_state.pop(w.KEY_SIGNOFF_DECISION, None)
+        # They are set (not popped) before the next run draws the form: a popped key leaves
+        # the browser showing, and sending back, the old text.
+        st.session_state[KEY_SIGNOFF_RESET] = True
         st.rerun()
     st.caption("History (latest last)")
     if d.reviews:
