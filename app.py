@@ -13,8 +13,9 @@ from clawviz.ui.inspector import escape_md
 
 HERE = Path(__file__).parent
 SAMPLE_LOGS = HERE / "sample_logs"
+# Shipped with the app: a Material or emoji page icon makes the browser fetch the favicon from
+# the internet (fonts.gstatic.com), so offline there would be none.
 FAVICON = HERE / "clawviz" / "ui" / "assets" / "favicon.png"
-"""Shipped with the app: a Material or emoji icon as favicon is fetched from the internet."""
 NO_SAMPLES_ENV = "CLAWVIZ_NO_SAMPLES"
 
 

@@ -17,8 +17,8 @@ from clawviz.ui.pages import EPISODE, page_file, run_page
 UPLOAD_TYPES = ["jsonl", "gz", "json", "zip", "tgz", "tar", "md"]
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".tar")
 EPISODE_PAGE = page_file(EPISODE)
+# Session state: the problem of the last attempt (it replaces the report).
 KEY_INGEST_ERROR = "ingest_last_error"
-"""Session state: the problem of the last attempt (it replaces the report)."""
 KEY_PATH_FORM = "ingest_path_form"
 UPLOAD_ROOT = Path(os.environ.get("CLAWVIZ_HOME", Path.home() / ".clawviz")) / "uploads"
 
@@ -52,6 +52,7 @@ def _save_uploads(files, folder: Path) -> tuple[list[Path], list[str]]:
     return paths, problems
 
 
+# What each file status of the ingest report is called on this page.
 STATUS_TEXT = {
     "loaded": "loaded",
     "appended": "loaded (new lines of a grown log)",
@@ -61,10 +62,9 @@ STATUS_TEXT = {
     "skipped": "skipped",
     "error": "failed",
 }
-"""What each file status of the ingest report is called on this page."""
 LOADED = ("loaded", "appended")
+# Episodes the report links to one by one; beyond them it says how many more.
 MAX_EPISODE_LINKS = 12
-"""Episodes the report links to one by one; the rest are listed in a table."""
 
 
 def run_ingest(paths: list[Path], problem: str | None = None) -> None:

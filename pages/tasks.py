@@ -34,8 +34,8 @@ SOURCE_ATTEMPT = "An attempt's final workspace"
 SOURCE_UPLOAD = "Upload a reference workspace (.zip / .tar.gz)"
 KEY_ATTEMPTS_TABLE = "tasks_attempts_table"
 KEY_HISTORY_TABLE = "tasks_signoff_history"
+# Session state: a decision was saved, so the next run empties the note and the choice.
 KEY_SIGNOFF_RESET = "tasks_signoff_reset"
-"""Session state: a decision was saved, so the next run empties the note and the choice."""
 
 
 def queue_frame(rows) -> pd.DataFrame:

@@ -103,7 +103,12 @@ def show_table(
     config.update(column_config or {})
     if styler is None:
         # An empty text cell is a missing value too: it gets the placeholder.
-        text_cols = [c for c in frame.columns if frame[c].dtype == object and c not in numbers]
+        text_cols = [
+            c
+            for c in frame.columns
+            if c not in numbers
+            and (frame[c].dtype == object or pd.api.types.is_string_dtype(frame[c].dtype))
+        ]
         if text_cols:
             frame = frame.copy()
             for c in text_cols:
