@@ -120,22 +120,27 @@ def episode_links(report) -> None:
 
 def summary(report) -> None:
     """One sentence on what happened, before the numbers."""
-    statuses = [f.status for f in report.files]
-    loaded = sum(1 for s in statuses if s in LOADED)
-    if statuses and all(s in ("already_loaded", "already_being_loaded") for s in statuses):
-        st.info(
-            f"Already ingested: {'this file was' if len(statuses) == 1 else 'these files were'} "
-            "loaded before (same bytes), so nothing was added."
-        )
-    elif loaded:
+    logs = [f for f in report.files if f.format != "task_folder"]
+    loaded = [f for f in logs if f.status in LOADED]
+    folders = len(report.files) - len(logs)
+    re_read = f" ({folders} task folder(s) read again)" if folders else ""
+    if loaded:
         st.success(
-            f"Loaded {loaded:,} file(s): {report.n_calls:,} calls in {report.n_episodes:,} "
-            "episode(s)."
+            f"Loaded {len(loaded):,} file(s): {report.n_calls:,} calls in "
+            f"{report.n_episodes:,} episode(s), {report.n_results:,} result(s){re_read}."
         )
-    elif statuses and all(s == "no_calls" for s in statuses):
-        which = "this file" if len(statuses) == 1 else "these files"
-        st.warning(f"Skipped, no calls: {which} hold no model call, so nothing was loaded.")
-    elif not statuses:
+    elif any(f.status in ("already_loaded", "already_being_loaded") for f in logs):
+        st.info(
+            "Already ingested: "
+            + ("this file was" if len(logs) == 1 else "these files were")
+            + f" loaded before (same bytes), so nothing was added{re_read}."
+        )
+    elif logs and all(f.status == "no_calls" for f in logs):
+        which = "this file holds" if len(logs) == 1 else "these files hold"
+        st.warning(f"Skipped, no calls: {which} no model call, so nothing was loaded.")
+    elif folders:
+        st.success(f"Read {folders} task folder(s): {report.n_tasks:,} task(s).")
+    else:
         st.warning("Nothing to ingest: no readable log, results or task file was found there.")
 
 
@@ -176,11 +181,15 @@ def show_report(report) -> None:
         ("failed", s) for s in getattr(report, "errors", [])
     ]
     if problems:
-        st.warning(f"{len(problems)} files were skipped or failed as a whole.")
+        failed = sum(1 for kind, _ in problems if kind == "failed")
         rows = [{"file": s.path, "what": kind, "reason": s.reason} for kind, s in problems]
-        tables.show_table(
-            pd.DataFrame(rows), key="ingest_skipped_table", pinned=["file"], wrap=["reason"]
-        )
+        if failed:
+            st.warning(f"{len(problems)} files were skipped or failed as a whole.")
+        box = st.container() if failed else st.expander(f"Skipped files ({len(problems)})")
+        with box:
+            tables.show_table(
+                pd.DataFrame(rows), key="ingest_skipped_table", pinned=["file"], wrap=["reason"]
+            )
     if report.rejected:
         st.warning(f"{len(report.rejected)} lines were rejected; every other line was loaded.")
         rows = [{"file": str(r.file), "line": r.line, "reason": r.reason} for r in report.rejected]

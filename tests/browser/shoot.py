@@ -89,11 +89,20 @@ def shoot(base: str, out: Path) -> list[Path]:
         save(page, "tasks")
 
         for name, path in (("workspace", f"/workspace?episode={EPISODE}"),
-                           ("ingest", "/ingest"), ("settings", "/settings")):  # fmt: skip
+                           ("settings", "/settings")):  # fmt: skip
             page.goto(base + path)
             page.locator("h1").first.wait_for()
             settle(page)
             save(page, name)
+
+        # Ingest, with a report: the sample folder again (one click; "already ingested").
+        page.goto(base + "/ingest")
+        page.get_by_role("tab", name="Server-side path").click()
+        page.get_by_label("File or folder on the server").fill(str(REPO / "sample_logs"))
+        page.get_by_role("button", name="Ingest path").click()
+        page.get_by_role("heading", name="Report").wait_for()
+        settle(page)
+        save(page, "ingest")
         browser.close()
     return saved
 
