@@ -13,6 +13,9 @@ from clawviz.ui.inspector import escape_md
 
 HERE = Path(__file__).parent
 SAMPLE_LOGS = HERE / "sample_logs"
+# Shipped with the app: a Material or emoji page icon makes the browser fetch the favicon from
+# the internet (fonts.gstatic.com), so offline there would be none.
+FAVICON = HERE / "clawviz" / "ui" / "assets" / "favicon.png"
 NO_SAMPLES_ENV = "CLAWVIZ_NO_SAMPLES"
 
 
@@ -63,7 +66,7 @@ def sidebar() -> None:
 
 
 def main() -> None:
-    st.set_page_config(page_title="clawviz", page_icon=":material/account_tree:", layout="wide")
+    st.set_page_config(page_title="clawviz", page_icon=str(FAVICON), layout="wide")
     pg = pages.navigation()
     load_samples_if_empty()
     settings = state.current_settings()

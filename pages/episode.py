@@ -14,7 +14,7 @@ from clawviz.figures.layout import tree_layout
 from clawviz.figures.palette import COLOUR_MODES, state_colour
 from clawviz.figures.tree import call_from_selection
 from clawviz.types import Call, Role, State
-from clawviz.ui import compare, data, diff_view, state, token_view
+from clawviz.ui import compare, data, diff_view, history, state, token_view
 from clawviz.ui.decision_panel import call_decision, episode_reasons
 from clawviz.ui.export_panel import export_panel
 from clawviz.ui.figcache import tree_figure
@@ -30,6 +30,9 @@ from clawviz.ui.render import render_message
 
 WORKSPACE_PAGE = page_file(WORKSPACE)
 KEY_PATH_SEEN = "episode_paths_seen"
+KEY_PREV = "episode_prev"
+KEY_NEXT = "episode_next"
+KEY_SWITCH = "episode_switch"
 
 
 def _fmt(v, signed: bool = False) -> str:
@@ -38,34 +41,90 @@ def _fmt(v, signed: bool = False) -> str:
     return f"{v:+.3f}" if signed else f"{v:.3f}"
 
 
+def open_episode(episode_id: str | None) -> None:
+    """Show another episode: one history entry, its own selection starts fresh."""
+    state.set_params(episode=episode_id, call=None, path=None, compare=None)
+
+
 def on_episode_pick() -> None:
     choice = st.session_state.get(state.KEY_EPISODE_PICK)
-    state.set_params(
-        episode=choice if choice != state.NONE_OPTION else None, call=None, path=None, compare=None
-    )
+    open_episode(choice if choice and choice != state.NONE_OPTION else None)
 
 
 def episode_picker(eps: pd.DataFrame, label: str) -> None:
     """A selectbox of all episodes (the way in when the URL names none or a wrong one)."""
     options = [state.NONE_OPTION] + eps["episode_id"].tolist()
+    st.session_state[state.KEY_EPISODE_PICK] = state.NONE_OPTION
     st.selectbox(label, options, key=state.KEY_EPISODE_PICK, on_change=on_episode_pick)
 
 
+def runs_order(eps: pd.DataFrame) -> tuple[list[str], bool]:
+    """The episodes in the Runs table's order under the Runs filters last used in this session
+    (all episodes when there are none), and whether a filter narrowed the list."""
+    params = st.session_state.get(state.KEY_RUNS_QUERY) or {}
+    text, role, syntax = history.search_from(params)
+    matching = None
+    if text.strip():
+        try:
+            hits = data.search_hits(state.database_url(), text, role, syntax)
+            matching = set(hits["episode_id"].dropna())
+        except ValueError:
+            matching = None
+    return history.runs_order(eps, params, matching), bool(params)
+
+
+def episode_switcher(eps: pd.DataFrame, episode_id: str) -> None:
+    """Previous / next in the Runs order, and a picker of every episode of that list."""
+    order, filtered = runs_order(eps)
+    if episode_id not in order:
+        order, filtered = eps["episode_id"].astype(str).tolist(), False
+    prev_id, next_id = history.neighbours(order, episode_id)
+    row = st.container(horizontal=True, vertical_alignment="bottom")
+    row.button(
+        "Previous",
+        key=KEY_PREV,
+        icon=":material/chevron_left:",
+        disabled=prev_id is None,
+        on_click=open_episode,
+        args=(prev_id,),
+        help=f"Episode {prev_id}" if prev_id else "This is the first episode of the list.",
+    )
+    row.button(
+        "Next",
+        key=KEY_NEXT,
+        icon=":material/chevron_right:",
+        disabled=next_id is None,
+        on_click=open_episode,
+        args=(next_id,),
+        help=f"Episode {next_id}" if next_id else "This is the last episode of the list.",
+    )
+    st.session_state[KEY_SWITCH] = episode_id
+    row.selectbox(
+        "Episode",
+        order,
+        key=KEY_SWITCH,
+        on_change=lambda: open_episode(st.session_state.get(KEY_SWITCH)),
+        label_visibility="collapsed",
+        width=420,
+    )
+    where = "the Runs filters" if filtered else "the Runs table"
+    row.caption(f"{order.index(episode_id) + 1} of {len(order):,} in {where}")
+
+
 def init_selection(episode_id: str, call_ids: list[str], default_call: str) -> None:
-    """Seed the widgets from the URL when this episode is opened (a pasted link restores them)."""
+    """Set the widgets from the URL on every run: the URL is the truth, so a pasted link and
+    Back / Forward restore the selection they name (no call in the URL: the default call)."""
     changed = st.session_state.get(state.KEY_EPISODE_LOADED) != episode_id
     st.session_state[state.KEY_EPISODE_LOADED] = episode_id
+    st.session_state[state.KEY_LAST_EPISODE] = episode_id
     if changed:
         # A row picked in another episode's Paths table must not highlight a path here.
         for key in (state.KEY_PATHS_TABLE, KEY_PATH_SEEN):
             st.session_state.pop(key, None)
-    # Widget state is dropped when the user visits another page, so a missing key is re-seeded.
-    if changed or state.KEY_CALL_SELECT not in st.session_state:
-        wanted = state.get_param(state.QP_CALL)
-        st.session_state[state.KEY_CALL_SELECT] = wanted if wanted in call_ids else default_call
-    if changed or state.KEY_COMPARE_SELECT not in st.session_state:
-        compare = state.get_param(state.QP_COMPARE)
-        st.session_state[state.KEY_COMPARE_SELECT] = compare or state.NONE_OPTION
+    wanted = state.get_param(state.QP_CALL)
+    st.session_state[state.KEY_CALL_SELECT] = wanted if wanted in call_ids else default_call
+    compare = state.get_param(state.QP_COMPARE)
+    st.session_state[state.KEY_COMPARE_SELECT] = compare or state.NONE_OPTION
 
 
 def first_main_call(view: data.EpisodeView) -> str:
@@ -79,15 +138,23 @@ def first_main_call(view: data.EpisodeView) -> str:
     return view.calls[0].call_id
 
 
+def _select_call(cid: str | None) -> None:
+    """One history entry per call picked; the episode is written too (it may be the
+    remembered one, shown on a bare /episode)."""
+    episode_id = st.session_state.get(state.KEY_EPISODE_LOADED)
+    if cid:
+        state.set_params(episode=episode_id, call=cid)
+
+
 def on_tree_select() -> None:
     cid = call_from_selection(st.session_state.get(state.KEY_TREE))
     if cid:
         st.session_state[state.KEY_CALL_SELECT] = cid
-        state.set_params(call=cid)
+        _select_call(cid)
 
 
 def on_call_select() -> None:
-    state.set_params(call=st.session_state.get(state.KEY_CALL_SELECT))
+    _select_call(st.session_state.get(state.KEY_CALL_SELECT))
 
 
 def on_compare_select() -> None:
@@ -320,7 +387,8 @@ def main() -> None:
     url = state.database_url()
     settings = state.current_settings()
     eps = data.episodes(url, settings.settings_hash)
-    episode_id = state.get_param(state.QP_EPISODE)
+    # A bare /episode (the menu, or back from another page) shows the episode last shown.
+    episode_id = state.get_param(state.QP_EPISODE) or st.session_state.get(state.KEY_LAST_EPISODE)
     if eps.empty:
         st.title("Episode")
         st.info("The store is empty: load logs on the Ingest page first.")
@@ -334,33 +402,43 @@ def main() -> None:
     if view is None:
         st.title("Episode")
         st.warning(f"There is no episode {escape_md(episode_id)!s} in this store.")
+        if st.session_state.get(state.KEY_LAST_EPISODE) == episode_id:
+            st.session_state.pop(state.KEY_LAST_EPISODE, None)
         episode_picker(eps, "Open another episode")
         return
+    episode_switcher(eps, episode_id)
     if not view.calls:
+        st.session_state[state.KEY_LAST_EPISODE] = episode_id
         header(view)
         st.warning("This episode has no recorded calls.")
         return
     call_ids = [c.call_id for c in view.calls]
     default_call = first_main_call(view)
+    # No URL write here: a write in the run a click started would push a second entry.
     init_selection(episode_id, call_ids, default_call)
-    if st.session_state.get(state.KEY_CALL_SELECT) not in call_ids:
-        st.session_state[state.KEY_CALL_SELECT] = default_call
-    state.set_params(call=st.session_state[state.KEY_CALL_SELECT])
 
     header(view)
     export_panel(
         url, settings, Selection(episode_ids=(episode_id,)), key="episode_export", scope=episode_id
     )
-    st.page_link(
-        WORKSPACE_PAGE,
-        label="Workspace diff of this attempt",
-        icon=":material/difference:",
-        query_params={"episode": episode_id},
-    )
+    workspace_link(view)
     tree_section(view, call_ids)
     inspector(view, call_ids)
     paths_section(view)
     compare.compare_section(view, settings, on_change=on_compare_select)
+
+
+def workspace_link(view: data.EpisodeView) -> None:
+    """The Workspace diff link, only for an attempt whose results name a workspace."""
+    if not data.has_workspace(state.database_url(), view.episode["episode_id"]):
+        st.caption("No workspace recorded for this attempt (its results line names none).")
+        return
+    st.page_link(
+        WORKSPACE_PAGE,
+        label="Workspace diff of this attempt",
+        icon=":material/difference:",
+        query_params={state.QP_EPISODE: view.episode["episode_id"]},
+    )
 
 
 run_page(__file__, main)

@@ -8,8 +8,9 @@ import streamlit as st
 from clawviz.export import Selection
 from clawviz.figures import runs as figures
 from clawviz.store import queries
-from clawviz.ui import data, live, state
+from clawviz.ui import data, history, live, state, tables
 from clawviz.ui.export_panel import export_panel
+from clawviz.ui.inspector import escape_md
 from clawviz.ui.pages import EPISODE, page_file, run_page
 
 EPISODE_PAGE = page_file(EPISODE)
@@ -17,58 +18,64 @@ EPISODE_PAGE = page_file(EPISODE)
 STATS_AUTO_LIMIT = 5000
 
 
-def filters(eps: pd.DataFrame) -> queries.EpisodeFilter:
-    """The filter widgets (all keyed) and the filter they describe."""
+def filter_options(eps: pd.DataFrame) -> dict[str, list[str]]:
+    """What each multiselect filter offers (URL parameter -> values in the store)."""
 
     def opts(col: str) -> list[str]:
         return sorted(str(v) for v in eps[col].dropna().unique())
 
-    reasons = queries.all_reasons(eps)
+    return {
+        history.QP_TASKS: opts("task_id"),
+        history.QP_HARNESS: opts("harness"),
+        history.QP_MODEL: opts("model"),
+        history.QP_STATUS: opts("status"),
+        history.QP_REASON: queries.all_reasons(eps),
+    }
+
+
+def filters(options: dict[str, list[str]]) -> queries.EpisodeFilter:
+    """The filter widgets (keyed, seeded from the URL by `history.seed_widgets`)."""
+    reasons = options[history.QP_REASON]
+    on = history.on_filter_change
     c = st.columns([3, 2, 2, 2, 3])
-    tasks = c[0].multiselect("Task", opts("task_id"), key=state.KEY_FILTER_TASK)
-    harnesses = c[1].multiselect("Harness", opts("harness"), key=state.KEY_FILTER_HARNESS)
-    models = c[2].multiselect("Model", opts("model"), key=state.KEY_FILTER_MODEL)
-    statuses = c[3].multiselect("Status", opts("status"), key=state.KEY_FILTER_STATUS)
-    chosen_reasons = c[4].multiselect("Reason", reasons, key=state.KEY_FILTER_REASON)
+    c[0].multiselect("Task", options[history.QP_TASKS], key=state.KEY_FILTER_TASK, on_change=on)
+    c[1].multiselect(
+        "Harness", options[history.QP_HARNESS], key=state.KEY_FILTER_HARNESS, on_change=on
+    )
+    c[2].multiselect("Model", options[history.QP_MODEL], key=state.KEY_FILTER_MODEL, on_change=on)
+    c[3].multiselect(
+        "Status", options[history.QP_STATUS], key=state.KEY_FILTER_STATUS, on_change=on
+    )
+    c[4].multiselect("Reason", reasons, key=state.KEY_FILTER_REASON, on_change=on)
     c2 = st.columns([3, 3, 4])
-    lo, hi = c2[0].slider(
-        "Reward range", 0.0, 1.0, (0.0, 1.0), step=0.05, key=state.KEY_FILTER_REWARD
-    )
-    no_reward = c2[1].checkbox(
-        "Include episodes without reward", value=True, key=state.KEY_FILTER_NO_REWARD
-    )
-    full_range = (lo, hi) == (0.0, 1.0)
-    return queries.EpisodeFilter(
-        tasks=tuple(tasks),
-        harnesses=tuple(harnesses),
-        models=tuple(models),
-        statuses=tuple(statuses),
-        reasons=tuple(chosen_reasons),
-        reward_min=None if full_range else lo,
-        reward_max=None if full_range else hi,
-        include_missing_reward=no_reward,
-    )
+    c2[0].slider("Reward range", 0.0, 1.0, step=0.05, key=state.KEY_FILTER_REWARD, on_change=on)
+    c2[1].checkbox("Include episodes without reward", key=state.KEY_FILTER_NO_REWARD, on_change=on)
+    history.remember_runs_query()
+    return history.filter_from(history.widget_params())
 
 
 def search_section(url: str) -> set[str] | None:
     """The full-text search box; returns the episodes with a hit (None: no search given)."""
     c = st.columns([6, 2, 2], vertical_alignment="bottom")
-    text = c[0].text_input(
+    on = history.on_filter_change
+    c[0].text_input(
         "Search calls",
         key=state.KEY_SEARCH_TEXT,
+        on_change=on,
         placeholder="words in any message or reply, e.g. a tool name, an error, a file path",
         help="Every word must appear. Quotes, *, OR and - are ordinary characters unless "
         "'Query syntax' is on.",
     )
-    role = c[1].selectbox(
-        "Role", ["", "user", "assistant", "tool"], key=state.KEY_SEARCH_ROLE,
+    c[1].selectbox(
+        "Role", list(history.ROLES), key=state.KEY_SEARCH_ROLE, on_change=on,
         format_func=lambda r: r or "any role",
     )  # fmt: skip
-    syntax = c[2].toggle("Query syntax", key=state.KEY_SEARCH_SYNTAX)
+    c[2].toggle("Query syntax", key=state.KEY_SEARCH_SYNTAX, on_change=on)
+    text, role, syntax = history.search_from(history.widget_params())
     if not text.strip():
         return None
     try:
-        hits = data.search_hits(url, text, role or None, syntax)
+        hits = data.search_hits(url, text, role, syntax)
     except ValueError as exc:
         st.error(str(exc))
         return None
@@ -79,43 +86,83 @@ def search_section(url: str) -> set[str] | None:
         f"{len(hits):,} hit(s) in {hits['episode_id'].nunique():,} episode(s); the table below "
         "shows only those episodes. «…» marks the match; open a hit to see its call in the tree."
     )
-    st.dataframe(
-        hits[["open", "episode_id", "line", "kind", "role", "snippet", "source_file"]],
+    hits = hits.reset_index(drop=True)
+    event = tables.show_table(
+        hits[["episode_id", "line", "kind", "role", "snippet", "source_file", "call_id"]],
         key=state.KEY_SEARCH_TABLE,
-        hide_index=True,
-        column_config={
-            "open": st.column_config.LinkColumn("open", display_text="open call"),
-            "snippet": st.column_config.TextColumn("snippet", width="large"),
-        },
+        pinned=["episode_id", "line"],
+        numbers={"line": 0},
+        wrap=["snippet"],
+        hidden=["call_id"],
+        labels={"episode_id": "episode", "source_file": "file"},
+        on_select="rerun",
+        selection_mode="single-row",
     )
+    open_bar(_selected(event, hits), "Select a hit, then open its call here.")
     return set(hits["episode_id"].dropna())
 
 
+def _episode_query(episode_id: str, call_id=None) -> dict[str, str]:
+    query = {state.QP_EPISODE: episode_id}
+    if call_id is not None and not tables.is_missing(call_id) and str(call_id):
+        query[state.QP_CALL] = str(call_id)
+    return query
+
+
+def open_bar(row: pd.Series | None, hint: str) -> None:
+    """The selected row's way into the Episode page: a same-tab link.
+
+    A link (st.page_link) is the one navigation Streamlit 1.67 records as a single history
+    entry; st.switch_page with query parameters records two (the parameters on this page's
+    URL, then the new page), so Back would land on this page with a stale ?episode=.
+    """
+    bar = st.container(horizontal=True, vertical_alignment="center")
+    if row is None:
+        bar.caption(hint)
+        return
+    episode_id = str(row["episode_id"])
+    call_id = row.get("call_id")
+    label = f"Open episode {episode_id}"
+    if "line" in row and not tables.is_missing(row["line"]):
+        label = f"Open line {int(row['line'])} of episode {episode_id}"
+    bar.page_link(
+        EPISODE_PAGE,
+        label=label,
+        icon=":material/account_tree:",
+        query_params=_episode_query(episode_id, call_id),
+    )
+    facts = [row.get(c) for c in ("task_id", "status", "reasons") if c in row]
+    bar.caption(" · ".join(escape_md(str(f)) for f in facts if not tables.is_missing(f) and f))
+
+
+def _selected(event, frame: pd.DataFrame) -> pd.Series | None:
+    rows = event.selection.rows if event is not None else []
+    return frame.iloc[rows[0]] if rows and rows[0] < len(frame) else None
+
+
 def episodes_table(shown: pd.DataFrame) -> None:
-    table = shown.assign(open=("episode?episode=" + shown["episode_id"].astype(str)))[
-        ["episode_id", "task_id", "harness", "attempt", "status", "reasons", "reward", "advantage",
-         "model", "n_calls", "open"]
+    table = shown.reset_index(drop=True)[
+        ["episode_id", "task_id", "status", "reasons", "reward", "advantage", "harness", "model",
+         "attempt", "n_calls"]
     ]  # fmt: skip
-    event = st.dataframe(
+    event = tables.show_table(
         table,
         key=state.KEY_RUNS_TABLE,
+        pinned=["episode_id", "task_id", "status"],
+        numbers={"reward": 2, "advantage": 2, "attempt": 0, "n_calls": 0},
+        signed=["advantage"],
+        wrap=["reasons"],
+        labels={
+            "episode_id": "episode",
+            "task_id": "task",
+            "advantage": "GRPO advantage",
+            "n_calls": "calls",
+        },
         on_select="rerun",
         selection_mode="single-row",
-        hide_index=True,
         height=min(600, 38 + 35 * max(len(table), 1)),
-        column_config={
-            "episode_id": st.column_config.TextColumn("episode"),
-            "task_id": st.column_config.TextColumn("task"),
-            "n_calls": st.column_config.NumberColumn("calls"),
-            "reward": st.column_config.NumberColumn(format="%.3f"),
-            "advantage": st.column_config.NumberColumn("GRPO advantage", format="%+.3f"),
-            "open": st.column_config.LinkColumn("open", display_text="open ↗"),
-        },
     )
-    rows = event.selection.rows if event is not None else []
-    if rows:
-        episode_id = str(table.iloc[rows[0]]["episode_id"])
-        st.switch_page(EPISODE_PAGE, query_params={state.QP_EPISODE: episode_id})
+    open_bar(_selected(event, table), "Select a row, then open it here (same tab).")
 
 
 def charts(eps: pd.DataFrame) -> None:
@@ -233,8 +280,11 @@ def main() -> None:
     )
     m[4].metric("Calls", f"{int(eps['n_calls'].fillna(0).sum()):,}")
     m[5].metric("Tasks", f"{eps['task_id'].nunique():,}")
+    options = filter_options(eps)
+    # The URL is the truth: a pasted link or Back / Forward sets every filter widget.
+    history.seed_widgets(options)
     matching = search_section(url)
-    f = filters(eps)
+    f = filters(options)
     shown = queries.filter_episodes(eps, f)
     if matching is not None:
         shown = shown[shown["episode_id"].isin(matching)]

@@ -13,7 +13,7 @@ from clawviz.review.archive import ArchiveError
 from clawviz.review.checker import CheckerError, run_checker, run_checker_on_archive_bytes
 from clawviz.review.signoff import DECISIONS, ReviewError, add_review, export_reviews
 from clawviz.review.tasks import TaskDetail, read_task_file, task_detail, task_queue, verdict_label
-from clawviz.ui import access, state
+from clawviz.ui import access, state, tables
 from clawviz.ui import findings_widgets as fw
 from clawviz.ui import tasks_widgets as w
 from clawviz.ui.inspector import escape_md
@@ -32,6 +32,10 @@ VERDICTS = ("all", "pass", "fail", "n/a")
 TERM_COLUMNS = ("s_strong ≥ 0.2", "s_small ≤ 0.6", "strong > small")
 SOURCE_ATTEMPT = "An attempt's final workspace"
 SOURCE_UPLOAD = "Upload a reference workspace (.zip / .tar.gz)"
+KEY_ATTEMPTS_TABLE = "tasks_attempts_table"
+KEY_HISTORY_TABLE = "tasks_signoff_history"
+# Session state: a decision was saved, so the next run empties the note and the choice.
+KEY_SIGNOFF_RESET = "tasks_signoff_reset"
 
 
 def queue_frame(rows) -> pd.DataFrame:
@@ -40,7 +44,7 @@ def queue_frame(rows) -> pd.DataFrame:
             {
                 "task_id": r.task_id,
                 "name": r.name,
-                "category": r.category or "—",
+                "category": r.category or "—",  # a filter option, so a value
                 "status": r.status,
                 "attempts": r.n_attempts,
                 "s_strong": r.s_strong,
@@ -50,14 +54,13 @@ def queue_frame(rows) -> pd.DataFrame:
                 TERM_COLUMNS[2]: w.VERDICT_TEXT[r.filter.terms[2].passed],
                 "filter": verdict_label(r.filter.passed),
                 "open findings": r.open_findings,
-                "solvable": r.solvable.label if r.solvable else "—",
-                "open": f"tasks?task={r.task_id}",
+                "solvable": r.solvable.label if r.solvable else None,
             }
             for r in rows
         ],
         columns=[
             "task_id", "name", "category", "status", "attempts", "s_strong", "s_small",
-            *TERM_COLUMNS, "filter", "open findings", "solvable", "open",
+            *TERM_COLUMNS, "filter", "open findings", "solvable",
         ],
     )  # fmt: skip
 
@@ -83,9 +86,11 @@ def export_buttons(url_key: str, task_id: str | None = None) -> None:
         csv_text = export_reviews(session, "csv", task_id=task_id)
         json_text = export_reviews(session, "json", task_id=task_id)
     stem = f"reviews-{task_id}" if task_id else "reviews"
-    c1, c2, _ = st.columns([1, 1, 3])
+    scope = "this task's sign-off decisions" if task_id else "every sign-off decision"
+    st.caption(f"Export {scope} (with notes and reviewers)")
+    c1, c2, _ = st.columns([1, 1, 2])
     c1.download_button(
-        "Decisions as CSV",
+        f"Download {'this task' if task_id else 'all'} as CSV",
         csv_text,
         f"{stem}.csv",
         "text/csv",
@@ -93,7 +98,7 @@ def export_buttons(url_key: str, task_id: str | None = None) -> None:
         icon=":material/download:",
     )
     c2.download_button(
-        "Decisions as JSON",
+        f"Download {'this task' if task_id else 'all'} as JSON",
         json_text,
         f"{stem}.json",
         "application/json",
@@ -143,22 +148,16 @@ def queue_view() -> None:
         "Click a row to open the task."
     )
     verdict_cols = [*TERM_COLUMNS, "filter"]
-    st.dataframe(
-        shown.style.map(lambda v: w.VERDICT_TINT.get(v, ""), subset=verdict_cols).format(
-            {"s_strong": "{:.3f}", "s_small": "{:.3f}"}, na_rep="—"
-        ),
-        hide_index=True,
-        width="stretch",
+    tables.show_table(
+        shown.style.map(lambda v: w.VERDICT_TINT.get(v, ""), subset=verdict_cols),
         key=w.KEY_QUEUE_TABLE,
+        pinned=["task_id", "filter", "status"],
+        numbers={"s_strong": 2, "s_small": 2, "attempts": 0, "open findings": 0},
+        labels={"task_id": "task", "filter": "difficulty filter"},
+        width="stretch",
         on_select=lambda: on_queue_select(shown["task_id"].tolist()),
         selection_mode="single-row",
         height=min(640, 38 + 35 * max(len(shown), 1)),
-        column_config={
-            "task_id": st.column_config.TextColumn("task"),
-            "s_strong": st.column_config.NumberColumn(format="%.3f"),
-            "s_small": st.column_config.NumberColumn(format="%.3f"),
-            "open": st.column_config.LinkColumn("open", display_text="open ↗"),
-        },
     )
     st.selectbox(
         "Open a task",
@@ -236,12 +235,6 @@ def attempts_tab(d: TaskDetail) -> None:
         [
             {
                 "episode": a.episode_id,
-                "tree": f"episode?episode={a.episode_id}" if a.has_calls else None,
-                "diff": (
-                    f"workspace?episode={a.episode_id}"
-                    if a.workspace_after or a.workspace_before
-                    else None
-                ),
                 "role": a.model_role,
                 "reward": a.reward,
                 "failed checks": len(a.failed_checks) if a.checks else None,
@@ -252,16 +245,36 @@ def attempts_tab(d: TaskDetail) -> None:
             for a in d.attempts
         ]
     )
-    st.dataframe(
+    event = tables.show_table(
         table,
-        hide_index=True,
+        key=KEY_ATTEMPTS_TABLE,
+        pinned=["episode", "role", "reward"],
+        numbers={"reward": 2, "failed checks": 0, "attempt": 0},
         width="stretch",
-        column_config={
-            "reward": st.column_config.NumberColumn(format="%.3f"),
-            "tree": st.column_config.LinkColumn("episode tree", display_text="tree ↗"),
-            "diff": st.column_config.LinkColumn("workspace diff", display_text="diff ↗"),
-        },
+        on_select="rerun",
+        selection_mode="single-row",
     )
+    rows = event.selection.rows if event is not None else []
+    bar = st.container(horizontal=True, vertical_alignment="center")
+    if not rows or rows[0] >= len(d.attempts):
+        bar.caption("Select an attempt to open its episode tree or workspace diff (same tab).")
+    else:
+        a = d.attempts[rows[0]]
+        query = {state.QP_EPISODE: a.episode_id}
+        if a.has_calls:
+            bar.page_link(
+                w.EPISODE_PAGE, label=f"Episode tree of {a.episode_id}",
+                icon=":material/account_tree:", query_params=query,
+            )  # fmt: skip
+        else:
+            bar.caption("No calls were recorded for this attempt (no tree).")
+        if a.workspace_after or a.workspace_before:
+            bar.page_link(
+                w.WORKSPACE_PAGE, label="Workspace diff", icon=":material/difference:",
+                query_params=query,
+            )  # fmt: skip
+        else:
+            bar.caption("No workspace recorded for this attempt.")
     if d.matrix.checks:
         st.caption("Checks × attempts (score per check; grey: the attempt has no such check)")
         labels = {a.episode_id: f"{a.model_role or '?'} · {a.episode_id}" for a in d.attempts}
@@ -402,14 +415,22 @@ def signoff_panel(d: TaskDetail) -> None:
         reviewer = st.session_state[w.KEY_REVIEWER_NAME] = login_name
     else:
         reviewer = st.text_input("Reviewer", key=w.KEY_SIGNOFF_REVIEWER, placeholder="your name")
+    if st.session_state.pop(KEY_SIGNOFF_RESET, False):
+        st.session_state[w.KEY_SIGNOFF_NOTE] = ""
+        st.session_state[w.KEY_SIGNOFF_DECISION] = None
     with st.form(w.KEY_SIGNOFF_FORM, border=True):
-        decision = st.radio("Decision", DECISIONS, horizontal=True, key=w.KEY_SIGNOFF_DECISION)
+        # No default: a decision is a choice the reviewer makes, never a pre-filled "accept".
+        decision = st.radio(
+            "Decision", DECISIONS, index=None, horizontal=True, key=w.KEY_SIGNOFF_DECISION
+        )
         note = st.text_area("Note", key=w.KEY_SIGNOFF_NOTE, placeholder="why this decision")
         n_valid = sum(1 for f in fw.task_findings(d.task.task_id) if f.verdict == "valid")
         if n_valid:
             st.caption(f"{n_valid} finding(s) judged valid are recorded with this decision.")
         submitted = st.form_submit_button("Save decision", type="primary")
-    if submitted:
+    if submitted and decision is None:
+        st.error("Choose a decision first (" + ", ".join(DECISIONS) + "); nothing was saved.")
+    elif submitted:
         try:
             with state.get_session() as session:
                 row = add_review(
@@ -424,12 +445,14 @@ def signoff_panel(d: TaskDetail) -> None:
         st.session_state[w.KEY_SIGNOFF_FLASH] = (
             f"Saved: {row.decision} by {escape_md(row.reviewer)}."
         )
-        # The note belongs to this decision only; the reviewer name stays.
-        st.session_state.pop(w.KEY_SIGNOFF_NOTE, None)
+        # The note and the choice belong to this decision only; the reviewer name stays.
+        # They are set (not popped) before the next run draws the form: a popped key leaves
+        # the browser showing, and sending back, the old text.
+        st.session_state[KEY_SIGNOFF_RESET] = True
         st.rerun()
     st.caption("History (latest last)")
     if d.reviews:
-        st.dataframe(
+        tables.show_table(
             pd.DataFrame(
                 [
                     {
@@ -441,7 +464,9 @@ def signoff_panel(d: TaskDetail) -> None:
                     for r in d.reviews
                 ]
             ),
-            hide_index=True,
+            key=KEY_HISTORY_TABLE,
+            pinned=["decision", "note"],
+            wrap=["note"],
             width="stretch",
         )
         export_buttons("task_export", d.task.task_id)

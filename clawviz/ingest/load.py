@@ -68,7 +68,8 @@ class FileReport:
     format: str
     status: str
     """loaded | appended (a grown log: only its new lines) | already_loaded |
-    already_being_loaded (by another process) | skipped | error."""
+    already_being_loaded (by another process) | no_calls (a log or transcript that holds no
+    call: read, nothing to show) | skipped | error."""
     n_lines: int = 0
     n_calls: int = 0
     n_results: int = 0
@@ -95,6 +96,8 @@ class IngestReport:
     """Lines that loaded but deserve a note (e.g. an unknown endpoint kept as non_model)."""
     errors: list[SkippedFile] = field(default_factory=list)
     """Files that failed as a whole (rolled back)."""
+    episode_ids: list[str] = field(default_factory=list)
+    """Episodes this run created or changed (new calls, a result), sorted."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -804,6 +807,7 @@ def _ingest_targets(
     out.n_calls = sum(f.n_calls for f in out.files)
     out.n_results = sum(f.n_results for f in out.files)
     out.n_episodes = len(episodes)
+    out.episode_ids = sorted(episodes)
     return out
 
 
@@ -877,6 +881,8 @@ def _ingest_file(
         session.commit()
         held.commit()
         episodes.update(fi.episodes)
+        if fmt not in ("results", "findings") and report.n_calls == 0:
+            report.status = "no_calls"
     except IntegrityError as exc:
         if "sha256" not in str(exc).lower():
             return _file_failed(session, seen, target, out, report, exc)

@@ -150,3 +150,16 @@ def raw_call(url: str, call_id: str) -> dict[str, Any] | None:
             "headers_json": row.headers_json,
             "rollout_json": row.rollout_json,
         }
+
+
+@st.cache_data(show_spinner=False)
+def episodes_with_workspace(url: str) -> frozenset[str]:
+    """Episodes whose results line names an after-workspace (the Workspace diff has one)."""
+    from clawviz.review.tasks import attempts_with_workspaces
+
+    with _session(url) as s:
+        return frozenset(attempts_with_workspaces(s))
+
+
+def has_workspace(url: str, episode_id: str) -> bool:
+    return episode_id in episodes_with_workspace(url)

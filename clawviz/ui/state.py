@@ -31,6 +31,10 @@ KEY_EPISODE_LOADED = "episode_page_loaded"
 """Episode id the Episode page's widgets were last initialised for."""
 KEY_INGEST_REPORT = "ingest_last_report"
 KEY_RELOAD = "sidebar_reload"
+KEY_LAST_EPISODE = "last_episode"
+"""Episode id last shown on the Episode page: opening the page bare shows it again."""
+KEY_RUNS_QUERY = "runs_last_query"
+"""The Runs page's last filter parameters: the Episode switcher walks the same list."""
 
 # Widget keys: Runs page.
 KEY_RUNS_TABLE = "runs_episodes_table"
@@ -108,14 +112,37 @@ def get_param(name: str) -> str | None:
     return value or None
 
 
-def set_params(**values: str | None) -> None:
-    """Write query parameters; a None value removes the parameter."""
+def get_param_list(name: str) -> list[str]:
+    """Every value of a repeated query parameter (`?task=a&task=b`), empty ones dropped."""
+    return [v for v in st.query_params.get_all(name) if v]
+
+
+ParamValue = str | list[str] | tuple[str, ...] | None
+
+
+def set_params(**values: ParamValue) -> bool:
+    """Write query parameters as one browser history entry; None or empty removes one.
+
+    Streamlit 1.67's frontend pushes a history entry for every query-parameter message
+    (`handlePageInfoChanged`: pushState, or replaceState while it replays a Back/Forward), and
+    every `st.query_params[k] = v` or `del` sends one message. So a selection change that
+    touches several parameters goes out here as a single `from_dict`, and nothing is sent when
+    the URL would not change (a no-op write would still push a duplicate entry). Returns
+    whether the URL changed.
+    """
+    current = {k: st.query_params.get_all(k) for k in st.query_params}
+    wanted = dict(current)
     for name, value in values.items():
-        if value is None or value == "":
-            if name in st.query_params:
-                del st.query_params[name]
-        elif st.query_params.get(name) != value:
-            st.query_params[name] = value
+        items = [value] if isinstance(value, str) else list(value or [])
+        items = [str(v) for v in items if v not in (None, "")]
+        if items:
+            wanted[name] = items
+        else:
+            wanted.pop(name, None)
+    if wanted == current:
+        return False
+    st.query_params.from_dict({k: v[0] if len(v) == 1 else v for k, v in wanted.items()})
+    return True
 
 
 def clear_caches() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -69,9 +70,19 @@ def test_reward_range_excludes_missing_rewards_when_asked(sample_db_url, on_stor
     assert len(rewards) > 0 and (rewards >= 0.9).all()
 
 
-def test_selecting_a_row_opens_the_episode_page(sample_db_url, on_store):
+def _qp(at, name: str) -> list[str]:
+    value = at.query_params.get(name, [])
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _open_links(at) -> list[tuple[str, str]]:
+    return [(link.proto.page, link.proto.query_string) for link in at.page_link]
+
+
+def test_selecting_a_row_offers_a_same_tab_link_to_the_episode(sample_db_url, on_store):
     on_store(sample_db_url)
     at = open_page()
+    assert not any(page.endswith("episode") for page, _ in _open_links(at))
     table = _table(at)
     target = table.index[table["episode_id"] == TOO_MANY][0]
     at.session_state[state.KEY_RUNS_TABLE] = {
@@ -79,8 +90,56 @@ def test_selecting_a_row_opens_the_episode_page(sample_db_url, on_store):
     }
     at.run()
     no_exception(at)
-    assert at.query_params[state.QP_EPISODE] == TOO_MANY
+    # A page link (one history entry), not st.switch_page with query parameters (two).
+    assert ("episode", f"episode={TOO_MANY}") in _open_links(at)
+    assert state.QP_EPISODE not in at.query_params
+    # Following it shows the episode.
+    at.switch_page("pages/episode.py")
+    at.query_params[state.QP_EPISODE] = TOO_MANY
+    at.run()
     assert at.title[0].value.endswith("e31cf886\\-54eb\\-430f\\-8bb4\\-89af4c2f1420")
+
+
+def test_runs_table_key_columns_first_pinned_and_formatted(sample_db_url, on_store):
+    on_store(sample_db_url)
+    at = open_page()
+    frame = next(d for d in at.dataframe if "episode_id" in d.value.columns)
+    proto = frame.proto
+    order = list(proto.column_order)
+    assert order[:3] == ["episode_id", "task_id", "status"]
+    assert {"model", "n_calls", "reasons", "reward"} <= set(order)
+    config = json.loads(proto.columns)
+    assert all(config[c].get("pinned") is True for c in order[:3])
+    assert config["reward"]["type_config"]["format"] == "%.2f"
+    assert config["advantage"]["type_config"]["format"] == "%+.2f"
+    assert config["n_calls"]["label"] == "calls"
+    # Missing values (a dropped episode has no advantage) are drawn as "—", never None.
+    assert proto.placeholder == "—"
+    assert frame.value["advantage"].isna().any()
+    # Reasons get a wide column (and wrap when longer: tests/app/test_tables.py).
+    assert config["reasons"]["width"] == "large"
+
+
+def test_filters_live_in_the_url_and_a_pasted_url_restores_them(sample_db_url, on_store):
+    on_store(sample_db_url)
+    at = open_page()
+    at.multiselect(key=state.KEY_FILTER_REASON).select("too_many_branches").run()
+    assert _qp(at, "reason") == ["too_many_branches"]
+    at.slider(key=state.KEY_FILTER_REWARD).set_value((0.5, 1.0)).run()
+    assert _qp(at, "reward") == ["0.5-1"]
+    assert _qp(at, "reason") == ["too_many_branches"]
+    # A fresh browser session on the pasted URL shows the same filters and rows.
+    pasted = open_page(reason="too_many_branches", reward="0.5-1", status="dropped")
+    no_exception(pasted)
+    assert pasted.multiselect(key=state.KEY_FILTER_REASON).value == ["too_many_branches"]
+    assert pasted.multiselect(key=state.KEY_FILTER_STATUS).value == ["dropped"]
+    assert pasted.slider(key=state.KEY_FILTER_REWARD).value == (0.5, 1.0)
+    assert list(_table(pasted)["episode_id"]) == [TOO_MANY]
+    # A value the store does not have is dropped, not an error.
+    odd = open_page(harness="no-such-harness", reward="banana")
+    no_exception(odd)
+    assert odd.multiselect(key=state.KEY_FILTER_HARNESS).value == []
+    assert len(_table(odd)) == _episode_count(sample_db_url)
 
 
 def test_sources_and_rejected_lines_are_listed(sample_db_url, on_store):
@@ -174,7 +233,17 @@ def test_search_box_lists_hits_and_narrows_the_table(sample_db_url, on_store):
     no_exception(at)
     hits = next(d for d in at.dataframe if "snippet" in d.value.columns).value
     assert set(hits["episode_id"]) == _episodes_saying("dumpster")
-    assert hits["open"].str.contains("&call=").all()
+    # A picked hit offers a same-tab link to its call.
+    at.session_state[state.KEY_SEARCH_TABLE] = {
+        "selection": {"rows": [0], "columns": [], "cells": []}
+    }
+    at.run()
+    first = hits.iloc[0]
+    wanted = ("episode", f"episode={first['episode_id']}&call={first['call_id']}")
+    assert wanted in [
+        (x.proto.page, x.proto.query_string.replace("%3A", ":")) for x in at.page_link
+    ]
+    assert _qp(at, "q") == ["dumpster"]
     assert set(_table(at)["episode_id"]) == _episodes_saying("dumpster")
     at.text_input(key=state.KEY_SEARCH_TEXT).input("zzqnotawordanywhere").run()
     assert any("No message or reply says" in i.value for i in at.info)

@@ -52,6 +52,13 @@ def test_queue_lists_tasks_with_filter_terms(store):
     assert row["attempts"] == 4 and row["filter"] == "pass" and row["status"] == "pending"
     assert row["s_strong"] == pytest.approx(5 / 6) and row["s_small"] == pytest.approx(0.5)
     assert df.set_index("task_id").loc["task_0002", "filter"] == "n/a"
+    # The overall verdict is a key column: first, next to the task, pinned while scrolling.
+    proto = at.dataframe[0].proto
+    assert list(proto.column_order)[:3] == ["task_id", "filter", "status"]
+    config = json.loads(proto.columns)
+    assert config["filter"]["pinned"] is True and config["filter"]["label"] == "difficulty filter"
+    assert config["s_strong"]["type_config"]["format"] == "%.2f"
+    assert proto.placeholder == "—"
 
 
 def test_queue_filters_and_sort(store):
@@ -90,7 +97,14 @@ def test_detail_shows_instruction_safely_files_checker_rubric_attempts(store):
     assert any("tidy" in set(f.get("name", [])) for f in frames)  # rubric
     attempts = next(f for f in frames if "episode" in f.columns)
     assert len(attempts) == 4
-    assert "workspace?episode=t1-strong-1" in set(attempts["diff"])
+    # A picked attempt offers same-tab links (LinkColumn cells would open new tabs).
+    row = list(attempts["episode"]).index("t1-strong-1")
+    at.session_state["tasks_attempts_table"] = {
+        "selection": {"rows": [row], "columns": [], "cells": []}
+    }
+    at.run()
+    links = {(x.proto.page, x.proto.query_string) for x in at.page_link}
+    assert ("workspace", "episode=t1-strong-1") in links
     assert at.get("plotly_chart"), "checks x attempts heatmap missing"
     fig = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert fig["data"][0]["type"] == "heatmap" and len(fig["data"][0]["y"]) == 3
@@ -138,8 +152,32 @@ def test_signoff_saves_and_remembers_reviewer(store):
     assert any("status: accept" in m.value for m in at.markdown)
 
 
+def test_signoff_has_no_default_clears_the_note_and_shows_it_in_the_history(store):
+    at = tasks_page("task_0001")
+    assert at.radio(key=w.KEY_SIGNOFF_DECISION).value is None  # never a pre-filled "accept"
+    at.text_input(key=w.KEY_SIGNOFF_REVIEWER).input("Ann Curator")
+    at.text_area(key=w.KEY_SIGNOFF_NOTE).input("no decision yet")
+    at.button[[b.label for b in at.button].index("Save decision")].click().run()
+    assert any("Choose a decision first" in e.value for e in at.error)
+    with Session(get_engine(store)) as s:
+        assert review_history(s, "task_0001") == []
+    at.radio(key=w.KEY_SIGNOFF_DECISION).set_value("reject")
+    at.text_area(key=w.KEY_SIGNOFF_NOTE).input("rubric rewards a wrong answer")
+    at.button[[b.label for b in at.button].index("Save decision")].click().run()
+    assert not at.exception
+    # The note and the choice are cleared for the next decision; the history shows the note.
+    assert at.text_area(key=w.KEY_SIGNOFF_NOTE).value == ""
+    assert at.radio(key=w.KEY_SIGNOFF_DECISION).value is None
+    table = next(d for d in at.dataframe if "reviewer" in d.value.columns)
+    assert list(table.value["note"]) == ["rubric rewards a wrong answer"]
+    assert list(table.proto.column_order)[:2] == ["decision", "note"]
+    labels = [b.label for b in at.get("download_button")]
+    assert "Download this task as CSV" in labels and "Download this task as JSON" in labels
+
+
 def test_signoff_without_name_is_refused(store):
     at = tasks_page("task_0002")
+    at.radio(key=w.KEY_SIGNOFF_DECISION).set_value("accept")
     at.button[[b.label for b in at.button].index("Save decision")].click().run()
     assert any("reviewer name is required" in e.value for e in at.error)
     with Session(get_engine(store)) as s:
@@ -163,5 +201,6 @@ def test_hostile_task_id_and_reviewer_shown_literally(store):
     assert at.title[0].value == r"task\_\[x\]\(javascript\:alert\(1\)\)\*\*b\*\*"
     assert r"\<img" in " ".join(c.value for c in at.caption)
     at.text_input(key=w.KEY_SIGNOFF_REVIEWER).input("**Mallory**")
+    at.radio(key=w.KEY_SIGNOFF_DECISION).set_value("reject")
     at.button[[b.label for b in at.button].index("Save decision")].click().run()
     assert any(r"by \*\*Mallory\*\*" in x.value for x in at.success)

@@ -1,4 +1,4 @@
-"""Browser: a curator opens a task by deep link in real Chromium and signs it off."""
+"""Browser: the curator journey in real Chromium: find a task, read its evidence, sign it off."""
 
 from __future__ import annotations
 
@@ -35,23 +35,49 @@ def task_server(tmp_path):
         stop_app(server.process)
 
 
+def _click_first_row(page, grid) -> None:
+    """Select the first row of a table by its row marker (the grid is a canvas)."""
+    grid.scroll_into_view_if_needed()
+    box = grid.bounding_box()
+    page.mouse.click(box["x"] + 15, box["y"] + 35 + 17)
+
+
 @pytest.mark.browser
-def test_signoff_in_browser(task_server, page):
+def test_curator_reviews_a_task_and_signs_it_off(task_server, page):
+    """The curator journey, clicked as a person would: Tasks from the menu, the task from the
+    queue, its evidence, a decision (no default), a note, save, the note in the history."""
     server, db_url = task_server
     page.goto(server.url + "/")
     wait_for_app_run(page)
-    page.goto(server.url + "/tasks?task=task_0001")
+    page.get_by_test_id("stSidebarNav").get_by_role("link", name="Tasks").click()
+    page.get_by_role("heading", name="Tasks").wait_for()
     wait_for_app_run(page)
+    _click_first_row(page, page.get_by_test_id("stDataFrame").first)  # task_0001 sorts first
     page.get_by_role("heading", name="task_0001").wait_for()
-    page.get_by_text("revise", exact=True).click()
+    wait_for_app_run(page)
+    assert "task=task_0001" in page.url
+    # The evidence: the attempts with their checks x attempts heatmap, then the checker code.
+    page.get_by_role("tab", name="Attempts", exact=True).click()
+    page.locator("[data-testid='stPlotlyChart'] .js-plotly-plot").first.wait_for()
+    page.get_by_role("tab", name="Checker", exact=True).click()
+    page.get_by_text("reward/check.py").first.wait_for()
+    # No decision is pre-selected.
+    form = page.get_by_test_id("stForm")
+    assert form.get_by_role("radio", checked=True).count() == 0
+    form.get_by_text("revise", exact=True).click()
     page.get_by_label("Reviewer").fill("Dana Browser")
     page.get_by_label("Note").fill("rubric needs a clearer pass bar")
     page.get_by_role("button", name="Save decision").click()
     wait_for_app_run(page)
     page.get_by_text("Saved: revise by Dana Browser.").wait_for(timeout=15_000)
     page.get_by_text("status: revise").wait_for()
-    # The name is remembered in this browser session.
+    # The note is cleared for the next decision, the choice too; the name is remembered.
+    assert page.get_by_label("Note").input_value() == ""
+    assert form.get_by_role("radio", checked=True).count() == 0
     assert page.get_by_label("Reviewer").input_value() == "Dana Browser"
+    # The history table shows the note (the grid keeps an accessible copy of its cells).
+    history = page.get_by_test_id("stDataFrame").last
+    history.get_by_text("rubric needs a clearer pass bar").wait_for(state="attached")
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "tw_signoff.png"), full_page=True)
     with Session(get_engine(db_url)) as s:

@@ -1,0 +1,128 @@
+"""One way every page draws a table: key columns first and pinned, numbers formatted, missing
+values shown as "—" (never None / NaN), long text columns wrapped.
+
+Cells keep their raw values (a number column still sorts as numbers): decimals come from the
+column config, and `st.dataframe(placeholder=...)` draws "—" in every missing cell (Streamlit
+1.67 otherwise draws "None"). Link cells are not used: Streamlit's LinkColumn always opens a new
+tab, so a row is opened by selecting it and following a `st.page_link` shown for it (same tab,
+one history entry).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers as _numbers
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+MISSING = "—"
+WRAP_ROW_HEIGHT = 66
+"""Streamlit 1.67 wraps cell text only when the row height is above 4rem (64 px)."""
+WRAP_AFTER = 48
+"""A wrap column whose longest cell is longer than this gets wrapping (taller rows)."""
+
+
+def is_missing(v: Any) -> bool:
+    if v is None or v is pd.NA or v is pd.NaT:
+        return True
+    return isinstance(v, float) and math.isnan(v)
+
+
+def fmt_num(v: Any, digits: int = 2, *, signed: bool = False) -> str:
+    """A number for people: `0.466667` -> `0.47`; missing -> `—`; integers keep no decimals."""
+    if is_missing(v):
+        return MISSING
+    if isinstance(v, bool):
+        return str(v)
+    if isinstance(v, _numbers.Integral):
+        return f"{v:+,}" if signed else f"{v:,}"
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    return f"{x:+.{digits}f}" if signed else f"{x:.{digits}f}"
+
+
+def fmt_text(v: Any) -> str:
+    return MISSING if is_missing(v) or v == "" else str(v)
+
+
+def number_format(digits: int, signed: bool = False) -> str:
+    """The printf format of a number column (`%.2f`, `%+.2f`; 0 digits: grouped integers)."""
+    if digits == 0:
+        return "%+d" if signed else "localized"
+    return f"%+.{digits}f" if signed else f"%.{digits}f"
+
+
+def show_table(
+    df: pd.DataFrame,
+    *,
+    key: str | None = None,
+    pinned: Iterable[str] = (),
+    numbers: Mapping[str, int] | None = None,
+    signed: Iterable[str] = (),
+    wrap: Iterable[str] = (),
+    labels: Mapping[str, str] | None = None,
+    hidden: Iterable[str] = (),
+    column_config: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+):
+    """`st.dataframe` of `df` under the shared rules; returns what `st.dataframe` returns.
+
+    `df` may also be a pandas Styler (cell tints); its data is read for the rules.
+    pinned: key columns, shown first (in this order) and pinned while scrolling.
+    numbers: column -> decimals (0 for integer counts); signed: those shown with a sign.
+    wrap: long text columns (reasons, notes) that wrap instead of being cut.
+    labels: column -> header text. hidden: columns left out of the view.
+    """
+    styler = df if not isinstance(df, pd.DataFrame) else None
+    frame: pd.DataFrame = styler.data if styler is not None else df
+    numbers = dict(numbers or {})
+    signed = set(signed)
+    pinned = [c for c in pinned if c in frame.columns]
+    hidden = set(hidden)
+    wrap = [c for c in wrap if c in frame.columns]
+    labels = dict(labels or {})
+    order = pinned + [c for c in frame.columns if c not in pinned and c not in hidden]
+    config: dict[str, Any] = {}
+    for c in frame.columns:
+        if c in hidden:
+            config[c] = None
+            continue
+        label = labels.get(c, c)
+        pin = True if c in pinned else None
+        if c in numbers:
+            fmt = number_format(numbers[c], c in signed)
+            config[c] = st.column_config.NumberColumn(label, pinned=pin, format=fmt)
+        else:
+            width = "large" if c in wrap else None
+            config[c] = st.column_config.Column(label, pinned=pin, width=width)
+    config.update(column_config or {})
+    if styler is None:
+        # An empty text cell is a missing value too: it gets the placeholder.
+        text_cols = [
+            c
+            for c in frame.columns
+            if c not in numbers
+            and (frame[c].dtype == object or pd.api.types.is_string_dtype(frame[c].dtype))
+        ]
+        if text_cols:
+            frame = frame.copy()
+            for c in text_cols:
+                frame[c] = frame[c].where(frame[c].astype(str) != "", None)
+    if wrap and "row_height" not in kwargs and len(frame):
+        longest = max((len(str(v)) for c in wrap for v in frame[c].dropna()), default=0)
+        if longest > WRAP_AFTER:
+            kwargs["row_height"] = WRAP_ROW_HEIGHT
+    kwargs.setdefault("hide_index", True)
+    kwargs.setdefault("placeholder", MISSING)
+    return st.dataframe(
+        styler if styler is not None else frame,
+        key=key,
+        column_order=order,
+        column_config=config,
+        **kwargs,
+    )

@@ -1,0 +1,195 @@
+"""Real browser: Back / Forward walk the selections one entry at a time, the Episode page
+remembers its episode across pages, and no page asks the internet for anything."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from conftest import wait_for_app_run
+from test_episode_click import NODE_POSITION_JS
+
+pytestmark = pytest.mark.browser
+
+RECORD_HISTORY = """
+window.__history = [];
+for (const name of ['pushState', 'replaceState']) {
+  const original = history[name].bind(history);
+  history[name] = (state, title, url) => {
+    window.__history.push([name, String(url)]);
+    return original(state, title, url);
+  };
+}
+"""
+LOCAL_HOSTS = {"127.0.0.1", "localhost"}
+
+
+@pytest.fixture(autouse=True)
+def outside(page):
+    """Every request of the test that leaves the machine (aborted), checked at its end."""
+    seen: list[str] = []
+
+    def guard(route):
+        url = route.request.url
+        if url.startswith(("data:", "blob:")) or urlparse(url).hostname in LOCAL_HOSTS:
+            route.continue_()
+        else:
+            seen.append(url)
+            route.abort()
+
+    page.context.route("**/*", guard)
+    yield seen
+    assert seen == [], f"requests to the internet: {seen}"
+
+
+def _history(page) -> list[list[str]]:
+    """pushState / replaceState calls since the last look (recorded by RECORD_HISTORY)."""
+    return page.evaluate("window.__history.splice(0)")
+
+
+def _query(page) -> dict[str, list[str]]:
+    return parse_qs(urlparse(page.url).query)
+
+
+def _path(page) -> str:
+    return urlparse(page.url).path
+
+
+def _heading(page) -> str:
+    return page.locator("h1").first.inner_text()
+
+
+def _call_box(page) -> str:
+    return page.get_by_role("combobox", name="Call", exact=True).input_value()
+
+
+def _settle(page) -> None:
+    wait_for_app_run(page)
+    page.wait_for_timeout(500)
+    wait_for_app_run(page)
+
+
+def _open_runs_row(page, row: int) -> None:
+    """Select a row of the Runs table by its row marker (the canvas grid has no DOM cells)."""
+    grid = page.get_by_test_id("stDataFrame").first
+    grid.scroll_into_view_if_needed()
+    box = grid.bounding_box()
+    page.mouse.click(box["x"] + 15, box["y"] + 35 + 35 * row + 17)
+
+
+def test_back_and_forward_walk_one_selection_at_a_time(app_server, page):
+    page.add_init_script(RECORD_HISTORY)
+    page.goto(app_server.url + "/")
+    page.get_by_test_id("stDataFrame").first.wait_for()
+    _settle(page)
+    _history(page)
+    _open_runs_row(page, 1)
+    link = page.get_by_role("link", name="Open episode")
+    link.wait_for()
+    _settle(page)
+    episode = link.inner_text().rsplit("Open episode", 1)[1].strip()
+    assert _history(page) == []  # selecting a row is no navigation
+    link.click()
+    page.wait_for_url("**/episode?episode=*")
+    page.wait_for_selector("[data-testid='stPlotlyChart'] .js-plotly-plot .scatterlayer .point")
+    _settle(page)
+    assert _query(page) == {"episode": [episode]}
+    assert _history(page) == [["pushState", f"/episode?episode={episode}"]]
+    default_call = _call_box(page)
+
+    target = page.evaluate(NODE_POSITION_JS, -1)
+    page.mouse.move(target["x"], target["y"])
+    page.wait_for_timeout(300)
+    page.mouse.click(target["x"], target["y"])
+    page.wait_for_function(
+        "(c) => new URL(location.href).searchParams.get('call') === c", arg=target["call"]
+    )
+    _settle(page)
+    clicked_call = _call_box(page)
+    assert clicked_call != default_call
+    # Exactly one entry for the click, and nothing replaced it afterwards.
+    pushes = _history(page)
+    assert [kind for kind, _ in pushes] == ["pushState"], pushes
+    assert parse_qs(urlparse(pushes[0][1]).query)["call"] == [target["call"]]
+
+    page.go_back()
+    page.wait_for_function("() => !new URL(location.href).searchParams.has('call')")
+    _settle(page)
+    assert _path(page) == "/episode" and _query(page) == {"episode": [episode]}
+    assert _call_box(page) == default_call  # the page follows the URL back
+    assert episode in _heading(page)
+
+    page.go_back()
+    page.wait_for_function("() => location.pathname === '/'")
+    _settle(page)
+    assert _query(page) == {}  # Runs, with no stale ?episode=&call=
+    assert _heading(page).startswith("Runs")
+
+    page.go_forward()
+    page.wait_for_function("() => location.pathname === '/episode'")
+    _settle(page)
+    assert _query(page) == {"episode": [episode]}
+    page.go_forward()
+    page.wait_for_function("() => new URL(location.href).searchParams.has('call')")
+    _settle(page)
+    assert _call_box(page) == clicked_call
+    # Back and Forward replay entries (Streamlit replaces while it replays), never push.
+    assert all(kind == "replaceState" for kind, _ in _history(page))
+
+
+def test_filters_push_entries_and_the_episode_is_remembered(app_server, page):
+    page.add_init_script(RECORD_HISTORY)
+    page.goto(app_server.url + "/?status=dropped")
+    page.get_by_test_id("stDataFrame").first.wait_for()
+    _settle(page)
+    # A pasted URL restores the filter.
+    page.get_by_text("episodes · select a row to open it").wait_for()
+    shown = page.get_by_text("episodes · select a row to open it").inner_text()
+    assert shown.split(" of ")[0] != shown.split(" of ")[1].split()[0], shown
+    _history(page)
+    page.get_by_text("Include episodes without reward").click()
+    page.wait_for_function("() => new URL(location.href).searchParams.get('no_reward') === '0'")
+    _settle(page)
+    assert [k for k, _ in _history(page)] == ["pushState"]
+    assert _query(page) == {"status": ["dropped"], "no_reward": ["0"]}
+    page.go_back()
+    page.wait_for_function("() => !new URL(location.href).searchParams.has('no_reward')")
+    _settle(page)
+    assert page.get_by_role("checkbox", name="Include episodes without reward").is_checked()
+
+    # Episode -> Tasks -> Episode (both from the menu) shows the same episode again.
+    page.goto(app_server.url + "/episode?episode=t0001-openclaw-a2")
+    page.wait_for_selector("[data-testid='stPlotlyChart'] .js-plotly-plot")
+    _settle(page)
+    nav = page.get_by_test_id("stSidebarNav")
+    nav.get_by_role("link", name="Tasks").click()
+    page.wait_for_function("() => location.pathname === '/tasks'")
+    _settle(page)
+    nav.get_by_role("link", name="Episode").click()
+    page.wait_for_function("() => location.pathname === '/episode'")
+    page.wait_for_selector("[data-testid='stPlotlyChart'] .js-plotly-plot")
+    _settle(page)
+    assert "t0001-openclaw-a2" in _heading(page)
+    # Next walks the Runs order.
+    page.get_by_role("button", name="Next").click()
+    page.wait_for_function("() => new URL(location.href).searchParams.has('episode')")
+    _settle(page)
+    assert _query(page)["episode"] != ["t0001-openclaw-a2"]
+    assert _query(page)["episode"][0] in _heading(page)
+
+
+def test_no_page_asks_the_internet(app_server, page, outside):
+    # The other tests of this module run under the same guard (the `outside` fixture); this
+    # one visits the pages they do not, through the menu as a person would.
+    page.goto(app_server.url + "/tasks?task=task_0001")
+    page.get_by_role("heading", name="task_0001").wait_for()
+    _settle(page)
+    nav = page.get_by_test_id("stSidebarNav")
+    for name, path in (("Workspace diff", "/workspace"), ("Ingest", "/ingest"),
+                       ("Settings", "/settings")):  # fmt: skip
+        nav.get_by_role("link", name=name).click()
+        page.wait_for_function("(p) => location.pathname === p", arg=path)
+        _settle(page)
+    icon = page.locator("link[rel~='icon']").first.get_attribute("href") or ""
+    host = urlparse(icon).hostname
+    assert icon and (host is None or host in LOCAL_HOSTS), icon
