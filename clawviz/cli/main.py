@@ -146,7 +146,7 @@ def episode_rows(session: Session, settings: Settings = DEFAULT_SETTINGS) -> lis
         )
     }
     rewards = {r.episode_id: result_reward(r, settings) for r in session.exec(select(Result))}
-    rows = []
+    rows: list[dict[str, Any]] = []
     for ep in session.exec(
         select(Episode).order_by(
             col(Episode.task_id),

@@ -90,7 +90,7 @@ def block_text(content: Any) -> str:
 
 
 try:  # the regular-expression parser of the standard library (`sre_parse` before 3.11)
-    import re._parser as _sre_parse
+    import re._parser as _sre_parse  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover (Python < 3.11)
     import sre_parse as _sre_parse
 

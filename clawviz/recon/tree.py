@@ -127,9 +127,10 @@ def history_messages(messages: list[Message], memo: dict[int, bool] | None = Non
         if memo is None:
             only = _context_only(m)
         else:
-            only = memo.get(id(m))
-            if only is None:
-                only = memo[id(m)] = _context_only(m)
+            cached = memo.get(id(m))
+            if cached is None:
+                cached = memo[id(m)] = _context_only(m)
+            only = cached
         if not only:
             break
         k += 1

@@ -196,10 +196,10 @@ def replacement_of(analysis: EpisodeAnalysis | None, call_id: str) -> str | None
     seen: set[str] = set()
     while cur is not None and cur not in seen:
         seen.add(cur)
-        d = dec.get(cur)
-        if d is None:
+        found = dec.get(cur)
+        if found is None:
             return None
-        if d.retry_of or cur in retried_by:
+        if found.retry_of or cur in retried_by:
             group = _retry_group(cur, dec, retried_by)
             keepers = [
                 m
@@ -207,9 +207,9 @@ def replacement_of(analysis: EpisodeAnalysis | None, call_id: str) -> str | None
                 if dec[m].state not in ("failed",) and dec[m].reason != "superseded_retry"
             ]
             return keepers[0] if keepers and keepers[0] != call_id else None
-        if d.reason != "superseded_retry":
+        if found.reason != "superseded_retry":
             return None
-        cur = d.parent_call
+        cur = found.parent_call
     return None
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import numbers as _numbers
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 import streamlit as st
@@ -98,7 +98,7 @@ def show_table(
             fmt = number_format(numbers[c], c in signed)
             config[c] = st.column_config.NumberColumn(label, pinned=pin, format=fmt)
         else:
-            width = "large" if c in wrap else None
+            width: Literal["large"] | None = "large" if c in wrap else None
             config[c] = st.column_config.Column(label, pinned=pin, width=width)
     config.update(column_config or {})
     if styler is None:
