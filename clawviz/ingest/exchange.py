@@ -592,35 +592,57 @@ def _openai_response(body: dict[str, Any]) -> _Response:
     )
 
 
+def _content_tokens(
+    choice: dict[str, Any],
+) -> tuple[list[Any] | None, list[int | None] | None, list[Any] | None]:
+    """(logprobs, token ids, token text) from OpenAI / vLLM `logprobs.content`, None where absent.
+
+    Ids only when every token is `token_id:N`; text only when the server sent text (no token
+    is `token_id:N`: those are ids, not text)."""
+    content = (choice.get("logprobs") or {}).get("content")
+    if not isinstance(content, list) or not content:
+        return None, None, None
+    entries = [e for e in content if isinstance(e, dict)]
+    logprobs = [e.get("logprob") for e in entries]
+    tokens = [e.get("token") for e in entries]
+    ids = [_token_id(t) for t in tokens]
+    all_ids = ids if ids and all(i is not None for i in ids) else None
+    texts = None
+    if tokens and all(isinstance(t, str) for t in tokens) and all(i is None for i in ids):
+        texts = tokens
+    return logprobs, all_ids, texts
+
+
+def _meta_info_tokens(
+    body: dict[str, Any], choice: dict[str, Any]
+) -> tuple[list[Any], list[Any], list[str] | None] | None:
+    """(logprobs, token ids, token text or None) from SGLang `meta_info.output_token_logprobs`
+    ([logprob, id, text?] triples); None when there is no such list."""
+    meta = body.get("meta_info") or choice.get("meta_info")
+    if not isinstance(meta, dict) or not isinstance(meta.get("output_token_logprobs"), list):
+        return None
+    triples = [t for t in meta["output_token_logprobs"] if isinstance(t, list) and len(t) >= 2]
+    texts = None
+    if triples and all(len(t) >= 3 and isinstance(t[2], str) for t in triples):
+        texts = [t[2] for t in triples]
+    return [t[0] for t in triples], [t[1] for t in triples], texts
+
+
 def _vllm_rollout(body: dict[str, Any], choice: dict[str, Any]) -> Rollout | None:
     """Token ids / logprobs / token text from vLLM (`return_token_ids`, `token_id:N`), OpenAI
     `logprobs.content` or SGLang meta_info."""
     prompt_ids = body.get("prompt_token_ids")
     output_ids = choice.get("token_ids")
-    logprobs = None
-    texts: list[str] | None = None
-    content = (choice.get("logprobs") or {}).get("content")
-    if isinstance(content, list) and content:
-        entries = [e for e in content if isinstance(e, dict)]
-        logprobs = [e.get("logprob") for e in entries]
-        tokens = [e.get("token") for e in entries]
-        ids = [_token_id(t) for t in tokens]
-        if output_ids is None and ids and all(i is not None for i in ids):
-            output_ids = ids
-        # Token text only when the server sent text: `token_id:N` tokens are ids, not text.
-        if tokens and all(isinstance(t, str) for t in tokens) and all(i is None for i in ids):
-            texts = tokens
-    meta = body.get("meta_info") or choice.get("meta_info")
-    if isinstance(meta, dict) and isinstance(meta.get("output_token_logprobs"), list):
-        triples = [t for t in meta["output_token_logprobs"] if isinstance(t, list) and len(t) >= 2]
-        logprobs = logprobs or [t[0] for t in triples]
-        output_ids = output_ids or [t[1] for t in triples]
-        if (
-            texts is None
-            and triples
-            and all(len(t) >= 3 and isinstance(t[2], str) for t in triples)
-        ):
-            texts = [t[2] for t in triples]
+    logprobs, content_ids, texts = _content_tokens(choice)
+    if output_ids is None:
+        output_ids = content_ids
+    meta = _meta_info_tokens(body, choice)
+    if meta is not None:
+        meta_logprobs, meta_ids, meta_texts = meta
+        logprobs = logprobs or meta_logprobs
+        output_ids = output_ids or meta_ids
+        if texts is None:
+            texts = meta_texts
     if prompt_ids is None and output_ids is None and logprobs is None:
         return None
     return Rollout(

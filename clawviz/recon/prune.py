@@ -407,6 +407,100 @@ def _reward_call(tree: CallTree, cls: Classification, paths: list[PathInfo]) -> 
     return mains[-1] if mains else None
 
 
+def _unexplained_reason(
+    tree: CallTree, cls: Classification, retry_of: dict[str, str]
+) -> Reason | None:
+    """`unexplained_root`: calls the rules cannot place (the first three quoted)."""
+    odd = unexplained_roots(tree, cls, retry_of)
+    if not odd:
+        return None
+    more = f" (and {len(odd) - 3} more)" if len(odd) > 3 else ""
+    return Reason(
+        "unexplained_root",
+        f"{len(odd)} call(s) the rules cannot place: "
+        + "; ".join(u.evidence for u in odd[:3])
+        + more,
+        odd[0].call_id,
+        [u.call_id for u in odd],
+    )
+
+
+def _branches_reason(leaves: list[str], limit: int) -> Reason | None:
+    """`too_many_branches`: more leaves than `max_leaves`."""
+    n_leaves = len(leaves)
+    if n_leaves <= limit:
+        return None
+    # Pinned on the leaf that crossed the limit (in call order); every counted leaf listed.
+    crossing = leaves[limit]
+    return Reason(
+        "too_many_branches",
+        f"{n_leaves} leaves > max_leaves {limit}",
+        crossing,
+        [crossing] + [x for x in leaves if x != crossing],
+    )
+
+
+def _last_main_reason(tree: CallTree, mains: list[Call]) -> Reason | None:
+    """`orphaned_request` / `ended_in_error`: the episode's last main call failed."""
+    if not mains or mains[-1].call_id not in tree.failed:
+        return None
+    last = mains[-1]
+    code = failure_code(last)
+    if code == "orphaned_request":
+        return Reason(
+            "orphaned_request",
+            f"last main call {label(last)} has no response",
+            last.call_id,
+            [last.call_id],
+        )
+    what = f"HTTP {last.http_status}" if last.http_status else code
+    return Reason(
+        "ended_in_error",
+        f"last main call {label(last)} failed ({what})",
+        last.call_id,
+        [last.call_id],
+    )
+
+
+def _unsupported_reason(tree: CallTree, mains: list[Call], settings: Settings) -> Reason | None:
+    """`unsupported_tool`: a successful main call used a tool in `unsupported_tools`."""
+    unsupported = set(settings.unsupported_tools or ())
+    users: list[tuple[str, Call]] = []
+    for call in mains:
+        if call.call_id in tree.failed:
+            continue
+        users += [(t, call) for t in tool_names_used(call.response) if t in unsupported]
+    if not users:
+        return None
+    tool, first = users[0]
+    ids = list(dict.fromkeys(c.call_id for _, c in users))
+    more = f" (and {len(ids) - 1} more call(s))" if len(ids) > 1 else ""
+    return Reason("unsupported_tool", f"{tool} in call {label(first)}{more}", first.call_id, ids)
+
+
+def _reward_reason(
+    tree: CallTree,
+    cls: Classification,
+    reward: float | None,
+    settings: Settings,
+    paths: list[PathInfo],
+) -> Reason | None:
+    """`missing_reward` / `below_reward_threshold`, pinned on the call the reward belongs to."""
+    at = _reward_call(tree, cls, paths)
+    pinned = [at] if at else []
+    if reward is None:
+        return Reason("missing_reward", "no reward recorded for this episode", at, pinned)
+    limit_r = settings.reward_threshold
+    if reward < limit_r:
+        return Reason(
+            "below_reward_threshold",
+            f"reward {format_value(reward, limit_r)} < reward_threshold {format_value(limit_r)}",
+            at,
+            pinned,
+        )
+    return None
+
+
 def _episode_reasons(
     tree: CallTree,
     cls: Classification,
@@ -417,81 +511,12 @@ def _episode_reasons(
     paths: list[PathInfo] | None = None,
 ) -> list[Reason]:
     """Every episode reason with its evidence and the call it is pinned on (`Reason.call_id`)."""
-    reasons: list[Reason] = []
-    odd = unexplained_roots(tree, cls, retry_of or {})
-    if odd:
-        more = f" (and {len(odd) - 3} more)" if len(odd) > 3 else ""
-        reasons.append(
-            Reason(
-                "unexplained_root",
-                f"{len(odd)} call(s) the rules cannot place: "
-                + "; ".join(u.evidence for u in odd[:3])
-                + more,
-                odd[0].call_id,
-                [u.call_id for u in odd],
-            )
-        )
-    n_leaves, limit = len(leaves), settings.max_leaves
-    if n_leaves > limit:
-        # Pinned on the leaf that crossed the limit (in call order); every counted leaf listed.
-        crossing = leaves[limit]
-        reasons.append(
-            Reason(
-                "too_many_branches",
-                f"{n_leaves} leaves > max_leaves {limit}",
-                crossing,
-                [crossing] + [x for x in leaves if x != crossing],
-            )
-        )
     mains = [c for c in tree.calls if cls.roles[c.call_id].role == "main"]
-    if mains and mains[-1].call_id in tree.failed:
-        last = mains[-1]
-        code = failure_code(last)
-        if code == "orphaned_request":
-            reasons.append(
-                Reason(
-                    "orphaned_request",
-                    f"last main call {label(last)} has no response",
-                    last.call_id,
-                    [last.call_id],
-                )
-            )
-        else:
-            what = f"HTTP {last.http_status}" if last.http_status else code
-            reasons.append(
-                Reason(
-                    "ended_in_error",
-                    f"last main call {label(last)} failed ({what})",
-                    last.call_id,
-                    [last.call_id],
-                )
-            )
-    unsupported = set(settings.unsupported_tools or ())
-    users: list[tuple[str, Call]] = []
-    for call in mains:
-        if call.call_id in tree.failed:
-            continue
-        users += [(t, call) for t in tool_names_used(call.response) if t in unsupported]
-    if users:
-        tool, first = users[0]
-        ids = list(dict.fromkeys(c.call_id for _, c in users))
-        more = f" (and {len(ids) - 1} more call(s))" if len(ids) > 1 else ""
-        reasons.append(
-            Reason("unsupported_tool", f"{tool} in call {label(first)}{more}", first.call_id, ids)
-        )
-    at = _reward_call(tree, cls, paths or [])
-    pinned = [at] if at else []
-    if reward is None:
-        reasons.append(Reason("missing_reward", "no reward recorded for this episode", at, pinned))
-    elif reward < settings.reward_threshold:
-        limit_r = settings.reward_threshold
-        reasons.append(
-            Reason(
-                "below_reward_threshold",
-                f"reward {format_value(reward, limit_r)} < reward_threshold "
-                f"{format_value(limit_r)}",
-                at,
-                pinned,
-            )
-        )
-    return reasons
+    found = [
+        _unexplained_reason(tree, cls, retry_of or {}),
+        _branches_reason(leaves, settings.max_leaves),
+        _last_main_reason(tree, mains),
+        _unsupported_reason(tree, mains, settings),
+        _reward_reason(tree, cls, reward, settings, paths or []),
+    ]
+    return [r for r in found if r is not None]

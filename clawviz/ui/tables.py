@@ -57,6 +57,56 @@ def number_format(digits: int, signed: bool = False) -> str:
     return f"%+.{digits}f" if signed else f"%.{digits}f"
 
 
+def _column_config(
+    frame: pd.DataFrame,
+    *,
+    pinned: list[str],
+    numbers: dict[str, int],
+    signed: set[str],
+    wrap: list[str],
+    labels: dict[str, str],
+    hidden: set[str],
+) -> dict[str, Any]:
+    """The `column_config` of every column of `frame` under the shared rules (hidden: None)."""
+    config: dict[str, Any] = {}
+    for c in frame.columns:
+        if c in hidden:
+            config[c] = None
+            continue
+        label = labels.get(c, c)
+        pin = True if c in pinned else None
+        if c in numbers:
+            fmt = number_format(numbers[c], c in signed)
+            config[c] = st.column_config.NumberColumn(label, pinned=pin, format=fmt)
+        else:
+            width: Literal["large"] | None = "large" if c in wrap else None
+            config[c] = st.column_config.Column(label, pinned=pin, width=width)
+    return config
+
+
+def _blank_text_as_missing(frame: pd.DataFrame, numbers: Mapping[str, int]) -> pd.DataFrame:
+    """`frame` with empty text cells set to None: an empty text cell is a missing value too,
+    so it gets the placeholder. A copy when anything may change; `frame` itself otherwise."""
+    text_cols = [
+        c
+        for c in frame.columns
+        if c not in numbers
+        and (frame[c].dtype == object or pd.api.types.is_string_dtype(frame[c].dtype))
+    ]
+    if not text_cols:
+        return frame
+    frame = frame.copy()
+    for c in text_cols:
+        frame[c] = frame[c].where(frame[c].astype(str) != "", None)
+    return frame
+
+
+def _needs_wrap(frame: pd.DataFrame, wrap: list[str]) -> bool:
+    """Whether some cell of a wrap column is longer than WRAP_AFTER (so rows get taller)."""
+    longest = max((len(str(v)) for c in wrap for v in frame[c].dropna()), default=0)
+    return longest > WRAP_AFTER
+
+
 def show_table(
     df: pd.DataFrame,
     *,
@@ -81,42 +131,24 @@ def show_table(
     styler = df if not isinstance(df, pd.DataFrame) else None
     frame: pd.DataFrame = styler.data if styler is not None else df
     numbers = dict(numbers or {})
-    signed = set(signed)
     pinned = [c for c in pinned if c in frame.columns]
     hidden = set(hidden)
     wrap = [c for c in wrap if c in frame.columns]
-    labels = dict(labels or {})
     order = pinned + [c for c in frame.columns if c not in pinned and c not in hidden]
-    config: dict[str, Any] = {}
-    for c in frame.columns:
-        if c in hidden:
-            config[c] = None
-            continue
-        label = labels.get(c, c)
-        pin = True if c in pinned else None
-        if c in numbers:
-            fmt = number_format(numbers[c], c in signed)
-            config[c] = st.column_config.NumberColumn(label, pinned=pin, format=fmt)
-        else:
-            width: Literal["large"] | None = "large" if c in wrap else None
-            config[c] = st.column_config.Column(label, pinned=pin, width=width)
+    config = _column_config(
+        frame,
+        pinned=pinned,
+        numbers=numbers,
+        signed=set(signed),
+        wrap=wrap,
+        labels=dict(labels or {}),
+        hidden=hidden,
+    )
     config.update(column_config or {})
     if styler is None:
-        # An empty text cell is a missing value too: it gets the placeholder.
-        text_cols = [
-            c
-            for c in frame.columns
-            if c not in numbers
-            and (frame[c].dtype == object or pd.api.types.is_string_dtype(frame[c].dtype))
-        ]
-        if text_cols:
-            frame = frame.copy()
-            for c in text_cols:
-                frame[c] = frame[c].where(frame[c].astype(str) != "", None)
-    if wrap and "row_height" not in kwargs and len(frame):
-        longest = max((len(str(v)) for c in wrap for v in frame[c].dropna()), default=0)
-        if longest > WRAP_AFTER:
-            kwargs["row_height"] = WRAP_ROW_HEIGHT
+        frame = _blank_text_as_missing(frame, numbers)
+    if wrap and "row_height" not in kwargs and len(frame) and _needs_wrap(frame, wrap):
+        kwargs["row_height"] = WRAP_ROW_HEIGHT
     kwargs.setdefault("hide_index", True)
     kwargs.setdefault("placeholder", MISSING)
     return st.dataframe(
