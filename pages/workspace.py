@@ -306,7 +306,7 @@ def main() -> None:
             on_change=on_file_pick,
             format_func=lambda p: f"{diff.entry(p).marker}  {p}",
         )
-        state.set_params(file=st.session_state[w.KEY_WS_FILE])
+        # No URL write on a plain run (it would push a history entry); the pick callbacks write.
         show_file(diff, st.session_state[w.KEY_WS_FILE])
 
 
