@@ -135,3 +135,39 @@ def test_decision_rows_with_nul_marked_text_take_the_encoding_path(tmp_path):
         s.commit()
         got = {r.call_id: r.reason for r in s.exec(select(DecisionRow))}
     assert got == {"c": NUL_PREFIX + "odd", "d": "plain"}
+
+
+def test_ingest_analyses_only_the_episodes_it_touched(tmp_path):
+    """Issue 18: a writer recomputes exactly the episodes it touched (its calls, its results);
+    an episode another writer left unanalysed is not redone by it, and is analysed on first
+    read (`ensure_analysis` without `only`)."""
+    cc = SAMPLE_LOGS / "exchanges" / "claude-code"
+    if not cc.is_dir():
+        pytest.skip("sample_logs/ is missing")
+    first, second = "t0001-claude-code-a1", "t0001-claude-code-a2"
+    with Session(get_engine(fresh_url(tmp_path, "touched"))) as s:
+        ingest_paths([cc / f"{first}.jsonl"], session=s)
+        # As if another writer had committed `first`'s calls and not yet its decisions.
+        for st in s.exec(select(EpisodeStatus)).all():
+            s.delete(st)
+        for d in s.exec(select(DecisionRow)).all():
+            s.delete(d)
+        s.commit()
+        ingest_paths([cc / f"{second}.jsonl"], session=s)
+        analysed = {st.episode_id for st in s.exec(select(EpisodeStatus)).all()}
+        assert analysed == {second}
+        # A results file touches the episodes it gives a reward to: they are redone with it.
+        results = tmp_path / "results.jsonl"
+        lines = [
+            line
+            for line in (SAMPLE_LOGS / "results.jsonl").read_text().splitlines()
+            if f'"{second}"' in line
+        ]
+        assert len(lines) == 1
+        results.write_text(lines[0] + "\n")
+        ingest_paths([results], session=s)
+        st = s.exec(select(EpisodeStatus).where(EpisodeStatus.episode_id == second)).one()
+        assert st.reward == pytest.approx(1.0)  # its line in sample_logs/results.jsonl: reward 1.0
+        assert {x.episode_id for x in s.exec(select(EpisodeStatus)).all()} == {second}
+        decisions.ensure_analysis(s, DEFAULT_SETTINGS)
+        assert {x.episode_id for x in s.exec(select(EpisodeStatus)).all()} == {first, second}

@@ -122,6 +122,8 @@ class _Held:
         self.staged: dict[str, list[Call]] = {}
         self.n = 0
         self.evicted: set[str] = set()
+        self.rewarded: set[str] = set()
+        """Episodes whose result (reward) this ingest loaded: analysed at its end too."""
 
     def add(self, call: Call) -> None:
         eid = call.episode_id
@@ -505,6 +507,8 @@ class _FileIngest:
         self.source = source
         self.rejects: list[tuple[str, int, str, str]] = []
         self.episodes: set[str] = set()
+        self.result_episodes: set[str] = set()
+        """Episodes a results file gave a reward to (their decisions change with it)."""
         self.settings: Settings = DEFAULT_SETTINGS
 
     def reject(self, line: int, reason: str, raw: str) -> None:
@@ -652,6 +656,7 @@ def _ingest_results(fi: _FileIngest, out: IngestReport) -> None:
             seen.add(eid)
             fi.session.add(Result(**values, source_id=fi.source.id))
             fi.report.n_results += 1
+            fi.result_episodes.add(eid)
         for problem in reader.problems():
             fi.reject(problem.line, problem.reason, "")
         fi.flush_rejects(out)
@@ -797,7 +802,9 @@ def _ingest_targets(
     session.commit()
     # Decisions at ingest, from the calls still in memory: `episodes` and the app only read.
     try:
-        decisions.ensure_analysis(session, settings, held=held.calls)
+        # Only the episodes this ingest touched (its calls, its results): a parallel ingest
+        # analyses its own, and nothing else is recomputed.
+        decisions.ensure_analysis(session, settings, held=held.calls, only=episodes | held.rewarded)
     except SQLAlchemyError as exc:
         # The calls are committed; their decisions are then made on first view instead.
         session.rollback()
@@ -881,6 +888,7 @@ def _ingest_file(
         session.commit()
         held.commit()
         episodes.update(fi.episodes)
+        held.rewarded.update(fi.result_episodes)
         if fmt not in ("results", "findings") and report.n_calls == 0:
             report.status = "no_calls"
     except IntegrityError as exc:

@@ -90,8 +90,11 @@ def ensure_analysis(
     settings: Settings = DEFAULT_SETTINGS,
     progress: Progress | None = None,
     held: dict[str, list[Call]] | None = None,
+    only: set[str] | None = None,
 ) -> None:
     """Compute and persist decisions for every episode not yet analysed under these settings.
+
+    `only`: analyse just these episodes (ingest passes the ones it touched); None: every stale one.
 
     `held`: calls already in memory by episode (ingest passes what it just wrote). An episode
     whose held calls are all its stored calls is analysed from them, without a reload; each is
@@ -99,7 +102,7 @@ def ensure_analysis(
     """
     for attempt in range(RETRIES):
         try:
-            _ensure_analysis(session, settings, progress, held or {})
+            _ensure_analysis(session, settings, progress, held or {}, only)
             return
         except IntegrityError:
             # Another process (an app session, the CLI, a parallel ingest) stored decisions of
@@ -199,9 +202,15 @@ def _calls_of(
 
 
 def _ensure_analysis(
-    session: Session, settings: Settings, progress: Progress | None, held: dict[str, list[Call]]
+    session: Session,
+    settings: Settings,
+    progress: Progress | None,
+    held: dict[str, list[Call]],
+    only: set[str] | None = None,
 ) -> None:
     stale = _stale_episodes(session, settings)
+    if only is not None:
+        stale = [item for item in stale if item.episode_id in only]
     _ensure_unattached(session, settings)
     if not stale:
         return
