@@ -2,7 +2,8 @@
 
 The pure parts are `clawviz.recon.align` (turns, alignment, candidate order) and
 `clawviz.review.workspace` (the workspace diff); this module only renders them. The other
-episode is named in the URL (`?compare=`), and both episodes are same-tab links.
+episode is named in the URL (`?compare=`), and a button opens the other one in
+the same tab (sides swapped).
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ from clawviz.settings import Settings
 from clawviz.ui import data, state
 from clawviz.ui.diff_view import section_html
 from clawviz.ui.inspector import escape_md
-from clawviz.ui.pages import EPISODE, WORKSPACE, page_file
+from clawviz.ui.pages import WORKSPACE, page_file
 from clawviz.ui.render import reason_badges
 from clawviz.ui.tasks_widgets import workspace_folder
 
-EPISODE_PAGE = page_file(EPISODE)
 WORKSPACE_PAGE = page_file(WORKSPACE)
 KEY_COMPARE_FILE = "episode_compare_file"
+KEY_OPEN_PREFIX = "episode_compare_open_"
 VERDICT_TINT = {
     "same": "",
     "other arguments": "background-color: #fff8c5",
@@ -83,14 +84,30 @@ def picker(view: data.EpisodeView, eps: pd.DataFrame, on_change: Callable[[], No
     return None if choice == state.NONE_OPTION else choice
 
 
+def open_compared(episode_id: str, other_id: str) -> None:
+    """Button callback: show `episode_id` compared with `other_id` (one URL write, one history
+    entry; the call and path named belong to the episode left behind)."""
+    state.set_params(episode=episode_id, compare=other_id, call=None, path=None)
+
+
 def _episode_column(v: data.EpisodeView, other_id: str, side: str) -> None:
     a = v.analysis
     eid = v.episode["episode_id"]
-    st.page_link(
-        EPISODE_PAGE,
-        label=f"{side}: {eid}",
+    # A button, not st.page_link: Streamlit 1.67's frontend sends a page link to the page already
+    # shown as a rerun with the link's query string but never writes it to the address bar
+    # (`maybeUpdatePageUrl` only pushes on a page change), so the next rerun read the old URL
+    # back. The callback's one `set_params` is pushed as one history entry.
+    shown = side == "Left"
+    st.button(
+        f"{side}: {eid}",
+        key=f"{KEY_OPEN_PREFIX}{side.lower()}",
         icon=":material/account_tree:",
-        query_params={state.QP_EPISODE: eid, state.QP_COMPARE: other_id},
+        disabled=shown,
+        on_click=open_compared,
+        args=(eid, other_id),
+        help="The episode shown on this page."
+        if shown
+        else f"Open {eid} here, compared with {other_id}.",
     )
     st.caption(
         " · ".join(

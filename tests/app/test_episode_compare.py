@@ -1,5 +1,6 @@
 """AppTest of Compare on the Episode page (sample store): nearest episodes first, the kept paths
-turn by turn, both final answers and the two final workspaces diffed, links to both episodes.
+turn by turn, both final answers and the two final workspaces diffed, a button to the other
+episode.
 
 The files that differ between the two after-workspaces are found here by reading both."""
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 from apphelpers import no_exception, open_page
 
-from clawviz.ui import state
+from clawviz.ui import compare, state
 
 EPISODE = "pages/episode.py"
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,10 +60,20 @@ def test_compare_aligns_turns_diffs_answers_and_workspaces(sample_db_url, on_sto
     assert set(files["file"]) == expected
     code = [c.value for c in at.code if c.language == "diff"]
     assert code and code[0].startswith(f"--- {LEFT}/")
-    links = [(e.proto.label, e.proto.query_string) for e in at.get("page_link")]
-    assert (f"Right: {RIGHT}", f"episode={RIGHT}&compare={LEFT}") in links
     keys = {getattr(t, "key", None) for t in at.get("plotly_chart")}
     assert {"episode_compare_left", "episode_compare_right"} <= keys
+    # The left button names the episode shown; the right one opens the other, sides swapped.
+    left = at.button(key=f"{compare.KEY_OPEN_PREFIX}left")
+    right = at.button(key=f"{compare.KEY_OPEN_PREFIX}right")
+    assert left.label == f"Left: {LEFT}" and left.disabled
+    assert right.label == f"Right: {RIGHT}" and not right.disabled
+    right.click().run()
+    no_exception(at)
+    assert at.query_params[state.QP_EPISODE] == RIGHT
+    assert at.query_params[state.QP_COMPARE] == LEFT
+    assert state.QP_CALL not in at.query_params
+    assert at.title[0].value.replace("\\", "") == f"Episode {RIGHT}"
+    assert at.button(key=f"{compare.KEY_OPEN_PREFIX}right").label == f"Right: {LEFT}"
 
 
 def test_no_compare_without_a_choice(sample_db_url, on_store):
