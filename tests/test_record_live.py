@@ -48,6 +48,13 @@ def test_each_exchange_reaches_the_store_while_recording(tmp_path):
         body["messages"].append({"role": "user", "content": "two"})
         httpx.post(f"{proxy.url}/ep/live-1/t/task_9/v1/chat/completions", json=body)
         assert len(_wait_for(lambda: len(calls("live-1")) == 2 and calls("live-1"))) == 2
+
+        def sources():
+            with Session(engine) as s:
+                return [(x.n_calls, x.path) for x in s.exec(select(Source)).all()]
+
+        # The calls commit before the file's bookkeeping row does: wait for that row too.
+        _wait_for(lambda: [n for n, _ in sources()] == [2])
         with Session(engine) as s:
             assert s.get(Episode, "live-1").task_id == "task_9"
             (src,) = s.exec(select(Source)).all()  # one file, appended to, not loaded twice

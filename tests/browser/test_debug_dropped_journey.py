@@ -56,13 +56,17 @@ def _filter_dropped(page) -> None:
     page.get_by_text(f"{len(DROPPED)} of {len(EXPECTED['episodes'])} episodes").wait_for()
 
 
-def _open_row(page, i: int) -> None:
-    """Tick the row's selection box in the episodes table (the table under 'select a row')."""
+def _open_row(page, i: int, episode_id: str) -> None:
+    """Tick the row's selection box in the episodes table (the table under 'select a row'),
+    then follow the same-tab link the page offers for it."""
     grid = page.get_by_test_id("stDataFrame").first
     grid.scroll_into_view_if_needed()
     box = grid.bounding_box()
     # Header 35 px, rows 35 px; the selection box sits in the first 30 px.
     page.mouse.click(box["x"] + 15, box["y"] + 35 + 35 * i + 17)
+    link = page.get_by_role("link", name=f"Open episode {episode_id}")
+    link.wait_for()
+    link.click()
 
 
 def _open_dropped(page, episode_id: str) -> None:
@@ -71,7 +75,7 @@ def _open_dropped(page, episode_id: str) -> None:
     page.get_by_role("heading", name="Runs").wait_for()
     if page.get_by_text(f"{len(DROPPED)} of {len(EXPECTED['episodes'])} episodes").count() == 0:
         _filter_dropped(page)
-    _open_row(page, [e["episode_id"] for e in DROPPED].index(episode_id))
+    _open_row(page, [e["episode_id"] for e in DROPPED].index(episode_id), episode_id)
     page.get_by_role("heading", name=f"Episode {episode_id}").wait_for()
     page.wait_for_selector("[data-testid='stPlotlyChart'] .js-plotly-plot .scatterlayer .point")
     wait_for_app_run(page)
@@ -102,7 +106,7 @@ def test_debug_a_dropped_episode_like_a_person(app_server, page):
     page.get_by_role("heading", name="Runs").wait_for()
     wait_for_app_run(page)
     _filter_dropped(page)
-    _open_row(page, [e["episode_id"] for e in DROPPED].index(ended))
+    _open_row(page, [e["episode_id"] for e in DROPPED].index(ended), ended)
     page.get_by_role("heading", name=f"Episode {ended}").wait_for()
     page.wait_for_selector("[data-testid='stPlotlyChart'] .js-plotly-plot .scatterlayer .point")
     wait_for_app_run(page)
