@@ -187,3 +187,19 @@ def recorded_store(tmp_path_factory):
         return cache[folder]
 
     return get
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_server_connections():
+    """On PostgreSQL, close the pooled connections of every cached store engine after each
+    module: each test's fresh database keeps an engine in `store.db._ENGINES`, and their idle
+    connections would otherwise add up past the server's max_connections. The engines stay
+    usable (they reconnect on demand)."""
+    yield
+    from tests.dburl import on_postgres
+
+    if on_postgres():
+        from clawviz.store import db
+
+        for engine in list(db._ENGINES.values()):
+            engine.dispose()

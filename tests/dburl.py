@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.pool import StaticPool
+from sqlalchemy.pool import NullPool, StaticPool
 
 ENV = "CLAWVIZ_TEST_DATABASE_URL"
 
@@ -53,7 +53,9 @@ def fresh_url(folder: Path | str | None = None, name: str = "store") -> str:
 def memory_engine(name: str = "mem"):
     """An engine on a fresh store: in-memory SQLite shared by every session, or a new database."""
     if on_postgres():
-        return create_engine(fresh_url(name=name))
+        # No pool: a session-long fixture's engine (one per recording) holds no idle server
+        # connection between its uses, so the suite stays under the server's max_connections.
+        return create_engine(fresh_url(name=name), poolclass=NullPool)
     return create_engine(
         "sqlite://", connect_args={"check_same_thread": False}, poolclass=StaticPool
     )
