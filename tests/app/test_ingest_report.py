@@ -48,6 +48,7 @@ def test_one_click_ingest_links_its_episodes_and_refreshes_counts(empty_db_url, 
     _ingest(at, tmp_path / LOG.name)
     assert any("Already ingested" in i.value for i in at.info)
     assert list(_files_table(at)["status"]) == ["already ingested"]
+    assert "1 file: 1 already ingested" in [c.value for c in at.caption]
     assert not any(x.proto.page == "episode" for x in at.page_link)
 
     # A path that does not exist replaces the report instead of sitting above it.
@@ -67,5 +68,6 @@ def test_a_file_without_calls_is_skipped_not_loaded(empty_db_url, on_store, tmp_
     assert any("Skipped, no calls" in w.value for w in at.warning)
     assert list(_files_table(at)["status"]) == ["skipped, no calls"]
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Files loaded"] == "0 of 1"
+    assert metrics["Files loaded"] == "0"
+    assert "1 file: 1 skipped, no calls" in [c.value for c in at.caption]
     assert not any("Loaded" in s.value for s in at.success)
