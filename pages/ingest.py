@@ -147,7 +147,11 @@ def summary(report) -> None:
 
 def outcomes(files) -> str:
     """'44 files: 4 loaded, 40 already ingested': every file's outcome, most common first."""
-    counts = Counter(STATUS_TEXT.get(f.status, f.status) for f in files)
+    counts = Counter(
+        "task folder(s) read" if f.format == "task_folder" and f.status in LOADED
+        else STATUS_TEXT.get(f.status, f.status)
+        for f in files
+    )  # fmt: skip
     n = len(files)
     parts = ", ".join(f"{c:,} {what}" for what, c in counts.most_common())
     return f"{n:,} file{'s' if n != 1 else ''}: {parts}"
@@ -157,7 +161,8 @@ def show_report(report) -> None:
     st.subheader("Report")
     summary(report)
     m = st.columns(5)
-    loaded = sum(1 for f in report.files if f.status in LOADED)
+    # Task folders are read again on every ingest; "loaded" counts the logs that added calls.
+    loaded = sum(1 for f in report.files if f.status in LOADED and f.format != "task_folder")
     m[0].metric("Files loaded", f"{loaded:,}")
     m[1].metric("Calls", f"{report.n_calls:,}")
     m[2].metric("Episodes", f"{report.n_episodes:,}")
