@@ -12,6 +12,9 @@
   until healthy, the Episode page painted; claude-trace: `claude-trace --generate-html LOG`
   and its HTML painted. Target: clawviz faster. claude-trace is installed from npm into
   bench/out/claude-trace (`npm install @mariozechner/claude-trace`); without npm the row says so.
+  A third side, interleaved with both, is this row's floor: the same `clawviz ingest`, then the
+  trivial page (server start + paint) instead of the Episode page. No Episode page drawn by a
+  Streamlit server can beat claude-trace where that floor does not.
 
 "Painted" = the page's Plotly markers (claude-trace: its first conversation block) are in the
 DOM, the Streamlit script run has finished, and two animation frames have passed. Each sample
@@ -323,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
                      "measured": "n/a: npm is missing, claude-trace cannot be installed"}
                 )  # fmt: skip
             else:
-                a, b = [], []
+                a, b, c = [], [], []
                 html = out / "claude-trace.html"
 
                 def trace_view() -> None:
@@ -345,7 +348,18 @@ def main(argv: list[str] | None = None) -> int:
                                 paint_streamlit(browser, f"{a_url}/episode?episode={episode}")
 
                         b.append(measure(clawviz_view))
+                        f_url = round2.fresh_url(dbdir, f"browser-floor-{i % 2}.db")
+
+                        def floor_view(f_url: str = f_url) -> None:
+                            cli("--db", f_url, "ingest", str(log))
+                            with streamlit(trivial, f_url, server_log) as t_url:
+                                paint_streamlit(browser, t_url)
+
+                        c.append(measure(floor_view))
                     rows.append(row(name, "faster (< 1x)", Series(a), Series(b), 1.0))
+                    rows.append(row("  floor of that row: `clawviz ingest` + a trivial Streamlit "
+                                    "page (server start + paint) vs claude-trace", "",
+                                    Series(a), Series(c), None))  # fmt: skip
                 except Exception as exc:
                     if type(exc).__name__ != "TimeoutError":
                         raise

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -144,16 +145,31 @@ def summary(report) -> None:
         st.warning("Nothing to ingest: no readable log, results or task file was found there.")
 
 
+def outcomes(files) -> str:
+    """'44 files: 4 loaded, 40 already ingested': every file's outcome, most common first."""
+    counts = Counter(
+        "task folder(s) read" if f.format == "task_folder" and f.status in LOADED
+        else STATUS_TEXT.get(f.status, f.status)
+        for f in files
+    )  # fmt: skip
+    n = len(files)
+    parts = ", ".join(f"{c:,} {what}" for what, c in counts.most_common())
+    return f"{n:,} file{'s' if n != 1 else ''}: {parts}"
+
+
 def show_report(report) -> None:
     st.subheader("Report")
     summary(report)
     m = st.columns(5)
-    loaded = sum(1 for f in report.files if f.status in LOADED)
-    m[0].metric("Files loaded", f"{loaded:,} of {len(report.files):,}")
+    # Task folders are read again on every ingest; "loaded" counts the logs that added calls.
+    loaded = sum(1 for f in report.files if f.status in LOADED and f.format != "task_folder")
+    m[0].metric("Files loaded", f"{loaded:,}")
     m[1].metric("Calls", f"{report.n_calls:,}")
     m[2].metric("Episodes", f"{report.n_episodes:,}")
     m[3].metric("Results", f"{report.n_results:,}")
     m[4].metric("Rejected lines", f"{len(report.rejected):,}")
+    if report.files:
+        st.caption(outcomes(report.files))
     episode_links(report)
     if report.files:
         with st.expander(f"Files ({len(report.files)})", expanded=bool(report.errors)):

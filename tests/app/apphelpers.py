@@ -7,6 +7,8 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
+DEFAULT_PAGE = "pages/runs.py"
+"""What app.py shows at `/`."""
 TIMEOUT = 120
 """Generous: the suite may share two cores with other work; a page run is ~1 s when idle."""
 
@@ -17,8 +19,12 @@ def open_page(page: str | None = None, **query: str) -> AppTest:
     for k, v in query.items():
         at.query_params[k] = v
     at.run()
-    if page:
-        at.switch_page(page).run()
+    # The page's first run of its own goes through the frame's one redirect
+    # (clawviz.ui.frame.require_app_frame: AppTest, unlike the server, re-enters Streamlit's
+    # legacy pages/ mode before every run), which would swallow that run's widget event: the
+    # first click after opening a page once did nothing. Let it happen here, as the end of
+    # the page's first visit.
+    at.switch_page(page or DEFAULT_PAGE).run()
     return at
 
 

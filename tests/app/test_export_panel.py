@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 from apphelpers import no_exception, open_page
@@ -12,6 +13,7 @@ from clawviz.ui import state
 from clawviz.ui.export_panel import KEY_RESULT
 
 EPISODE = "pages/episode.py"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_runs_export_uses_the_current_filters(sample_db_url, on_store, monkeypatch, tmp_path):
@@ -99,3 +101,20 @@ def test_a_long_export_is_left_on_disk_not_offered_as_a_download(
     (out,) = tmp_path.glob("runs-sft-*.jsonl")
     assert not at.get("download_button")
     assert any(str(out) in i.value and "too large" in i.value for i in at.info)
+
+
+def test_the_first_click_on_export_exports_every_kept_episode(
+    sample_db_url, on_store, monkeypatch, tmp_path
+):
+    """No filter touched: the first click is the export (it once did nothing in AppTest)."""
+    expected = json.loads((ROOT / "sample_logs" / "expected.json").read_text())
+    kept = {e["episode_id"] for e in expected["episodes"] if e["status"] == "kept"}
+    on_store(sample_db_url)
+    monkeypatch.setenv("CLAWVIZ_EXPORT_DIR", str(tmp_path))
+    at = open_page()
+    at.button(key="runs_export_run").click().run()
+    no_exception(at)
+    (out,) = tmp_path.glob("runs-sft-*.jsonl")
+    lines = out.read_text().splitlines()
+    assert {json.loads(line)["episode_id"] for line in lines} == kept
+    assert at.session_state[KEY_RESULT]["runs_export"]["rows"] == len(lines)

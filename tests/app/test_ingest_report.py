@@ -48,6 +48,7 @@ def test_one_click_ingest_links_its_episodes_and_refreshes_counts(empty_db_url, 
     _ingest(at, tmp_path / LOG.name)
     assert any("Already ingested" in i.value for i in at.info)
     assert list(_files_table(at)["status"]) == ["already ingested"]
+    assert "1 file: 1 already ingested" in [c.value for c in at.caption]
     assert not any(x.proto.page == "episode" for x in at.page_link)
 
     # A path that does not exist replaces the report instead of sitting above it.
@@ -67,5 +68,23 @@ def test_a_file_without_calls_is_skipped_not_loaded(empty_db_url, on_store, tmp_
     assert any("Skipped, no calls" in w.value for w in at.warning)
     assert list(_files_table(at)["status"]) == ["skipped, no calls"]
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Files loaded"] == "0 of 1"
+    assert metrics["Files loaded"] == "0"
+    assert "1 file: 1 skipped, no calls" in [c.value for c in at.caption]
     assert not any("Loaded" in s.value for s in at.success)
+
+
+def test_a_folder_ingested_again_loads_no_file(empty_db_url, on_store, tmp_path):
+    """Its logs are already in the store; its task folders are read again, not "loaded"."""
+    folder = tmp_path / "logs"
+    shutil.copytree(SAMPLES / "exchanges" / "openclaw", folder / "exchanges")
+    shutil.copytree(SAMPLES / "tasks", folder / "tasks")
+    n_logs = len(list((folder / "exchanges").glob("*.jsonl")))
+    n_tasks = len([p for p in (folder / "tasks").iterdir() if p.is_dir()])
+    on_store(empty_db_url)
+    at = _ingest(open_page("pages/ingest.py"), folder)
+    assert {m.label: m.value for m in at.metric}["Files loaded"] == str(n_logs)
+    at = _ingest(at, folder)
+    assert {m.label: m.value for m in at.metric}["Files loaded"] == "0"
+    assert any("Already ingested" in i.value for i in at.info)
+    (line,) = [c.value for c in at.caption if " file" in c.value and ":" in c.value]
+    assert f"{n_logs} already ingested" in line and f"{n_tasks} task folder(s) read" in line
