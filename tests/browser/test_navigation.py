@@ -139,13 +139,14 @@ def test_back_and_forward_walk_one_selection_at_a_time(app_server, page):
 
 
 def _segment(page, name: str):
-    """A segment of an st.segmented_control (the section or panel picker), by its label."""
-    return page.get_by_test_id("stButtonGroup").locator("button", has_text=re.compile(f"^{name}$"))
+    """A segment of an st.segmented_control (a radio group to assistive tech), by its label."""
+    return page.get_by_test_id("stButtonGroup").get_by_role("radio", name=name, exact=True)
 
 
 def _chosen(page) -> list[str]:
     """The labels of every segmented control's chosen segment, top to bottom."""
-    return page.locator("button[kind='segmented_controlActive']").all_inner_texts()
+    group = page.get_by_test_id("stButtonGroup")
+    return group.locator("[role='radio'][aria-checked='true']").all_inner_texts()
 
 
 def test_a_deep_link_opens_its_section_and_back_walks_the_picks(app_server, page):
