@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -95,8 +94,24 @@ except ImportError:  # pragma: no cover (Python < 3.11)
     import sre_parse as _sre_parse
 
 
-@lru_cache(maxsize=256)
+_PREFIXES: dict[int, tuple[re.Pattern[str], str]] = {}
+"""`_literal_prefix` by id(pattern), the pattern kept alive beside it (hashing a compiled
+pattern hashes its whole program: the marker checks ask thousands of times per episode)."""
+
+
 def _literal_prefix(pattern: re.Pattern[str]) -> str:
+    """The literal text every match of `pattern` starts with ('' if none)."""
+    got = _PREFIXES.get(id(pattern))
+    if got is not None and got[0] is pattern:
+        return got[1]
+    if len(_PREFIXES) >= 4096:
+        _PREFIXES.clear()
+    prefix = _parsed_literal_prefix(pattern)
+    _PREFIXES[id(pattern)] = (pattern, prefix)
+    return prefix
+
+
+def _parsed_literal_prefix(pattern: re.Pattern[str]) -> str:
     """The literal text every match of `pattern` starts with ('' if none).
 
     Read from the parsed pattern: zero-width assertions at its start (`^`, `(?m)^`, `\\b`) are

@@ -8,6 +8,7 @@ The cache of these results in the store lives in `clawviz.store.decisions`.
 from __future__ import annotations
 
 from collections.abc import Hashable
+from functools import lru_cache
 
 from clawviz.recon.advantage import grpo_advantages
 from clawviz.recon.classify import classify_calls
@@ -36,7 +37,7 @@ def analyse_episode(
             p.ppo_return = reward
     return EpisodeAnalysis(
         episode_id=episode_id or UNATTACHED,
-        settings_hash=settings.settings_hash,
+        settings_hash=_settings_hash(settings),
         status="dropped" if any(drops(r, settings) for r in result.reasons) else "kept",
         reasons=result.reasons,
         decisions=result.decisions,
@@ -44,6 +45,12 @@ def analyse_episode(
         reward=reward,
         n_segments=cls.n_segments,
     )
+
+
+@lru_cache(maxsize=64)
+def _settings_hash(settings: Settings) -> str:
+    # Settings are frozen and hashable; their hash is JSON plus sha256 (once, not per episode).
+    return settings.settings_hash
 
 
 def drops(reason: Reason, settings: Settings = DEFAULT_SETTINGS) -> bool:

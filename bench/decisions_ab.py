@@ -1,0 +1,178 @@
+"""The decisions made at the end of ingest, timed on two checkouts interleaved (A B A B ...).
+
+    python3 bench/decisions_ab.py --base /tmp/base-checkout [--head .] [--pairs 7] [--log LOG]
+
+Each checkout runs in a child process of its own that ingests the log once into a fresh SQLite
+store, keeping the calls ingest holds in memory when it hands them to
+`store.decisions.ensure_analysis`. Then, on each turn, the child times (CPU of its process):
+
+- `analyse`: `recon.pipeline.analyse_episode` of every episode from those calls (pure);
+- `ensure`: `ensure_analysis` as ingest runs it (stale query, analysis, decision rows,
+  statuses, GRPO groups, commits), after its stored decisions were deleted (not timed).
+
+The parent alternates the two children turn by turn and prints medians, spreads (min-max) and
+the median of the per-pair ratios head/base. Default log: the 39 MB bench log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+LOG = "log-39MB.jsonl"
+
+
+def _default_log() -> Path:
+    for base in (HERE / "out" / "full", Path("/work/main/bench/out/full")):
+        if (base / LOG).is_file():
+            return base / LOG
+    raise SystemExit(f"{LOG}: not found (make it with bench/gen.py)")
+
+
+def child(root: Path, log: Path) -> None:
+    sys.path.insert(0, str(root))
+    from sqlalchemy import delete
+    from sqlmodel import Session
+
+    from clawviz.ingest.load import ingest_paths
+    from clawviz.recon.pipeline import analyse_episode
+    from clawviz.settings import DEFAULT_SETTINGS
+    from clawviz.store import db, decisions
+    from clawviz.store.models import DecisionRow, EpisodeStatus
+
+    captured: dict[str, Any] = {}
+    original = decisions.ensure_analysis
+
+    def capture(session: Any, settings: Any = DEFAULT_SETTINGS, **kw: Any) -> None:
+        captured["held"] = {k: list(v) for k, v in (kw.get("held") or {}).items()}
+        captured["only"] = set(kw.get("only") or ())
+        original(session, settings, **kw)
+
+    decisions.ensure_analysis = capture  # type: ignore[assignment]
+    tmp = Path(tempfile.mkdtemp(prefix="decisions-ab-"))
+    engine = db.get_engine(f"sqlite:///{tmp / 'store.db'}")
+    with Session(engine) as s:
+        ingest_paths([log], session=s)
+        s.commit()
+    decisions.ensure_analysis = original  # type: ignore[assignment]
+    held, only = captured["held"], captured["only"]
+    episodes = [sorted(calls, key=decisions.load_order) for calls in held.values()]
+    h = DEFAULT_SETTINGS.settings_hash
+    print(json.dumps({"ready": True, "episodes": len(held)}), flush=True)
+    for line in sys.stdin:
+        if line.strip() != "run":
+            break
+        _cold()
+        gc.collect()
+        c0 = time.process_time()
+        for calls in episodes:
+            analyse_episode(calls, reward=None)
+        analyse = time.process_time() - c0
+        with Session(engine) as s:
+            s.execute(delete(DecisionRow).where(DecisionRow.settings_hash == h))
+            s.execute(delete(EpisodeStatus).where(EpisodeStatus.settings_hash == h))
+            s.commit()
+            _cold()
+            gc.collect()
+            c0 = time.process_time()
+            decisions.ensure_analysis(s, held={k: list(v) for k, v in held.items()}, only=only)
+            ensure = time.process_time() - c0
+        print(json.dumps({"analyse": analyse, "ensure": ensure}), flush=True)
+    engine.dispose()
+    for p in tmp.iterdir():
+        p.unlink()
+    tmp.rmdir()
+
+
+def _cold() -> None:
+    """Empty the memo caches of clawviz.recon (`lru_cache`): ingest analyses in a fresh process."""
+    for name, mod in list(sys.modules.items()):
+        if name.startswith("clawviz.recon.") and mod is not None:
+            for obj in list(vars(mod).values()):
+                if callable(getattr(obj, "cache_clear", None)):
+                    obj.cache_clear()
+    # Memos that are plain dicts (by object id).
+    getattr(sys.modules.get("clawviz.recon.canonical"), "_PREFIXES", {}).clear()
+
+
+class Child:
+    def __init__(self, root: Path, log: Path) -> None:
+        self.root = root
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--child", str(root), "--log", str(log)],
+            cwd=root,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.ready = self._read()
+
+    def _read(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"{self.root}: child ended")
+        return json.loads(line)
+
+    def run(self) -> dict[str, float]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("run\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def _stats(vals: list[float]) -> str:
+    return (
+        f"{statistics.median(vals) * 1000:.0f} ms ({min(vals) * 1000:.0f}-{max(vals) * 1000:.0f})"
+    )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--base", help="the baseline checkout")
+    ap.add_argument("--head", default=str(HERE.parent), help="the measured checkout")
+    ap.add_argument("--pairs", type=int, default=7)
+    ap.add_argument("--log", default=None)
+    args = ap.parse_args()
+    log = Path(args.log) if args.log else _default_log()
+    if args.child:
+        child(Path(args.child), log)
+        return 0
+    if not args.base:
+        ap.error("--base is required")
+    a, b = Child(Path(args.base), log), Child(Path(args.head), log)
+    print(f"log {log.name}: {a.ready['episodes']} episodes; base {args.base}, head {args.head}")
+    a.run(), b.run()  # warm-up
+    sa: list[dict[str, float]] = []
+    sb: list[dict[str, float]] = []
+    for _ in range(args.pairs):
+        sa.append(a.run())
+        sb.append(b.run())
+    a.close(), b.close()
+    for kind in ("analyse", "ensure"):
+        va, vb = [s[kind] for s in sa], [s[kind] for s in sb]
+        rs = [y / x for x, y in zip(va, vb, strict=True) if x > 0]
+        print(
+            f"{kind:8} base {_stats(va)}  head {_stats(vb)}  head/base "
+            f"{statistics.median(rs):.2f}x ({min(rs):.2f}-{max(rs):.2f})"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
