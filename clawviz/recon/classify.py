@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from clawviz.recon.canonical import block_text, match_key, normalize_ws
+from clawviz.recon.canonical import _literal_prefix, block_text, match_key, normalize_ws
 from clawviz.recon.markers import (
     ALL_IGNORE_PATTERNS,
     CallText,
@@ -118,7 +118,9 @@ def _ground_truth(call: Call, marker: Marker | None) -> tuple[str, str] | None:
 def _identity(system: str) -> str:
     """The system prompt's identity line: its first 200 characters without volatile spans."""
     for p in ALL_IGNORE_PATTERNS:
-        system = p.sub("", system)
+        prefix = _literal_prefix(p)
+        if not prefix or prefix in system:  # else the pattern cannot match
+            system = p.sub("", system)
     # The collapsed form of a prefix is a prefix of the whole text's: only as much of a long
     # prompt as gives 200 characters is split (not the whole prompt, once per episode).
     n = 1024

@@ -271,8 +271,9 @@ class TextCache:
 
     user: dict[int, str] = field(default_factory=dict)
     """Non-blank user text of a message object, by id ('' when blank or not a user message)."""
-    heads: dict[tuple[int, ...], tuple[str, ...]] = field(default_factory=dict)
-    """Non-blank user texts of the first messages, by the ids of those messages."""
+    heads: dict[tuple[int, ...], tuple[tuple[str, ...], str]] = field(default_factory=dict)
+    """Non-blank user texts of the first messages and the first of them that is not a context
+    block (`CallText.first_user`), by the ids of those messages."""
     wrapper: dict[str, bool] = field(default_factory=dict)
     markers: dict[tuple, Marker | None] = field(default_factory=dict)
     """`detect_marker` results by everything they depend on."""
@@ -298,11 +299,21 @@ def call_text(call: Call, cache: TextCache | None = None) -> CallText:
     c = TextCache() if cache is None else cache
     head = call.messages[:_SCAN]
     head_key = tuple(map(id, head))
-    first = c.heads.get(head_key)
-    if first is None:
-        first = c.heads[head_key] = tuple([t for t in _texts(head, c.user) if t][:3])
+    got = c.heads.get(head_key)
+    if got is None:
+        first = tuple([t for t in _texts(head, c.user) if t][:3])
+        own = [t for t in first if _first_hit(_CONTEXT_PATTERNS, t) is None]
+        got = c.heads[head_key] = (first, own[0] if own else (first[0] if first else ""))
+    first, first_user = got
     last = raw = ""
-    for text in reversed(_texts(call.messages[-_SCAN:], c.user)):
+    memo = c.user
+    msgs = call.messages
+    # From the end, each text read only until the last own user text is found.
+    for m in reversed(msgs[-_SCAN:] if len(msgs) > _SCAN else msgs):
+        text = memo.get(id(m))
+        if text is None:
+            text = _user_text(m)
+            text = memo[id(m)] = text if text.strip() else ""
         if not text:
             continue
         raw = raw or text
@@ -313,10 +324,9 @@ def call_text(call: Call, cache: TextCache | None = None) -> CallText:
             last = text
             break
     headers = {k.lower(): str(v) for k, v in (call.headers or {}).items()} if call.headers else {}
-    own = [t for t in first if _first_hit(_CONTEXT_PATTERNS, t) is None]
     return CallText(
         system=call.system or "",
-        first_user=own[0] if own else (first[0] if first else ""),
+        first_user=first_user,
         last_user=last or raw,
         last_user_raw=raw,
         user_texts=first,

@@ -114,6 +114,9 @@ _JOINED_CONTINUE = re.compile(
 
 
 def _joined_continue_removed(text: str) -> str | None:
+    # The pattern starts with whitespace runs: the literal check spares scanning every text.
+    if "Continue the current task from the existing transcript" not in text:
+        return None
     return _JOINED_CONTINUE.sub("", text) if _JOINED_CONTINUE.search(text) else None
 
 
