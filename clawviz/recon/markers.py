@@ -277,6 +277,9 @@ class TextCache:
     wrapper: dict[str, bool] = field(default_factory=dict)
     markers: dict[tuple, Marker | None] = field(default_factory=dict)
     """`detect_marker` results by everything they depend on."""
+    hits: dict[tuple[int, str], str | None] = field(default_factory=dict)
+    """Marker pattern hits by (id of the patterns, text): a new combination of a call's texts
+    mostly differs in one of them (a new last user text), the others were searched before."""
 
 
 def _texts(window: list[Message], memo: dict[int, str]) -> list[str]:
@@ -361,15 +364,44 @@ def rows_for(harness: str | None) -> list[HarnessMarkers]:
     return ([own] if own else []) + [m for m in HARNESS_MARKERS if m is not own]
 
 
-def _match_kind(kind: str, m: HarnessMarkers, t: CallText, single_user: bool) -> str | None:
+Hits = dict[tuple[int, str], str | None]
+"""`_first_hit` results by (id of the patterns tuple, text): the tuples are fields of
+`HARNESS_MARKERS`, alive as long as the module."""
+
+
+def _hit(patterns: tuple[re.Pattern[str], ...], text: str, memo: Hits | None) -> str | None:
+    if memo is None:
+        return _first_hit(patterns, text)
+    key = (id(patterns), text)
+    if key in memo:
+        return memo[key]
+    hit = memo[key] = _first_hit(patterns, text)
+    return hit
+
+
+def _system_hit_memo(
+    patterns: tuple[re.Pattern[str], ...], system: str, memo: Hits | None
+) -> str | None:
+    if memo is None:
+        return _system_hit(patterns, system)
+    key = (id(patterns), system)
+    if key in memo:
+        return memo[key]
+    hit = memo[key] = _system_hit(patterns, system)
+    return hit
+
+
+def _match_kind(
+    kind: str, m: HarnessMarkers, t: CallText, single_user: bool, memo: Hits | None = None
+) -> str | None:
     if kind == "aux_utility":
-        hit = _system_hit(m.utility_system, t.system)
+        hit = _system_hit_memo(m.utility_system, t.system, memo)
         if hit is None and single_user:
-            hit = _first_hit(m.utility_user, t.last_user)
-        return hit or _first_hit(m.utility_last_user, t.last_user)
+            hit = _hit(m.utility_user, t.last_user, memo)
+        return hit or _hit(m.utility_last_user, t.last_user, memo)
     if kind == "aux_summary":
-        hit = _system_hit(m.summary_system, t.system) or _first_hit(
-            m.summary_last_user, t.last_user
+        hit = _system_hit_memo(m.summary_system, t.system, memo) or _hit(
+            m.summary_last_user, t.last_user, memo
         )
         for name, pat in m.summary_header:
             if hit is None and pat.search(t.headers.get(name, "")):
@@ -377,20 +409,20 @@ def _match_kind(kind: str, m: HarnessMarkers, t: CallText, single_user: bool) ->
         return hit
     if kind == "continuation":
         for text in t.user_texts:
-            hit = _first_hit(m.continuation_user, text)
+            hit = _hit(m.continuation_user, text, memo)
             if hit:
                 return hit
         return None
     if kind == "aux_subagent":
-        return _system_hit(m.subagent_system, t.system) or _first_hit(
-            m.subagent_first_user, t.first_user
+        return _system_hit_memo(m.subagent_system, t.system, memo) or _hit(
+            m.subagent_first_user, t.first_user, memo
         )
     if kind == "aux_heartbeat":
-        return _first_hit(m.heartbeat_last_user, t.last_user)
+        return _hit(m.heartbeat_last_user, t.last_user, memo)
     if kind == "aux_cron":
-        return _first_hit(m.cron_first_user, t.first_user)
+        return _hit(m.cron_first_user, t.first_user, memo)
     if kind == "aux_memory_flush":
-        return _first_hit(m.memory_flush_last_user, t.last_user)
+        return _hit(m.memory_flush_last_user, t.last_user, memo)
     return None
 
 
@@ -427,19 +459,23 @@ def detect_marker(
         tuple(t.headers.get(name) for name in _SUMMARY_HEADERS),
     )
     if key not in cache.markers:
-        cache.markers[key] = _detect(call.harness, t, n_user <= 1, continuation)
+        cache.markers[key] = _detect(call.harness, t, n_user <= 1, continuation, cache.hits)
     return cache.markers[key]
 
 
 def _detect(
-    harness: str | None, t: CallText, single_user: bool, continuation: bool
+    harness: str | None,
+    t: CallText,
+    single_user: bool,
+    continuation: bool,
+    memo: Hits | None = None,
 ) -> Marker | None:
     rows = rows_for(harness)
     for kind in MARKER_ORDER:
         if kind == "continuation" and not continuation:
             continue
         for m in rows:
-            hit = _match_kind(kind, m, t, single_user=single_user)
+            hit = _match_kind(kind, m, t, single_user, memo)
             if hit:
                 return Marker(kind=kind, harness=m.harness, evidence=hit)
     return None
