@@ -10,6 +10,9 @@ store, keeping the calls ingest holds in memory when it hands them to
 - `ensure`: `ensure_analysis` as ingest runs it (stale query, analysis, decision rows,
   statuses, GRPO groups, commits), after its stored decisions were deleted (not timed).
 
+Both run with the cyclic garbage collector off and with clawviz.recon's memo caches emptied,
+as at the end of an ingest (which turns the collector off and runs in a fresh process).
+
 The parent alternates the two children turn by turn and prints medians, spreads (min-max) and
 the median of the per-pair ratios head/base. Default log: the 39 MB bench log.
 """
@@ -73,19 +76,23 @@ def child(root: Path, log: Path) -> None:
             break
         _cold()
         gc.collect()
+        gc.disable()  # as during ingest (`ingest_paths` turns the cyclic collector off)
         c0 = time.process_time()
         for calls in episodes:
             analyse_episode(calls, reward=None)
         analyse = time.process_time() - c0
+        gc.enable()
         with Session(engine) as s:
             s.execute(delete(DecisionRow).where(DecisionRow.settings_hash == h))
             s.execute(delete(EpisodeStatus).where(EpisodeStatus.settings_hash == h))
             s.commit()
             _cold()
             gc.collect()
+            gc.disable()
             c0 = time.process_time()
             decisions.ensure_analysis(s, held={k: list(v) for k, v in held.items()}, only=only)
             ensure = time.process_time() - c0
+            gc.enable()
         print(json.dumps({"analyse": analyse, "ensure": ensure}), flush=True)
     engine.dispose()
     for p in tmp.iterdir():

@@ -209,10 +209,10 @@ def _decide(message: Message) -> tuple[str, tuple[tuple[str, str], ...], Message
     if message.get("role") != "user":
         return "keep", (), None
     content = message.get("content")
-    if isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") not in ("text", None) for b in content
-    ):
-        return "keep", (), None  # tool results and images are history
+    if isinstance(content, list):
+        for b in content:
+            if isinstance(b, dict) and b.get("type") not in ("text", None):
+                return "keep", (), None  # tool results and images are history
     text = block_text(content)
     for drop in DROP_RULES:
         if drop.pattern.search(text):
