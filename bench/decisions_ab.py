@@ -13,6 +13,8 @@ store, keeping the calls ingest holds in memory when it hands them to
 Both run with the cyclic garbage collector off and with clawviz.recon's memo caches emptied,
 as at the end of an ingest (which turns the collector off and runs in a fresh process).
 
+With `--ingest N`, N more pairs time a whole `ingest_paths` of the log into a fresh store.
+
 The parent alternates the two children turn by turn and prints medians, spreads (min-max) and
 the median of the per-pair ratios head/base. Default log: the 39 MB bench log.
 """
@@ -71,7 +73,21 @@ def child(root: Path, log: Path) -> None:
     episodes = [sorted(calls, key=decisions.load_order) for calls in held.values()]
     h = DEFAULT_SETTINGS.settings_hash
     print(json.dumps({"ready": True, "episodes": len(held)}), flush=True)
+    n_ingest = 0
     for line in sys.stdin:
+        if line.strip() == "ingest":
+            n_ingest += 1
+            url = f"sqlite:///{tmp / f'ingest-{n_ingest}.db'}"
+            with Session(db.get_engine(url)) as s:
+                gc.collect()
+                c0 = time.process_time()
+                ingest_paths([log], session=s)
+                s.commit()
+                took = time.process_time() - c0
+            db.get_engine(url).dispose()
+            db._ENGINES.pop(url, None)
+            print(json.dumps({"ingest": took}), flush=True)
+            continue
         if line.strip() != "run":
             break
         _cold()
@@ -108,7 +124,8 @@ def _cold() -> None:
                 if callable(getattr(obj, "cache_clear", None)):
                     obj.cache_clear()
     # Memos that are plain dicts (by object id).
-    getattr(sys.modules.get("clawviz.recon.canonical"), "_PREFIXES", {}).clear()
+    for name in ("_PREFIXES", "_PAIRS"):
+        getattr(sys.modules.get("clawviz.recon.canonical"), name, {}).clear()
 
 
 class Child:
@@ -130,9 +147,9 @@ class Child:
             raise RuntimeError(f"{self.root}: child ended")
         return json.loads(line)
 
-    def run(self) -> dict[str, float]:
+    def run(self, what: str = "run") -> dict[str, float]:
         assert self.proc.stdin is not None
-        self.proc.stdin.write("run\n")
+        self.proc.stdin.write(f"{what}\n")
         self.proc.stdin.flush()
         return self._read()
 
@@ -155,6 +172,9 @@ def main() -> int:
     ap.add_argument("--head", default=str(HERE.parent), help="the measured checkout")
     ap.add_argument("--pairs", type=int, default=7)
     ap.add_argument("--log", default=None)
+    ap.add_argument(
+        "--ingest", type=int, default=0, help="also N pairs of whole in-process ingests"
+    )
     args = ap.parse_args()
     log = Path(args.log) if args.log else _default_log()
     if args.child:
@@ -170,9 +190,15 @@ def main() -> int:
     for _ in range(args.pairs):
         sa.append(a.run())
         sb.append(b.run())
+    kinds = ["analyse", "ensure"]
+    if args.ingest:
+        kinds.append("ingest")
+        for _ in range(args.ingest):
+            sa.append(a.run("ingest"))
+            sb.append(b.run("ingest"))
     a.close(), b.close()
-    for kind in ("analyse", "ensure"):
-        va, vb = [s[kind] for s in sa], [s[kind] for s in sb]
+    for kind in kinds:
+        va, vb = [s[kind] for s in sa if kind in s], [s[kind] for s in sb if kind in s]
         rs = [y / x for x, y in zip(va, vb, strict=True) if x > 0]
         print(
             f"{kind:8} base {_stats(va)}  head {_stats(vb)}  head/base "

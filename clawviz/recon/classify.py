@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from clawviz.recon.canonical import _literal_prefix, block_text, match_key, normalize_ws
+from clawviz.recon.canonical import block_text, match_key, normalize_ws, with_prefixes
 from clawviz.recon.markers import (
     ALL_IGNORE_PATTERNS,
     CallText,
@@ -117,8 +117,7 @@ def _ground_truth(call: Call, marker: Marker | None) -> tuple[str, str] | None:
 @lru_cache(maxsize=256)
 def _identity(system: str) -> str:
     """The system prompt's identity line: its first 200 characters without volatile spans."""
-    for p in ALL_IGNORE_PATTERNS:
-        prefix = _literal_prefix(p)
+    for p, prefix in with_prefixes(ALL_IGNORE_PATTERNS):
         if not prefix or prefix in system:  # else the pattern cannot match
             system = p.sub("", system)
     # The collapsed form of a prefix is a prefix of the whole text's: only as much of a long

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from clawviz.recon.canonical import _literal_prefix, block_text, strip_patterns
+from clawviz.recon.canonical import block_text, strip_patterns, with_prefixes
 from clawviz.types import Call, Message
 
 
@@ -342,8 +342,7 @@ def _is_wrapper(text: str) -> bool:
 
 
 def _first_hit(patterns: Iterable[re.Pattern[str]], text: str) -> str | None:
-    for p in patterns:
-        prefix = _literal_prefix(p)
+    for p, prefix in with_prefixes(patterns):
         if prefix and prefix not in text:
             continue  # every match starts with it: the regex cannot match
         m = p.search(text)
