@@ -331,8 +331,9 @@ class ViewWalker:
         out = self.out[:n_out]
         if n_out:
             out[-1] = last  # type: ignore[assignment]
-        ignored = self.ignored[:n_ign]
-        snaps = self.snaps[: k + 1]
+        # In place: only this walker reads them (`ignored` leaves as a tuple, `out` as is).
+        ignored, snaps = self.ignored, self.snaps
+        del ignored[n_ign:], snaps[k + 1 :]
         for i in range(k, len(messages)):
             m = messages[i]
             d = memo.user.get(id(m))

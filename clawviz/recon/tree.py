@@ -332,7 +332,9 @@ class _Builder:
         k = min(len(msgs), len(prev))
         if not k or msgs[k - 1] is not prev[k - 1] or msgs[:k] != prev[:k]:
             k = 0
-        nodes, bests = self.prev_nodes[:k], self.prev_best[:k]
+        # In place: only this walk reads the previous request's lists (no copy per call).
+        nodes, bests = self.prev_nodes, self.prev_best
+        del nodes[k:], bests[k:]
         node = nodes[-1] if k else 0
         best: str | None = bests[-1] if k else None
         # One walk finds the deepest owned prefix and lays down this request's own path, so an
