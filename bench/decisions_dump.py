@@ -41,8 +41,19 @@ def _big_logs() -> list[Path]:
     return out
 
 
+PLACES: list[tuple[str, str]] = []
+"""(path, placeholder): the checkout and the temporary folder, which name files (an episode
+of a log with no session id is named by its path), so two checkouts digest alike."""
+
+
+def _neutral(text: str) -> str:
+    for path, placeholder in PLACES:
+        text = text.replace(path, placeholder)
+    return text
+
+
 def _digest(obj: Any, verbose: bool) -> str:
-    text = json.dumps(obj, sort_keys=True, default=str)
+    text = _neutral(json.dumps(obj, sort_keys=True, default=str))
     return text if verbose else hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -91,7 +102,8 @@ def dump_session(name: str, session: Any, verbose: bool) -> None:
         item = stored[eid]
         reward = item["status"]["reward"] if item["status"] else None
         again = _reanalysed(session, eid, reward) if eid else "unattached"
-        print(name, eid or "-", _digest(item, verbose), _digest(again, verbose), flush=True)
+        eid_text = _neutral(eid) or "-"
+        print(name, eid_text, _digest(item, verbose), _digest(again, verbose), flush=True)
 
 
 def dump_paths(name: str, paths: list[Path], tmp: Path, verbose: bool) -> None:
@@ -127,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="decisions-dump-") as t:
         tmp = Path(t)
+        PLACES[:] = [(str(root), "<root>"), (str(tmp), "<tmp>")]
         dump_paths("sample_logs", [root / "sample_logs"], tmp, args.verbose)
         for log in sorted((root / "tests" / "data" / "real_traffic").glob("*.jsonl")):
             dump_paths(f"real_traffic/{log.stem}", [log], tmp, args.verbose)
