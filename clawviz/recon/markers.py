@@ -278,8 +278,8 @@ class TextCache:
     markers: dict[tuple, Marker | None] = field(default_factory=dict)
     """`detect_marker` results by everything they depend on."""
     hits: dict[tuple[int, str], str | None] = field(default_factory=dict)
-    """Marker pattern hits by (id of the patterns, text): a new combination of a call's texts
-    mostly differs in one of them (a new last user text), the others were searched before."""
+    """Marker pattern hits on the system prompt and first user texts (`Hits`): a new
+    combination of a call's texts mostly differs in its last user text only."""
 
 
 def _texts(window: list[Message], memo: dict[int, str]) -> list[str]:
@@ -365,7 +365,9 @@ def rows_for(harness: str | None) -> list[HarnessMarkers]:
 
 Hits = dict[tuple[int, str], str | None]
 """`_first_hit` results by (id of the patterns tuple, text): the tuples are fields of
-`HARNESS_MARKERS`, alive as long as the module."""
+`HARNESS_MARKERS`, alive as long as the module. Only for the system prompt and the first user
+texts, which a thread repeats; a call's last user text is mostly new when its texts are (and
+memoising it would hold one entry per turn and pattern row)."""
 
 
 def _hit(patterns: tuple[re.Pattern[str], ...], text: str, memo: Hits | None) -> str | None:
@@ -396,11 +398,11 @@ def _match_kind(
     if kind == "aux_utility":
         hit = _system_hit_memo(m.utility_system, t.system, memo)
         if hit is None and single_user:
-            hit = _hit(m.utility_user, t.last_user, memo)
-        return hit or _hit(m.utility_last_user, t.last_user, memo)
+            hit = _first_hit(m.utility_user, t.last_user)
+        return hit or _first_hit(m.utility_last_user, t.last_user)
     if kind == "aux_summary":
-        hit = _system_hit_memo(m.summary_system, t.system, memo) or _hit(
-            m.summary_last_user, t.last_user, memo
+        hit = _system_hit_memo(m.summary_system, t.system, memo) or _first_hit(
+            m.summary_last_user, t.last_user
         )
         for name, pat in m.summary_header:
             if hit is None and pat.search(t.headers.get(name, "")):
@@ -417,11 +419,11 @@ def _match_kind(
             m.subagent_first_user, t.first_user, memo
         )
     if kind == "aux_heartbeat":
-        return _hit(m.heartbeat_last_user, t.last_user, memo)
+        return _first_hit(m.heartbeat_last_user, t.last_user)
     if kind == "aux_cron":
         return _hit(m.cron_first_user, t.first_user, memo)
     if kind == "aux_memory_flush":
-        return _hit(m.memory_flush_last_user, t.last_user, memo)
+        return _first_hit(m.memory_flush_last_user, t.last_user)
     return None
 
 
