@@ -427,6 +427,9 @@ def _match_kind(
     return None
 
 
+_UNSEEN = object()
+
+
 def detect_marker(
     call: Call,
     text: CallText | None = None,
@@ -457,11 +460,12 @@ def detect_marker(
         t.first_user,
         t.last_user,
         t.user_texts,
-        tuple(t.headers.get(name) for name in _SUMMARY_HEADERS),
+        tuple(map(t.headers.get, _SUMMARY_HEADERS)),
     )
-    if key not in cache.markers:
-        cache.markers[key] = _detect(call.harness, t, n_user <= 1, continuation, cache.hits)
-    return cache.markers[key]
+    found = cache.markers.get(key, _UNSEEN)
+    if found is _UNSEEN:
+        found = cache.markers[key] = _detect(call.harness, t, n_user <= 1, continuation, cache.hits)
+    return found  # type: ignore[return-value]
 
 
 def _detect(
