@@ -15,8 +15,9 @@ as at the end of an ingest (which turns the collector off and runs in a fresh pr
 
 With `--ingest N`, N more pairs time a whole `ingest_paths` of the log into a fresh store.
 
-The parent alternates the two children turn by turn and prints medians, spreads (min-max) and
-the median of the per-pair ratios head/base. Default log: the 39 MB bench log.
+The parent alternates the children turn by turn (base, each `--also`, head; then again) and
+prints medians, spreads (min-max) and the median of the per-round ratios to the base.
+Default log: the 39 MB bench log.
 """
 
 from __future__ import annotations
@@ -170,6 +171,9 @@ def main() -> int:
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--base", help="the baseline checkout")
     ap.add_argument("--head", default=str(HERE.parent), help="the measured checkout")
+    ap.add_argument(
+        "--also", action="append", default=[], help="more checkouts, measured in the rotation"
+    )
     ap.add_argument("--pairs", type=int, default=7)
     ap.add_argument("--log", default=None)
     ap.add_argument(
@@ -182,28 +186,33 @@ def main() -> int:
         return 0
     if not args.base:
         ap.error("--base is required")
-    a, b = Child(Path(args.base), log), Child(Path(args.head), log)
-    print(f"log {log.name}: {a.ready['episodes']} episodes; base {args.base}, head {args.head}")
-    a.run(), b.run()  # warm-up
-    sa: list[dict[str, float]] = []
-    sb: list[dict[str, float]] = []
+    roots = [args.base, *args.also, args.head]
+    kids = [Child(Path(r), log) for r in roots]
+    print(f"log {log.name}: {kids[0].ready['episodes']} episodes; base {args.base}")
+    for k in kids:
+        k.run()  # warm-up
+    samples: list[list[dict[str, float]]] = [[] for _ in kids]
     for _ in range(args.pairs):
-        sa.append(a.run())
-        sb.append(b.run())
+        for k, out in zip(kids, samples, strict=True):
+            out.append(k.run())
     kinds = ["analyse", "ensure"]
     if args.ingest:
         kinds.append("ingest")
         for _ in range(args.ingest):
-            sa.append(a.run("ingest"))
-            sb.append(b.run("ingest"))
-    a.close(), b.close()
+            for k, out in zip(kids, samples, strict=True):
+                out.append(k.run("ingest"))
+    for k in kids:
+        k.close()
     for kind in kinds:
-        va, vb = [s[kind] for s in sa if kind in s], [s[kind] for s in sb if kind in s]
-        rs = [y / x for x, y in zip(va, vb, strict=True) if x > 0]
-        print(
-            f"{kind:8} base {_stats(va)}  head {_stats(vb)}  head/base "
-            f"{statistics.median(rs):.2f}x ({min(rs):.2f}-{max(rs):.2f})"
-        )
+        va = [s[kind] for s in samples[0] if kind in s]
+        print(f"{kind:8} base {_stats(va)}  ({args.base})")
+        for root, ss in zip(roots[1:], samples[1:], strict=True):
+            vb = [s[kind] for s in ss if kind in s]
+            rs = [y / x for x, y in zip(va, vb, strict=True) if x > 0]
+            print(
+                f"{'':8} {_stats(vb)}  /base {statistics.median(rs):.2f}x "
+                f"({min(rs):.2f}-{max(rs):.2f})  ({root})"
+            )
     return 0
 
 
