@@ -19,6 +19,7 @@ import argparse
 import dataclasses
 import hashlib
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -106,7 +107,7 @@ def dump_session(name: str, session: Any, verbose: bool) -> None:
         print(name, eid_text, _digest(item, verbose), _digest(again, verbose), flush=True)
 
 
-def dump_paths(name: str, paths: list[Path], tmp: Path, verbose: bool) -> None:
+def dump_paths(name: str, paths: list[str | os.PathLike[str]], tmp: Path, verbose: bool) -> None:
     from sqlmodel import Session
 
     from clawviz.ingest.load import ingest_paths
