@@ -47,9 +47,16 @@ def analyse_episode(
     )
 
 
-@lru_cache(maxsize=64)
 def _settings_hash(settings: Settings) -> str:
-    # Settings are frozen and hashable; their hash is JSON plus sha256 (once, not per episode).
+    """`settings.settings_hash` (JSON plus sha256) once per settings, not once per episode."""
+    try:
+        return _memo_settings_hash(settings)
+    except TypeError:  # a field given an unhashable value, bypassing the checks
+        return settings.settings_hash
+
+
+@lru_cache(maxsize=64)
+def _memo_settings_hash(settings: Settings) -> str:
     return settings.settings_hash
 
 
