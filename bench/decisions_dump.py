@@ -9,8 +9,9 @@ Each source is ingested into a fresh SQLite store (ingest stores the decisions f
 it holds in memory); then, per episode, one line with a digest of what the store holds (every
 decision row, the status, reasons with evidence and pinned calls, paths, advantage, segments)
 and a digest of `analyse_episode` run again on the calls reloaded from the store. `--big` adds
-the 39 MB and 100 MB bench logs (`bench/out/full/`, made by `bench/gen.py`). `--verbose` prints
-the decisions themselves instead of their digests (to see what differs).
+the 39 MB and 100 MB bench logs (`bench/out/full/`, made by `bench/gen.py`) and the 100- and
+1,000-call episodes of `bench/run.py --only fig_analysis` (written by `bench/gen.py`).
+`--verbose` prints the decisions themselves instead of their digests (to see what differs).
 """
 
 from __future__ import annotations
@@ -153,6 +154,12 @@ def main(argv: list[str] | None = None) -> int:
             loaded.engine.dispose()
         if args.big:
             for log in _big_logs():
+                dump_paths(log.name, [log], tmp, args.verbose)
+            import gen  # bench/gen.py: the long episodes of `bench/run.py --only fig_analysis`
+
+            for n in (100, 1000):
+                log = tmp / f"episode-{n}.jsonl"
+                gen.write_long_episode(log, n)
                 dump_paths(log.name, [log], tmp, args.verbose)
     return 0
 
