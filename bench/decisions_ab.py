@@ -15,7 +15,8 @@ costs a turn less often). Both run with the cyclic garbage collector off and wit
 clawviz.recon's memo caches emptied, as at the end of an ingest (which turns the collector off
 and runs in a fresh process).
 
-With `--ingest N`, N more pairs time a whole `ingest_paths` of the log into a fresh store.
+With `--ingest N`, N more pairs time a whole `ingest_paths` of the log into a fresh store
+(`ingest`), and the `ensure_analysis` inside it (`at ingest`).
 
 The parent alternates the children turn by turn (base, each `--also`, head; then again) and
 prints medians, spreads (min-max) and the median of the per-round ratios to the base.
@@ -77,15 +78,25 @@ def child(root: Path, log: Path, inner: int) -> None:
         if line.strip() == "ingest":
             n_ingest += 1
             url = f"sqlite:///{tmp / f'ingest-{n_ingest}.db'}"
+            inside: list[float] = []
+
+            def timed(*a: Any, _inside: list[float] = inside, **kw: Any) -> None:
+                c = time.process_time()
+                original(*a, **kw)
+                _inside.append(time.process_time() - c)
+
+            decisions.ensure_analysis = timed
             with Session(db.get_engine(url)) as s:
+                _cold()
                 gc.collect()
                 c0 = time.process_time()
                 ingest_paths([log], session=s)
                 s.commit()
                 took = time.process_time() - c0
+            decisions.ensure_analysis = original
             db.get_engine(url).dispose()
             db._ENGINES.pop(url, None)
-            print(json.dumps({"ingest": took}), flush=True)
+            print(json.dumps({"ingest": took, "at ingest": sum(inside)}), flush=True)
             continue
         if line.strip() != "run":
             break
@@ -222,7 +233,7 @@ def main() -> int:
             out.append(k.run())
     kinds = ["analyse", "ensure"]
     if args.ingest:
-        kinds.append("ingest")
+        kinds += ["ingest", "at ingest"]
         for _ in range(args.ingest):
             for k, out in zip(kids, samples, strict=True):
                 out.append(k.run("ingest"))
@@ -230,12 +241,12 @@ def main() -> int:
         k.close()
     for kind in kinds:
         va = [s[kind] for s in samples[0] if kind in s]
-        print(f"{kind:8} base {_stats(va)}  ({args.base})")
+        print(f"{kind:9} base {_stats(va)}  ({args.base})")
         for root, ss in zip(roots[1:], samples[1:], strict=True):
             vb = [s[kind] for s in ss if kind in s]
             rs = [y / x for x, y in zip(va, vb, strict=True) if x > 0]
             print(
-                f"{'':8} {_stats(vb)}  /base {statistics.median(rs):.2f}x "
+                f"{'':9} {_stats(vb)}  /base {statistics.median(rs):.2f}x "
                 f"({min(rs):.2f}-{max(rs):.2f})  ({root})"
             )
     return 0
