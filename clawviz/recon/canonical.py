@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
-from functools import lru_cache
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import orjson
@@ -95,8 +94,43 @@ except ImportError:  # pragma: no cover (Python < 3.11)
     import sre_parse as _sre_parse
 
 
-@lru_cache(maxsize=256)
+_PREFIXES: dict[int, tuple[re.Pattern[str], str]] = {}
+"""`_literal_prefix` by id(pattern), the pattern kept alive beside it (hashing a compiled
+pattern hashes its whole program: the marker checks ask thousands of times per episode)."""
+
+
 def _literal_prefix(pattern: re.Pattern[str]) -> str:
+    """The literal text every match of `pattern` starts with ('' if none)."""
+    got = _PREFIXES.get(id(pattern))
+    if got is not None and got[0] is pattern:
+        return got[1]
+    if len(_PREFIXES) >= 4096:
+        _PREFIXES.clear()
+    prefix = _parsed_literal_prefix(pattern)
+    _PREFIXES[id(pattern)] = (pattern, prefix)
+    return prefix
+
+
+_PAIRS: dict[int, tuple[tuple[re.Pattern[str], ...], tuple[tuple[re.Pattern[str], str], ...]]] = {}
+"""`with_prefixes` by id(tuple of patterns), the tuple kept alive beside it."""
+
+
+def with_prefixes(patterns: Iterable[re.Pattern[str]]) -> tuple[tuple[re.Pattern[str], str], ...]:
+    """Each pattern with its `_literal_prefix`; memoised for tuples (the marker and ignore
+    pattern tuples are module constants, looked through for every message)."""
+    if type(patterns) is not tuple:
+        return tuple((p, _literal_prefix(p)) for p in patterns)
+    got = _PAIRS.get(id(patterns))
+    if got is not None and got[0] is patterns:
+        return got[1]
+    if len(_PAIRS) >= 4096:
+        _PAIRS.clear()
+    pairs = tuple((p, _literal_prefix(p)) for p in patterns)
+    _PAIRS[id(patterns)] = (patterns, pairs)
+    return pairs
+
+
+def _parsed_literal_prefix(pattern: re.Pattern[str]) -> str:
     """The literal text every match of `pattern` starts with ('' if none).
 
     Read from the parsed pattern: zero-width assertions at its start (`^`, `(?m)^`, `\\b`) are
@@ -124,8 +158,7 @@ def strip_patterns(text: str, patterns: Sequence[re.Pattern[str]]) -> str:
     Each pattern is applied until it no longer matches, so a pattern written for the innermost
     of nested spans removes the outer ones too (Claude Code nests `<system-reminder>` blocks).
     """
-    for p in patterns:
-        prefix = _literal_prefix(p)
+    for p, prefix in with_prefixes(patterns):
         while not prefix or prefix in text:
             stripped = p.sub("", text)
             if stripped == text:

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from clawviz.recon.canonical import block_text, match_key, normalize_ws
+from clawviz.recon.canonical import block_text, match_key, normalize_ws, with_prefixes
 from clawviz.recon.markers import (
     ALL_IGNORE_PATTERNS,
     CallText,
@@ -117,8 +117,17 @@ def _ground_truth(call: Call, marker: Marker | None) -> tuple[str, str] | None:
 @lru_cache(maxsize=256)
 def _identity(system: str) -> str:
     """The system prompt's identity line: its first 200 characters without volatile spans."""
-    for p in ALL_IGNORE_PATTERNS:
-        system = p.sub("", system)
+    for p, prefix in with_prefixes(ALL_IGNORE_PATTERNS):
+        if not prefix or prefix in system:  # else the pattern cannot match
+            system = p.sub("", system)
+    # The collapsed form of a prefix is a prefix of the whole text's: only as much of a long
+    # prompt as gives 200 characters is split (not the whole prompt, once per episode).
+    n = 1024
+    while n < len(system):
+        head = normalize_ws(system[:n])
+        if len(head) > 200:
+            return head[:200]
+        n *= 4
     return normalize_ws(system)[:200]
 
 
@@ -183,14 +192,16 @@ def classify_calls(tree: CallTree) -> Classification:
     roles: dict[str, CallRole] = {}
     walk = _Walk()
     main_root: str | None = None
-    main_identity, main_tools = _main_fingerprint(tree)
     texts: dict[str, CallText] = {}
     text_cache = TextCache()
+    main_identity, main_tools = _main_fingerprint(tree, texts, text_cache)
 
     for call in tree.calls:
         cid = call.call_id
         parent = tree.parent[cid]
-        text = texts[cid] = call_text(call, text_cache)
+        text = texts.get(cid)
+        if text is None:
+            text = texts[cid] = call_text(call, text_cache)
         if call.endpoint == "non_model":
             roles[cid] = CallRole("aux_non_model", f"non-model endpoint {call.method} {call.url}")
             continue
@@ -286,17 +297,24 @@ def _link_role(
     return cr
 
 
-def _main_fingerprint(tree: CallTree) -> tuple[str | None, bool]:
+def _main_fingerprint(
+    tree: CallTree, texts: dict[str, CallText], cache: TextCache
+) -> tuple[str | None, bool]:
     """System identity of the main agent: the earliest unmarked root offering tools.
 
     Chosen before classifying so that a tool-less side call logged first (a title request
-    with an unknown prompt) cannot become the main agent.
+    with an unknown prompt) cannot become the main agent. The marker texts it reads are kept
+    in `texts` (and its marker look-ups in `cache`) for the classification that follows.
     """
     fallback: str | None = None
     for call in tree.calls:
-        if tree.parent[call.call_id] is not None or call.endpoint == "non_model":
+        cid = call.call_id
+        if tree.parent[cid] is not None or call.endpoint == "non_model":
             continue
-        if call.turn_type or call.call_id in tree.failed or detect_marker(call) is not None:
+        if call.turn_type or cid in tree.failed:
+            continue
+        text = texts[cid] = call_text(call, cache)
+        if detect_marker(call, text, cache=cache) is not None:
             continue
         if call.tools:
             return _identity(call.system), True

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from clawviz.recon.canonical import _literal_prefix, block_text, strip_patterns
+from clawviz.recon.canonical import block_text, strip_patterns, with_prefixes
 from clawviz.types import Call, Message
 
 
@@ -271,11 +271,15 @@ class TextCache:
 
     user: dict[int, str] = field(default_factory=dict)
     """Non-blank user text of a message object, by id ('' when blank or not a user message)."""
-    heads: dict[tuple[int, ...], tuple[str, ...]] = field(default_factory=dict)
-    """Non-blank user texts of the first messages, by the ids of those messages."""
+    heads: dict[tuple[int, ...], tuple[tuple[str, ...], str]] = field(default_factory=dict)
+    """Non-blank user texts of the first messages and the first of them that is not a context
+    block (`CallText.first_user`), by the ids of those messages."""
     wrapper: dict[str, bool] = field(default_factory=dict)
     markers: dict[tuple, Marker | None] = field(default_factory=dict)
     """`detect_marker` results by everything they depend on."""
+    hits: dict[tuple[int, str], str | None] = field(default_factory=dict)
+    """Marker pattern hits on the system prompt and first user texts (`Hits`): a new
+    combination of a call's texts mostly differs in its last user text only."""
 
 
 def _texts(window: list[Message], memo: dict[int, str]) -> list[str]:
@@ -298,11 +302,21 @@ def call_text(call: Call, cache: TextCache | None = None) -> CallText:
     c = TextCache() if cache is None else cache
     head = call.messages[:_SCAN]
     head_key = tuple(map(id, head))
-    first = c.heads.get(head_key)
-    if first is None:
-        first = c.heads[head_key] = tuple([t for t in _texts(head, c.user) if t][:3])
+    got = c.heads.get(head_key)
+    if got is None:
+        first = tuple([t for t in _texts(head, c.user) if t][:3])
+        own = [t for t in first if _first_hit(_CONTEXT_PATTERNS, t) is None]
+        got = c.heads[head_key] = (first, own[0] if own else (first[0] if first else ""))
+    first, first_user = got
     last = raw = ""
-    for text in reversed(_texts(call.messages[-_SCAN:], c.user)):
+    memo = c.user
+    msgs = call.messages
+    # From the end, each text read only until the last own user text is found.
+    for m in reversed(msgs[-_SCAN:] if len(msgs) > _SCAN else msgs):
+        text = memo.get(id(m))
+        if text is None:
+            text = _user_text(m)
+            text = memo[id(m)] = text if text.strip() else ""
         if not text:
             continue
         raw = raw or text
@@ -313,10 +327,9 @@ def call_text(call: Call, cache: TextCache | None = None) -> CallText:
             last = text
             break
     headers = {k.lower(): str(v) for k, v in (call.headers or {}).items()} if call.headers else {}
-    own = [t for t in first if _first_hit(_CONTEXT_PATTERNS, t) is None]
     return CallText(
         system=call.system or "",
-        first_user=own[0] if own else (first[0] if first else ""),
+        first_user=first_user,
         last_user=last or raw,
         last_user_raw=raw,
         user_texts=first,
@@ -329,8 +342,7 @@ def _is_wrapper(text: str) -> bool:
 
 
 def _first_hit(patterns: Iterable[re.Pattern[str]], text: str) -> str | None:
-    for p in patterns:
-        prefix = _literal_prefix(p)
+    for p, prefix in with_prefixes(patterns):
         if prefix and prefix not in text:
             continue  # every match starts with it: the regex cannot match
         m = p.search(text)
@@ -351,14 +363,45 @@ def rows_for(harness: str | None) -> list[HarnessMarkers]:
     return ([own] if own else []) + [m for m in HARNESS_MARKERS if m is not own]
 
 
-def _match_kind(kind: str, m: HarnessMarkers, t: CallText, single_user: bool) -> str | None:
+Hits = dict[tuple[int, str], str | None]
+"""`_first_hit` results by (id of the patterns tuple, text): the tuples are fields of
+`HARNESS_MARKERS`, alive as long as the module. Only for the system prompt and the first user
+texts, which a thread repeats; a call's last user text is mostly new when its texts are (and
+memoising it would hold one entry per turn and pattern row)."""
+
+
+def _hit(patterns: tuple[re.Pattern[str], ...], text: str, memo: Hits | None) -> str | None:
+    if memo is None:
+        return _first_hit(patterns, text)
+    key = (id(patterns), text)
+    if key in memo:
+        return memo[key]
+    hit = memo[key] = _first_hit(patterns, text)
+    return hit
+
+
+def _system_hit_memo(
+    patterns: tuple[re.Pattern[str], ...], system: str, memo: Hits | None
+) -> str | None:
+    if memo is None:
+        return _system_hit(patterns, system)
+    key = (id(patterns), system)
+    if key in memo:
+        return memo[key]
+    hit = memo[key] = _system_hit(patterns, system)
+    return hit
+
+
+def _match_kind(
+    kind: str, m: HarnessMarkers, t: CallText, single_user: bool, memo: Hits | None = None
+) -> str | None:
     if kind == "aux_utility":
-        hit = _system_hit(m.utility_system, t.system)
+        hit = _system_hit_memo(m.utility_system, t.system, memo)
         if hit is None and single_user:
             hit = _first_hit(m.utility_user, t.last_user)
         return hit or _first_hit(m.utility_last_user, t.last_user)
     if kind == "aux_summary":
-        hit = _system_hit(m.summary_system, t.system) or _first_hit(
+        hit = _system_hit_memo(m.summary_system, t.system, memo) or _first_hit(
             m.summary_last_user, t.last_user
         )
         for name, pat in m.summary_header:
@@ -367,21 +410,24 @@ def _match_kind(kind: str, m: HarnessMarkers, t: CallText, single_user: bool) ->
         return hit
     if kind == "continuation":
         for text in t.user_texts:
-            hit = _first_hit(m.continuation_user, text)
+            hit = _hit(m.continuation_user, text, memo)
             if hit:
                 return hit
         return None
     if kind == "aux_subagent":
-        return _system_hit(m.subagent_system, t.system) or _first_hit(
-            m.subagent_first_user, t.first_user
+        return _system_hit_memo(m.subagent_system, t.system, memo) or _hit(
+            m.subagent_first_user, t.first_user, memo
         )
     if kind == "aux_heartbeat":
         return _first_hit(m.heartbeat_last_user, t.last_user)
     if kind == "aux_cron":
-        return _first_hit(m.cron_first_user, t.first_user)
+        return _hit(m.cron_first_user, t.first_user, memo)
     if kind == "aux_memory_flush":
         return _first_hit(m.memory_flush_last_user, t.last_user)
     return None
+
+
+_UNSEEN = object()
 
 
 def detect_marker(
@@ -414,22 +460,27 @@ def detect_marker(
         t.first_user,
         t.last_user,
         t.user_texts,
-        tuple(t.headers.get(name) for name in _SUMMARY_HEADERS),
+        tuple(map(t.headers.get, _SUMMARY_HEADERS)),
     )
-    if key not in cache.markers:
-        cache.markers[key] = _detect(call.harness, t, n_user <= 1, continuation)
-    return cache.markers[key]
+    found = cache.markers.get(key, _UNSEEN)
+    if found is _UNSEEN:
+        found = cache.markers[key] = _detect(call.harness, t, n_user <= 1, continuation, cache.hits)
+    return found  # type: ignore[return-value]
 
 
 def _detect(
-    harness: str | None, t: CallText, single_user: bool, continuation: bool
+    harness: str | None,
+    t: CallText,
+    single_user: bool,
+    continuation: bool,
+    memo: Hits | None = None,
 ) -> Marker | None:
     rows = rows_for(harness)
     for kind in MARKER_ORDER:
         if kind == "continuation" and not continuation:
             continue
         for m in rows:
-            hit = _match_kind(kind, m, t, single_user=single_user)
+            hit = _match_kind(kind, m, t, single_user, memo)
             if hit:
                 return Marker(kind=kind, harness=m.harness, evidence=hit)
     return None

@@ -114,6 +114,9 @@ _JOINED_CONTINUE = re.compile(
 
 
 def _joined_continue_removed(text: str) -> str | None:
+    # The pattern starts with whitespace runs: the literal check spares scanning every text.
+    if "Continue the current task from the existing transcript" not in text:
+        return None
     return _JOINED_CONTINUE.sub("", text) if _JOINED_CONTINUE.search(text) else None
 
 
@@ -206,10 +209,10 @@ def _decide(message: Message) -> tuple[str, tuple[tuple[str, str], ...], Message
     if message.get("role") != "user":
         return "keep", (), None
     content = message.get("content")
-    if isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") not in ("text", None) for b in content
-    ):
-        return "keep", (), None  # tool results and images are history
+    if isinstance(content, list):
+        for b in content:
+            if isinstance(b, dict) and b.get("type") not in ("text", None):
+                return "keep", (), None  # tool results and images are history
     text = block_text(content)
     for drop in DROP_RULES:
         if drop.pattern.search(text):
@@ -328,8 +331,9 @@ class ViewWalker:
         out = self.out[:n_out]
         if n_out:
             out[-1] = last  # type: ignore[assignment]
-        ignored = self.ignored[:n_ign]
-        snaps = self.snaps[: k + 1]
+        # In place: only this walker reads them (`ignored` leaves as a tuple, `out` as is).
+        ignored, snaps = self.ignored, self.snaps
+        del ignored[n_ign:], snaps[k + 1 :]
         for i in range(k, len(messages)):
             m = messages[i]
             d = memo.user.get(id(m))

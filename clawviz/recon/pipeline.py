@@ -8,6 +8,7 @@ The cache of these results in the store lives in `clawviz.store.decisions`.
 from __future__ import annotations
 
 from collections.abc import Hashable
+from functools import lru_cache
 
 from clawviz.recon.advantage import grpo_advantages
 from clawviz.recon.classify import classify_calls
@@ -36,7 +37,7 @@ def analyse_episode(
             p.ppo_return = reward
     return EpisodeAnalysis(
         episode_id=episode_id or UNATTACHED,
-        settings_hash=settings.settings_hash,
+        settings_hash=_settings_hash(settings),
         status="dropped" if any(drops(r, settings) for r in result.reasons) else "kept",
         reasons=result.reasons,
         decisions=result.decisions,
@@ -44,6 +45,19 @@ def analyse_episode(
         reward=reward,
         n_segments=cls.n_segments,
     )
+
+
+def _settings_hash(settings: Settings) -> str:
+    """`settings.settings_hash` (JSON plus sha256) once per settings, not once per episode."""
+    try:
+        return _memo_settings_hash(settings)
+    except TypeError:  # a field given an unhashable value, bypassing the checks
+        return settings.settings_hash
+
+
+@lru_cache(maxsize=64)
+def _memo_settings_hash(settings: Settings) -> str:
+    return settings.settings_hash
 
 
 def drops(reason: Reason, settings: Settings = DEFAULT_SETTINGS) -> bool:

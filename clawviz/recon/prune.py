@@ -62,8 +62,10 @@ def retry_kind(prev: Call, cur: Call) -> str:
     which tree matching ignores, so the kind is read from the messages themselves)."""
     if len(prev.messages) != len(cur.messages):
         return HARNESS_RETRY
+    # The store shares one object per distinct message: the same object needs no hashing.
     same = all(
-        message_hash(a) == message_hash(b) for a, b in zip(prev.messages, cur.messages, strict=True)
+        a is b or message_hash(a) == message_hash(b)
+        for a, b in zip(prev.messages, cur.messages, strict=True)
     )
     return IDENTICAL_RESEND if same else HARNESS_RETRY
 

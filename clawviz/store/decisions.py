@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, fields
+from operator import attrgetter
 from typing import Any
 
 import orjson
@@ -297,30 +298,53 @@ def _ensure_unattached(session: Session, settings: Settings) -> None:
     session.commit()
 
 
-def _decision_rows(a: EpisodeAnalysis, h: str, episode_id: str) -> list[dict]:
-    # Field by field: dataclasses.asdict deep-copies and costs more than the insert.
+_VALUE_FIELDS = tuple(f for f in _DECISION_FIELDS if f != "match_ignored")
+_DECISION_COLS = ("settings_hash", "episode_id", *_VALUE_FIELDS, "match_ignored")
+"""Columns of `_decision_values`, in their order."""
+_decision_fields = attrgetter(*_VALUE_FIELDS)
+
+
+def _decision_values(a: EpisodeAnalysis, h: str, episode_id: str) -> list[tuple]:
+    """The decision rows of an analysis as tuples in `_DECISION_COLS` order (one C call per
+    decision reads its fields: dataclasses.asdict deep-copies and costs more than the insert)."""
     return [
-        {"settings_hash": h, "episode_id": episode_id}
-        | {f: getattr(d, f) for f in _DECISION_FIELDS}
-        | {"match_ignored": orjson.dumps(d.match_ignored).decode()}
+        (
+            h,
+            episode_id,
+            *_decision_fields(d),
+            orjson.dumps(d.match_ignored).decode() if d.match_ignored else "[]",
+        )
         for d in a.decisions.values()
     ]
 
 
+def _decision_rows(a: EpisodeAnalysis, h: str, episode_id: str) -> list[dict]:
+    return [dict(zip(_DECISION_COLS, v, strict=True)) for v in _decision_values(a, h, episode_id)]
+
+
 def _insert_decisions(session: Session, rows: list[dict[str, Any]]) -> None:
+    """Insert decision rows given as dicts (see `_insert_decision_values`)."""
+    if rows:
+        cols = tuple(rows[0])
+        _insert_decision_values(session, cols, [tuple(r[c] for c in cols) for r in rows])
+
+
+def _insert_decision_values(session: Session, cols: tuple[str, ...], values: list[tuple]) -> None:
     """Insert decision rows; on SQLite through the driver's executemany (the hot path: one row
-    per call, and SQLAlchemy's per-value parameter processing cost more than the insert)."""
-    if not rows:
+    per call, and SQLAlchemy's per-value parameter processing cost more than the insert).
+    A text starting with `NUL_PREFIX` takes SQLAlchemy's path, which encodes it."""
+    if not values:
         return
     plain = session.get_bind().dialect.name == "sqlite" and not any(
-        isinstance(v, str) and v.startswith(NUL_PREFIX) for r in rows for v in r.values()
+        isinstance(v, str) and v.startswith(NUL_PREFIX) for row in values for v in row
     )
     if not plain:
-        session.execute(insert(DecisionRow.__table__), rows)
+        session.connection().execute(
+            insert(DecisionRow.__table__), [dict(zip(cols, v, strict=True)) for v in values]
+        )
         return
-    cols = tuple(rows[0])
     sql = f"INSERT INTO decision ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
-    session.connection().exec_driver_sql(sql, [tuple(r[c] for c in cols) for r in rows])
+    session.connection().exec_driver_sql(sql, values)
 
 
 def _chunks(items: list[str], n: int = 500) -> list[list[str]]:
@@ -337,17 +361,19 @@ def _persist(
     # Every episode of the batch, not only those stored before this run looked: a parallel
     # process may have stored one since (on SQLite the delete and insert are one write).
     replaced = [a.episode_id for a, _ in analyses]
+    # Core statements on the session's connection: plain tables, no ORM bookkeeping.
+    con = session.connection()
     for chunk in _chunks(replaced):
-        session.execute(delete(dec).where(dec.c.settings_hash == h, dec.c.episode_id.in_(chunk)))
-        session.execute(delete(sts).where(sts.c.settings_hash == h, sts.c.episode_id.in_(chunk)))
+        con.execute(delete(dec).where(dec.c.settings_hash == h, dec.c.episode_id.in_(chunk)))
+        con.execute(delete(sts).where(sts.c.settings_hash == h, sts.c.episode_id.in_(chunk)))
     # Calls can move between episodes (a file's fallback episode resolved later).
     for chunk in _chunks([cid for a, _ in analyses for cid in a.decisions]):
-        session.execute(delete(dec).where(dec.c.settings_hash == h, dec.c.call_id.in_(chunk)))
-    rows = [row for a, _ in analyses for row in _decision_rows(a, h, a.episode_id)]
-    _insert_decisions(session, rows)
+        con.execute(delete(dec).where(dec.c.settings_hash == h, dec.c.call_id.in_(chunk)))
+    values = [v for a, _ in analyses for v in _decision_values(a, h, a.episode_id)]
+    _insert_decision_values(session, _DECISION_COLS, values)
     prefix, suffix = _settings_json_parts(settings)
     now = utcnow()
-    session.execute(
+    con.execute(
         insert(sts),
         [
             {
@@ -418,7 +444,7 @@ def _refresh_groups(
     apply_grpo(analyses, group_of, settings)
     if analyses:
         sts = EpisodeStatus.__table__
-        session.execute(
+        session.connection().execute(
             update(sts)
             .where(sts.c.settings_hash == bindparam("b_h"), sts.c.episode_id == bindparam("b_e"))
             .values(advantage=bindparam("b_adv"), paths_json=bindparam("b_paths")),
