@@ -45,6 +45,9 @@ class ParsedExchange:
     raw_messages: list[Any] = field(default_factory=list)
     """Wire messages, aligned with `call.messages` (a list of items for a Responses group)."""
     message_hashes: list[str] = field(default_factory=list)
+    raw_wire: list[bytes | None] | None = None
+    """The JSON bytes of each raw message where the parser made them (None: not made), so the
+    store writes a new message without serialising it again."""
     system_raw: Any = None
     tools_raw: list[Any] = field(default_factory=list)
     envelope: dict[str, Any] = field(default_factory=dict)
@@ -63,10 +66,11 @@ class _Converted:
     raws: list[Any]
     messages: list[Message]
     hashes: list[str]
+    wires: list[bytes | None]
 
 
 class MessageCache:
-    """Internal-shape conversions of raw messages, keyed by a digest of their wire bytes.
+    """Internal-shape conversions of raw messages, keyed by their wire bytes (with the tag).
 
     Every call re-sends the whole history, so converting and hashing only the new messages is
     what keeps ingest near the cost of JSON decoding.
@@ -75,7 +79,7 @@ class MessageCache:
     def __init__(self, max_bytes: int = 24 * 1024 * 1024, n_recent: int = 16) -> None:
         self.max_bytes = max_bytes
         self._bytes = 0
-        self._entries: dict[bytes, tuple[Message, str]] = {}
+        self._entries: dict[tuple[bytes, bytes], tuple[Message, str]] = {}
         self.n_recent = n_recent
         self.recent: list[_Converted] = []
         """The last requests' conversions: a new request usually extends one of them."""
@@ -106,10 +110,10 @@ class MessageCache:
         if len(self.recent) > self.n_recent:
             self.recent.pop(0)
 
-    def get(self, key: bytes) -> tuple[Message, str] | None:
+    def get(self, key: tuple[bytes, bytes]) -> tuple[Message, str] | None:
         return self._entries.get(key)
 
-    def put(self, key: bytes, value: tuple[Message, str], size: int) -> None:
+    def put(self, key: tuple[bytes, bytes], value: tuple[Message, str], size: int) -> None:
         if self._bytes + size > self.max_bytes:
             # Bounded memory: a fresh cache only costs re-conversion of the next few histories.
             self._entries.clear()
@@ -382,18 +386,22 @@ def _converted_hash(msg: Message) -> str:
 
 def _convert(
     raws: list[Any], convert: Any, cache: MessageCache | None, tag: bytes
-) -> tuple[list[Message], list[str]]:
-    """Convert raw messages through the cache; returns internal messages and their hashes."""
+) -> tuple[list[Message], list[str], list[bytes | None]]:
+    """Convert raw messages through the cache; returns internal messages, their hashes and the
+    wire bytes made on the way (None for the messages of a shared history prefix)."""
     messages: list[Message] = []
     hashes: list[str] = []
+    wires: list[bytes | None] = []
     if cache is not None:
         # Equal raw dicts compare in C without serialising: reuse the shared history prefix.
         prev, n = cache.longest_prefix(tag, raws)
         if prev is not None:
             messages, hashes = prev.messages[:n], prev.hashes[:n]
+            wires = [None] * n
     for raw in raws[len(messages) :]:
         wire = orjson.dumps(raw)
-        key = hashlib.blake2b(tag + wire, digest_size=20).digest()
+        # The bytes themselves are the key: hashed by the dict, compared exactly on a hit.
+        key = (tag, wire)
         hit = cache.get(key) if cache is not None else None
         if hit is None:
             msg = convert(raw)
@@ -404,9 +412,10 @@ def _convert(
                 cache.put(key, hit, len(wire))
         messages.append(hit[0])
         hashes.append(hit[1])
+        wires.append(wire)
     if cache is not None and raws:
-        cache.remember(_Converted(tag, raws, messages, hashes))
-    return messages, hashes
+        cache.remember(_Converted(tag, raws, messages, hashes, wires))
+    return messages, hashes, wires
 
 
 @dataclass
@@ -417,6 +426,7 @@ class _Request:
     raw_messages: list[Any]
     messages: list[Message]
     hashes: list[str]
+    wires: list[bytes | None]
     tools_raw: list[Any]
     tool_names: list[str]
     envelope: dict[str, Any]
@@ -434,7 +444,7 @@ def _tool_names(tools: list[Any]) -> list[str]:
 def _parse_request(endpoint: Endpoint, body: Any, cache: MessageCache | None) -> _Request:
     if endpoint == "non_model":
         envelope = body if isinstance(body, dict) else {"_body": body}
-        return _Request(None, [], [], [], [], [], envelope)
+        return _Request(None, [], [], [], [], [], [], envelope)
     if not isinstance(body, dict):
         raise FormatError(f"{endpoint} request body is not a JSON object")
     tools = body.get("tools") or []
@@ -445,7 +455,7 @@ def _parse_request(endpoint: Endpoint, body: Any, cache: MessageCache | None) ->
         raws = body.get("messages")
         if not isinstance(raws, list) or not all(isinstance(m, dict) for m in raws):
             raise FormatError("anthropic_messages request has no 'messages' list of objects")
-        msgs, hashes = _convert(raws, anthropic_message, cache, b"a")
+        msgs, hashes, wires = _convert(raws, anthropic_message, cache, b"a")
         system_raw = body.get("system")
     elif endpoint == "openai_chat":
         raws = body.get("messages")
@@ -458,7 +468,7 @@ def _parse_request(endpoint: Endpoint, body: Any, cache: MessageCache | None) ->
             n_lead += 1
         system_raw = raws[:n_lead] or None
         raws = raws[n_lead:]
-        msgs, hashes = _convert(raws, openai_message, cache, b"o")
+        msgs, hashes, wires = _convert(raws, openai_message, cache, b"o")
     else:
         items = body.get("input")
         if isinstance(items, str):
@@ -468,9 +478,9 @@ def _parse_request(endpoint: Endpoint, body: Any, cache: MessageCache | None) ->
         if not isinstance(items, list):
             raise FormatError("openai_responses request 'input' is neither a string nor a list")
         raws = group_responses_items(items)
-        msgs, hashes = _convert(raws, responses_group_message, cache, b"r")
+        msgs, hashes, wires = _convert(raws, responses_group_message, cache, b"r")
         system_raw = body.get("instructions")
-    return _Request(system_raw, raws, msgs, hashes, tools, _tool_names(tools), envelope)
+    return _Request(system_raw, raws, msgs, hashes, wires, tools, _tool_names(tools), envelope)
 
 
 @dataclass
@@ -866,6 +876,7 @@ def _parse_exchange(
         call=call,
         raw_messages=req.raw_messages,
         message_hashes=req.hashes,
+        raw_wire=req.wires,
         system_raw=req.system_raw,
         tools_raw=req.tools_raw,
         envelope=req.envelope,
