@@ -384,6 +384,40 @@ def _converted_hash(msg: Message) -> str:
     return hashlib.sha256(dumps_canonical(canon)).hexdigest()
 
 
+def _same_but_cache_control(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two Anthropic wire messages whose conversions are equal: the same role and the same
+    content but for the blocks' own `cache_control` (which `anthropic_message` drops)."""
+    if a.get("role") != b.get("role"):
+        return False
+    ca, cb = a.get("content"), b.get("content")
+    if ca == cb:
+        return True
+    if type(ca) is not list or type(cb) is not list or len(ca) != len(cb):
+        return False
+    for x, y in zip(ca, cb, strict=True):
+        if x == y:
+            continue
+        if type(x) is not dict or type(y) is not dict:
+            return False
+        if {k: v for k, v in x.items() if k != "cache_control"} != {
+            k: v for k, v in y.items() if k != "cache_control"
+        }:
+            return False
+    return True
+
+
+def _extend_past_cache_control(prev: list[Any], raws: list[Any], n: int) -> int:
+    """The shared prefix length, counting messages that differ only in block cache_control.
+
+    Claude Code moves its cache breakpoint to the newest message every turn, so the message
+    that carried it last turn comes back without it: its conversion and hash are the ones the
+    previous request already made."""
+    limit = min(len(prev), len(raws))
+    while n < limit and (prev[n] == raws[n] or _same_but_cache_control(prev[n], raws[n])):
+        n += 1
+    return n
+
+
 def _convert(
     raws: list[Any], convert: Any, cache: MessageCache | None, tag: bytes
 ) -> tuple[list[Message], list[str], list[bytes | None]]:
@@ -395,6 +429,8 @@ def _convert(
     if cache is not None:
         # Equal raw dicts compare in C without serialising: reuse the shared history prefix.
         prev, n = cache.longest_prefix(tag, raws)
+        if prev is not None and tag == b"a":
+            n = _extend_past_cache_control(prev.raws, raws, n)
         if prev is not None:
             messages, hashes = prev.messages[:n], prev.hashes[:n]
             wires = [None] * n
