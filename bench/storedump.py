@@ -64,7 +64,9 @@ def ingest(checkout: str, db: str, logs: list[str]) -> None:
         "    ingest_paths(sys.argv[2:], session=s)\n"
     )
     env = {**os.environ, "PYTHONPATH": checkout, "CLAWVIZ_NO_SAMPLES": "1"}
-    subprocess.run([sys.executable, "-c", code, db, *logs], cwd=checkout, env=env, check=True)
+    # Absolute paths: both checkouts read the same files (the child runs in its checkout).
+    paths = [str(Path(p).resolve()) for p in logs]
+    subprocess.run([sys.executable, "-c", code, db, *paths], cwd=checkout, env=env, check=True)
 
 
 def compare(base: str, logs: list[str]) -> int:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import repeat
-from collections.abc import Iterable
 from typing import Any
 
 import orjson
