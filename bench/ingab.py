@@ -7,7 +7,8 @@ long-lived child per checkout, interleaved with the bare orjson parse (orjson, A
 Each child imports its checkout once and warms up with one ingest, as `bench/run.py
 --only fig_r2_ingest` does in-process; every run goes into a fresh SQLite store. CPU seconds
 (process time of the child, decisions at ingest included), medians and spreads, and each
-checkout's per-round ratio to the orjson parse measured in the same round.
+checkout's per-round ratio to the orjson parse measured in the same round. `--no-decisions`
+times the parse and write path alone (the analysis at the end of ingest left out).
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ from sqlmodel import Session
 from clawviz.store import db
 from clawviz.ingest.load import ingest_paths
 log, folder = sys.argv[1], Path(sys.argv[2])
+if sys.argv[3:] == ["--no-decisions"]:
+    import clawviz.ingest.load as load
+    load.decisions.ensure_analysis = lambda *a, **k: None
 i = 0
 for cmd in sys.stdin:
     i += 1
@@ -50,11 +54,12 @@ for cmd in sys.stdin:
 """
 
 
-def child(root: Path, log: Path, folder: Path) -> subprocess.Popen[str]:
+def child(root: Path, log: Path, folder: Path, no_decisions: bool) -> subprocess.Popen[str]:
     folder.mkdir(parents=True, exist_ok=True)
+    extra = ["--no-decisions"] if no_decisions else []
     env = {**os.environ, "CLAWVIZ_NO_SAMPLES": "1", "PYTHONPATH": str(root)}
     return subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(log), str(folder)],
+        [sys.executable, "-c", CHILD, str(log), str(folder), *extra],
         cwd=root,
         env=env,
         stdin=subprocess.PIPE,
@@ -75,12 +80,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--base", required=True, type=Path, help="the checkout to compare against")
     p.add_argument("--log", type=Path, default=ROOT / "bench" / "out" / "full" / "log-39MB.jsonl")
     p.add_argument("-n", "--repeats", type=int, default=7)
+    p.add_argument(
+        "--no-decisions",
+        action="store_true",
+        help="leave out the decisions at the end of ingest (the parse and write path alone)",
+    )
     args = p.parse_args(argv)
     out = ROOT / "bench" / "out" / "ingab"
     parse = round2.orjson_parse(args.log)
     kids = {
-        "base": child(args.base.resolve(), args.log, out / "base"),
-        "this": child(ROOT, args.log, out / "this"),
+        "base": child(args.base.resolve(), args.log, out / "base", args.no_decisions),
+        "this": child(ROOT, args.log, out / "this", args.no_decisions),
     }
     for k in kids.values():
         run(k)  # warm-up
