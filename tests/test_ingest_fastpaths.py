@@ -203,3 +203,29 @@ def test_stored_raw_message_is_orjsons_bytes_of_the_wire_message(session: Sessio
         orjson.loads(store.message_texts(rows[last.message_hashes[-1]])[1])
         == (last.raw_messages[-1])
     )
+
+
+def test_a_digest_collision_in_the_message_cache_costs_a_conversion_not_a_wrong_message(
+    monkeypatch,
+):
+    import clawviz.ingest.exchange as exchange
+
+    monkeypatch.setattr(exchange, "xxh3_64_intdigest", lambda data: 0)  # every key collides
+    cache = MessageCache()
+    requests = _conversation()
+    # Out of order and each twice: found through the cache, not as a prefix of the last one.
+    order = [2, 0, 1, 2, 0]
+    cached = [_parse(requests[i], cache, n) for n, i in enumerate(order)]
+    for p, i in zip(cached, order, strict=True):
+        plain = _parse(requests[i], None, 0)
+        assert p.call.messages == plain.call.messages
+        assert p.message_hashes == plain.message_hashes
+
+
+def test_the_message_cache_finds_a_message_sent_again_out_of_order():
+    cache = MessageCache()
+    cache.n_recent = 0  # no prefix reuse: only the wire-bytes cache can help
+    requests = _conversation()
+    a = _parse(requests[2], cache, 0)
+    b = _parse(requests[2], cache, 1)
+    assert all(x is y for x, y in zip(a.call.messages, b.call.messages, strict=True))

@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
+from xxhash import xxh3_64_intdigest
 
 from clawviz.ingest import sse
 from clawviz.ingest.record import FormatError, check_message, validate_call
@@ -70,7 +71,10 @@ class _Converted:
 
 
 class MessageCache:
-    """Internal-shape conversions of raw messages, keyed by their wire bytes (with the tag).
+    """Internal-shape conversions of raw messages, found by their wire bytes (with the tag).
+
+    The dict key is a fast xxh3 digest of the bytes; a hit counts only when the stored bytes
+    are equal too, so a digest collision costs a conversion, never a wrong message.
 
     Every call re-sends the whole history, so converting and hashing only the new messages is
     what keeps ingest near the cost of JSON decoding.
@@ -79,7 +83,7 @@ class MessageCache:
     def __init__(self, max_bytes: int = 24 * 1024 * 1024, n_recent: int = 16) -> None:
         self.max_bytes = max_bytes
         self._bytes = 0
-        self._entries: dict[tuple[bytes, bytes], tuple[Message, str]] = {}
+        self._entries: dict[tuple[bytes, int], tuple[bytes, Message, str]] = {}
         self.n_recent = n_recent
         self.recent: list[_Converted] = []
         """The last requests' conversions: a new request usually extends one of them."""
@@ -110,16 +114,19 @@ class MessageCache:
         if len(self.recent) > self.n_recent:
             self.recent.pop(0)
 
-    def get(self, key: tuple[bytes, bytes]) -> tuple[Message, str] | None:
-        return self._entries.get(key)
+    def get(self, tag: bytes, wire: bytes) -> tuple[Message, str] | None:
+        entry = self._entries.get((tag, xxh3_64_intdigest(wire)))
+        if entry is None or entry[0] != wire:
+            return None
+        return entry[1], entry[2]
 
-    def put(self, key: tuple[bytes, bytes], value: tuple[Message, str], size: int) -> None:
-        if self._bytes + size > self.max_bytes:
+    def put(self, tag: bytes, wire: bytes, value: tuple[Message, str]) -> None:
+        if self._bytes + len(wire) > self.max_bytes:
             # Bounded memory: a fresh cache only costs re-conversion of the next few histories.
             self._entries.clear()
             self._bytes = 0
-        self._entries[key] = value
-        self._bytes += size
+        self._entries[(tag, xxh3_64_intdigest(wire))] = (wire, *value)
+        self._bytes += len(wire)
 
 
 @lru_cache(maxsize=1024)
@@ -436,16 +443,14 @@ def _convert(
             wires = [None] * n
     for raw in raws[len(messages) :]:
         wire = orjson.dumps(raw)
-        # The bytes themselves are the key: hashed by the dict, compared exactly on a hit.
-        key = (tag, wire)
-        hit = cache.get(key) if cache is not None else None
+        hit = cache.get(tag, wire) if cache is not None else None
         if hit is None:
             msg = convert(raw)
             # Checked once per distinct message: a cached conversion was checked when made.
             check_message(msg, f"request message {len(messages)}")
             hit = (msg, _converted_hash(msg))
             if cache is not None:
-                cache.put(key, hit, len(wire))
+                cache.put(tag, wire, hit)
         messages.append(hit[0])
         hashes.append(hit[1])
         wires.append(wire)
