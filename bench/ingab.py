@@ -9,6 +9,8 @@ Each child imports its checkout once and warms up with one ingest, as `bench/run
 (process time of the child, decisions at ingest included), medians and spreads, and each
 checkout's per-round ratio to the orjson parse measured in the same round. `--no-decisions`
 times the parse and write path alone (the analysis at the end of ingest left out).
+`--callgrind` counts instructions instead (valgrind; minutes per checkout): a figure the
+other processes on a shared machine cannot disturb.
 """
 
 from __future__ import annotations
@@ -68,6 +70,63 @@ def child(root: Path, log: Path, folder: Path, no_decisions: bool) -> subprocess
     )
 
 
+ONCE = r"""
+import sys
+from pathlib import Path
+from sqlmodel import Session
+from clawviz.store import db
+import clawviz.ingest.load as load
+log, path, mode = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
+load.decisions.ensure_analysis = lambda *a, **k: None
+for suffix in ("", "-wal", "-shm"):
+    Path(str(path) + suffix).unlink(missing_ok=True)
+engine = db.get_engine(f"sqlite:///{path}")
+if mode == "ingest":
+    with Session(engine) as s:
+        load.ingest_paths([log], session=s)
+"""
+
+
+def instructions(root: Path, log: Path, folder: Path, mode: str) -> int:
+    """Instructions valgrind's callgrind counts for one child: imports and a fresh store, plus
+    one ingest (decisions left out) when `mode` is "ingest". Deterministic: no other process
+    on the machine changes it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "CLAWVIZ_NO_SAMPLES": "1", "PYTHONPATH": str(root)}
+    argv = [sys.executable, "-c", ONCE, str(log), str(folder / "cg.db"), mode]
+    if mode == "orjson":
+        argv = [sys.executable, "-c", "import sys, orjson\n" + (
+            "for line in open(sys.argv[1], 'rb'):\n    orjson.loads(line)\n"
+        ), str(log)]  # fmt: skip
+    elif mode == "orjson-import":
+        argv = [sys.executable, "-c", "import orjson"]
+    out = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    found = [ln for ln in out.stderr.splitlines() if "Collected :" in ln]
+    if not found:
+        raise RuntimeError(f"callgrind gave no count: {out.stderr[-500:]}")
+    return int(found[-1].split(":")[-1])
+
+
+def callgrind(base: Path, log: Path, out: Path) -> int:
+    """The ingest path's instructions for each checkout and the orjson parse's (each net of
+    its imports), and their ratios."""
+    parse = instructions(ROOT, log, out, "orjson") - instructions(ROOT, log, out, "orjson-import")
+    print(f"  orjson parse: {parse / 1e6:.0f} M instructions")
+    counts = {}
+    for name, root in (("base", base), ("this", ROOT)):
+        ingest = instructions(root, log, out / name, "ingest")
+        counts[name] = ingest - instructions(root, log, out / name, "import")
+        print(f"  {name}: {counts[name] / 1e6:.0f} M instructions, {counts[name] / parse:.2f}x")
+    print(f"  this/base: {counts['this'] / counts['base']:.3f}")
+    return 0
+
+
 def run(p: subprocess.Popen[str]) -> float:
     assert p.stdin is not None and p.stdout is not None
     p.stdin.write("run\n")
@@ -85,8 +144,15 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="leave out the decisions at the end of ingest (the parse and write path alone)",
     )
+    p.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="count instructions under valgrind instead (one cold ingest, no decisions; slow)",
+    )
     args = p.parse_args(argv)
     out = ROOT / "bench" / "out" / "ingab"
+    if args.callgrind:
+        return callgrind(args.base.resolve(), args.log, out)
     parse = round2.orjson_parse(args.log)
     kids = {
         "base": child(args.base.resolve(), args.log, out / "base", args.no_decisions),
