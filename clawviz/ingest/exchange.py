@@ -67,7 +67,6 @@ class _Converted:
     raws: list[Any]
     messages: list[Message]
     hashes: list[str]
-    wires: list[bytes | None]
 
 
 class MessageCache:
@@ -455,7 +454,7 @@ def _convert(
         hashes.append(hit[1])
         wires.append(wire)
     if cache is not None and raws:
-        cache.remember(_Converted(tag, raws, messages, hashes, wires))
+        cache.remember(_Converted(tag, raws, messages, hashes))
     return messages, hashes, wires
 
 
