@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
+from xxhash import xxh3_64_intdigest
 
 from clawviz.ingest import sse
 from clawviz.ingest.record import FormatError, check_message, validate_call
@@ -45,6 +46,9 @@ class ParsedExchange:
     raw_messages: list[Any] = field(default_factory=list)
     """Wire messages, aligned with `call.messages` (a list of items for a Responses group)."""
     message_hashes: list[str] = field(default_factory=list)
+    raw_wire: list[bytes | None] | None = None
+    """The JSON bytes of each raw message where the parser made them (None: not made), so the
+    store writes a new message without serialising it again."""
     system_raw: Any = None
     tools_raw: list[Any] = field(default_factory=list)
     envelope: dict[str, Any] = field(default_factory=dict)
@@ -66,7 +70,10 @@ class _Converted:
 
 
 class MessageCache:
-    """Internal-shape conversions of raw messages, keyed by a digest of their wire bytes.
+    """Internal-shape conversions of raw messages, found by their wire bytes (with the tag).
+
+    The dict key is a fast xxh3 digest of the bytes; a hit counts only when the stored bytes
+    are equal too, so a digest collision costs a conversion, never a wrong message.
 
     Every call re-sends the whole history, so converting and hashing only the new messages is
     what keeps ingest near the cost of JSON decoding.
@@ -75,7 +82,7 @@ class MessageCache:
     def __init__(self, max_bytes: int = 24 * 1024 * 1024, n_recent: int = 16) -> None:
         self.max_bytes = max_bytes
         self._bytes = 0
-        self._entries: dict[bytes, tuple[Message, str]] = {}
+        self._entries: dict[tuple[bytes, int], tuple[bytes, Message, str]] = {}
         self.n_recent = n_recent
         self.recent: list[_Converted] = []
         """The last requests' conversions: a new request usually extends one of them."""
@@ -106,16 +113,19 @@ class MessageCache:
         if len(self.recent) > self.n_recent:
             self.recent.pop(0)
 
-    def get(self, key: bytes) -> tuple[Message, str] | None:
-        return self._entries.get(key)
+    def get(self, tag: bytes, wire: bytes) -> tuple[Message, str] | None:
+        entry = self._entries.get((tag, xxh3_64_intdigest(wire)))
+        if entry is None or entry[0] != wire:
+            return None
+        return entry[1], entry[2]
 
-    def put(self, key: bytes, value: tuple[Message, str], size: int) -> None:
-        if self._bytes + size > self.max_bytes:
+    def put(self, tag: bytes, wire: bytes, value: tuple[Message, str]) -> None:
+        if self._bytes + len(wire) > self.max_bytes:
             # Bounded memory: a fresh cache only costs re-conversion of the next few histories.
             self._entries.clear()
             self._bytes = 0
-        self._entries[key] = value
-        self._bytes += size
+        self._entries[(tag, xxh3_64_intdigest(wire))] = (wire, *value)
+        self._bytes += len(wire)
 
 
 @lru_cache(maxsize=1024)
@@ -380,33 +390,72 @@ def _converted_hash(msg: Message) -> str:
     return hashlib.sha256(dumps_canonical(canon)).hexdigest()
 
 
+def _same_but_cache_control(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two Anthropic wire messages whose conversions are equal: the same role and the same
+    content but for the blocks' own `cache_control` (which `anthropic_message` drops)."""
+    if a.get("role") != b.get("role"):
+        return False
+    ca, cb = a.get("content"), b.get("content")
+    if ca == cb:
+        return True
+    if type(ca) is not list or type(cb) is not list or len(ca) != len(cb):
+        return False
+    for x, y in zip(ca, cb, strict=True):
+        if x == y:
+            continue
+        if type(x) is not dict or type(y) is not dict:
+            return False
+        if {k: v for k, v in x.items() if k != "cache_control"} != {
+            k: v for k, v in y.items() if k != "cache_control"
+        }:
+            return False
+    return True
+
+
+def _extend_past_cache_control(prev: list[Any], raws: list[Any], n: int) -> int:
+    """The shared prefix length, counting messages that differ only in block cache_control.
+
+    Claude Code moves its cache breakpoint to the newest message every turn, so the message
+    that carried it last turn comes back without it: its conversion and hash are the ones the
+    previous request already made."""
+    limit = min(len(prev), len(raws))
+    while n < limit and (prev[n] == raws[n] or _same_but_cache_control(prev[n], raws[n])):
+        n += 1
+    return n
+
+
 def _convert(
     raws: list[Any], convert: Any, cache: MessageCache | None, tag: bytes
-) -> tuple[list[Message], list[str]]:
-    """Convert raw messages through the cache; returns internal messages and their hashes."""
+) -> tuple[list[Message], list[str], list[bytes | None]]:
+    """Convert raw messages through the cache; returns internal messages, their hashes and the
+    wire bytes made on the way (None for the messages of a shared history prefix)."""
     messages: list[Message] = []
     hashes: list[str] = []
+    wires: list[bytes | None] = []
     if cache is not None:
         # Equal raw dicts compare in C without serialising: reuse the shared history prefix.
         prev, n = cache.longest_prefix(tag, raws)
+        if prev is not None and tag == b"a":
+            n = _extend_past_cache_control(prev.raws, raws, n)
         if prev is not None:
             messages, hashes = prev.messages[:n], prev.hashes[:n]
+            wires = [None] * n
     for raw in raws[len(messages) :]:
         wire = orjson.dumps(raw)
-        key = hashlib.blake2b(tag + wire, digest_size=20).digest()
-        hit = cache.get(key) if cache is not None else None
+        hit = cache.get(tag, wire) if cache is not None else None
         if hit is None:
             msg = convert(raw)
             # Checked once per distinct message: a cached conversion was checked when made.
             check_message(msg, f"request message {len(messages)}")
             hit = (msg, _converted_hash(msg))
             if cache is not None:
-                cache.put(key, hit, len(wire))
+                cache.put(tag, wire, hit)
         messages.append(hit[0])
         hashes.append(hit[1])
+        wires.append(wire)
     if cache is not None and raws:
         cache.remember(_Converted(tag, raws, messages, hashes))
-    return messages, hashes
+    return messages, hashes, wires
 
 
 @dataclass
@@ -417,6 +466,7 @@ class _Request:
     raw_messages: list[Any]
     messages: list[Message]
     hashes: list[str]
+    wires: list[bytes | None]
     tools_raw: list[Any]
     tool_names: list[str]
     envelope: dict[str, Any]
@@ -434,7 +484,7 @@ def _tool_names(tools: list[Any]) -> list[str]:
 def _parse_request(endpoint: Endpoint, body: Any, cache: MessageCache | None) -> _Request:
     if endpoint == "non_model":
         envelope = body if isinstance(body, dict) else {"_body": body}
-        return _Request(None, [], [], [], [], [], envelope)
+        return _Request(None, [], [], [], [], [], [], envelope)
     if not isinstance(body, dict):
         raise FormatError(f"{endpoint} request body is not a JSON object")
     tools = body.get("tools") or []
@@ -445,7 +495,7 @@ def _parse_request(endpoint: Endpoint, body: Any, cache: MessageCache | None) ->
         raws = body.get("messages")
         if not isinstance(raws, list) or not all(isinstance(m, dict) for m in raws):
             raise FormatError("anthropic_messages request has no 'messages' list of objects")
-        msgs, hashes = _convert(raws, anthropic_message, cache, b"a")
+        msgs, hashes, wires = _convert(raws, anthropic_message, cache, b"a")
         system_raw = body.get("system")
     elif endpoint == "openai_chat":
         raws = body.get("messages")
@@ -458,7 +508,7 @@ def _parse_request(endpoint: Endpoint, body: Any, cache: MessageCache | None) ->
             n_lead += 1
         system_raw = raws[:n_lead] or None
         raws = raws[n_lead:]
-        msgs, hashes = _convert(raws, openai_message, cache, b"o")
+        msgs, hashes, wires = _convert(raws, openai_message, cache, b"o")
     else:
         items = body.get("input")
         if isinstance(items, str):
@@ -468,9 +518,9 @@ def _parse_request(endpoint: Endpoint, body: Any, cache: MessageCache | None) ->
         if not isinstance(items, list):
             raise FormatError("openai_responses request 'input' is neither a string nor a list")
         raws = group_responses_items(items)
-        msgs, hashes = _convert(raws, responses_group_message, cache, b"r")
+        msgs, hashes, wires = _convert(raws, responses_group_message, cache, b"r")
         system_raw = body.get("instructions")
-    return _Request(system_raw, raws, msgs, hashes, tools, _tool_names(tools), envelope)
+    return _Request(system_raw, raws, msgs, hashes, wires, tools, _tool_names(tools), envelope)
 
 
 @dataclass
@@ -866,6 +916,7 @@ def _parse_exchange(
         call=call,
         raw_messages=req.raw_messages,
         message_hashes=req.hashes,
+        raw_wire=req.wires,
         system_raw=req.system_raw,
         tools_raw=req.tools_raw,
         envelope=req.envelope,

@@ -12,6 +12,7 @@ message blocks are checked by hand, once per distinct message (the exchange pars
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -89,19 +90,71 @@ def _describe(exc: ValidationError) -> str:
     return f"invalid field '{loc}': {err['msg']} (got {got})"
 
 
+def _is_count(v: Any) -> bool:
+    return type(v) is int and 0 <= v < INT64_END
+
+
+def _is_opt_int64(v: Any) -> bool:
+    return v is None or (type(v) is int and INT64_MIN <= v < INT64_END)
+
+
+def _is_opt_finite(v: Any) -> bool:
+    return v is None or (type(v) is float and math.isfinite(v))
+
+
+def _plainly_valid(call: Call) -> bool:
+    """True when every scalar field has exactly the plain type `CallFields` wants (a strict
+    subset of what it accepts), so the compiled validator can be skipped: the usual call. Any
+    other value, and every rollout, goes through the validator, which names the bad field."""
+    if call.rollout is not None:
+        return False
+    for v in (call.call_id, call.source_file, call.method, call.url, call.episode_id):
+        if type(v) is not str:
+            return False
+    for v in (
+        call.task_id,
+        call.harness,
+        call.model,
+        call.model_role,
+        call.turn_type,
+        call.session_id,
+        call.stop_reason,
+        call.error,
+    ):
+        if v is not None and type(v) is not str:
+            return False
+    u = call.usage
+    if not (
+        _is_count(call.line)
+        and _is_opt_int64(call.seq)
+        and _is_opt_int64(call.http_status)
+        and _is_opt_int64(call.attempt)
+        and _is_opt_finite(call.t_request)
+        and _is_opt_finite(call.t_response)
+        and (call.delivered is None or type(call.delivered) is bool)
+        and all(v is None or _is_count(v) for v in vars(u).values())
+        and type(call.tools) is list
+        and all(type(t) is str for t in call.tools)
+        and type(call.headers) is dict
+    ):
+        return False
+    return all(type(k) is str and type(v) is str for k, v in call.headers.items())
+
+
 def validate_call(call: Call, *, messages: bool = False) -> None:
     """Raise FormatError naming the first field of `call` that the store or analysis cannot use.
 
     `messages=True` also checks every message block (the exchange parser checks them as it
     converts each distinct message, so it leaves this off).
     """
-    data: dict[str, Any] = {n: getattr(call, n) for n in _FIELDS}
-    data["usage"] = vars(call.usage)
-    data["rollout"] = vars(call.rollout) if call.rollout is not None else None
-    try:
-        CallFields.model_validate(data)
-    except ValidationError as exc:
-        raise FormatError(_describe(exc)) from None
+    if not _plainly_valid(call):
+        data: dict[str, Any] = {n: getattr(call, n) for n in _FIELDS}
+        data["usage"] = vars(call.usage)
+        data["rollout"] = vars(call.rollout) if call.rollout is not None else None
+        try:
+            CallFields.model_validate(data)
+        except ValidationError as exc:
+            raise FormatError(_describe(exc)) from None
     if messages:
         for i, m in enumerate(call.messages):
             check_message(m, f"messages[{i}]")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
@@ -37,21 +38,29 @@ _DATA_LINE_LF = re.compile(r"^data: ?(.*)", re.MULTILINE)
 _DONE_LINE = re.compile(r"^data: ?\[DONE\]", re.MULTILINE)
 
 
-def _event_data(text: str) -> tuple[list[tuple[str, Any]], bool]:
+def _event_data(text: str) -> tuple[Iterable[tuple[str, Any]], bool]:
     """The frames as (event, data) pairs plus the cut-off flag (no Frame objects: hot path)."""
     fast = _split_fast(text)
     if fast is not None:
-        return fast
+        decoded, cut_off = fast
+        # A lazy zip: CPython reuses its pair tuple when the loop unpacks it at once.
+        return zip(repeat(""), decoded), cut_off
     split = _split_slow(text)
     return [(fr.event, fr.data) for fr in split.frames], split.cut_off
 
 
-def _split_fast(text: str) -> tuple[list[tuple[str, Any]], bool] | None:
-    """All data payloads decoded in one JSON parse; None when any frame needs a closer look."""
+def _split_fast(text: str) -> tuple[list[Any], bool] | None:
+    """All data payloads decoded in one JSON parse; None when any frame needs a closer look.
+
+    Every frame of a stream read this way has no `event:` name that matters: the rebuilders
+    take an event's kind from its data's `type`, as every format sends it."""
     pattern = _DATA_LINE if "\r" in text else _DATA_LINE_LF
     payloads = pattern.findall(text)
     if "[DONE]" in text:
-        payloads = [p for p in payloads if p.strip() != "[DONE]"]
+        if payloads and payloads[-1].strip() == "[DONE]" and text.count("[DONE]") == 1:
+            payloads.pop()  # the usual place: the last frame, nowhere else
+        else:
+            payloads = [p for p in payloads if p.strip() != "[DONE]"]
     if not payloads:
         return None
     try:
@@ -60,13 +69,12 @@ def _split_fast(text: str) -> tuple[list[tuple[str, Any]], bool] | None:
         return None
     if len(decoded) != len(payloads):
         return None
-    pairs = list(zip(repeat("", len(decoded)), decoded, strict=True))
     # `data: [DONE]` can only be the last frame; looking at the tail avoids a full scan.
     if _DONE_LINE.search(text[-64:]):
-        pairs.append(("", "[DONE]"))
+        decoded.append("[DONE]")
     # An `event:` line with no data after it is a frame the recorder cut off.
     tail = text.rstrip().rsplit("\n", 1)[-1]
-    return pairs, tail.startswith("event:")
+    return decoded, tail.startswith("event:")
 
 
 def _split_slow(text: str) -> FrameSplit:

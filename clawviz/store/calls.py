@@ -363,10 +363,14 @@ def write_parsed(
     calls: list[tuple[Any, ...]] = []
     known = seen.known
     for p in items:
-        for h, msg, raw in zip(p.message_hashes, p.call.messages, p.raw_messages, strict=True):
+        wires = p.raw_wire
+        for i, h in enumerate(p.message_hashes):
             # Most messages are history re-sent by every call: skip them without a method call.
             if h not in known and seen.add_new(h):
-                raw_json = _dumpb(raw)
+                msg = p.call.messages[i]
+                # The parser's bytes of the raw message (orjson, str keys: the same bytes).
+                wire = wires[i] if wires is not None else None
+                raw_json = wire if wire is not None else _dumpb(p.raw_messages[i])
                 canonical_json, raw_col = pack.message(_dumpb(msg), raw_json)
                 messages.append((h, str(msg.get("role")), canonical_json, raw_col, len(raw_json)))
         calls.append(_call_row(p, source_id, blobs, pack, seen.recent_blobs))
