@@ -1,12 +1,15 @@
-"""Episode page: header with reasons, the interactive call tree, the call inspector, paths and
-compare. Every selection lives in the URL (?episode=&call=&path=&compare=)."""
+"""Episode page: header with reasons, the interactive call tree, and one section below it: the
+call inspector (one panel at a time), the paths or compare. Every selection lives in the URL
+(?episode=&call=&path=&compare=&section=&panel=); only the chosen section and panel are drawn,
+and the modules only they need (pandas for the Paths table, Compare, the token view) are imported
+when they are chosen."""
 
 from __future__ import annotations
 
 import json
 import math
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import streamlit as st
 
 from clawviz.export import Selection
@@ -14,7 +17,7 @@ from clawviz.figures.layout import tree_layout
 from clawviz.figures.palette import COLOUR_MODES, state_colour
 from clawviz.figures.tree import call_from_selection
 from clawviz.types import Call, Role, State
-from clawviz.ui import compare, data, diff_view, history, state, token_view
+from clawviz.ui import data, diff_view, history, sections, state
 from clawviz.ui.decision_panel import call_decision, episode_reasons
 from clawviz.ui.export_panel import export_panel
 from clawviz.ui.figcache import tree_figure
@@ -27,6 +30,9 @@ from clawviz.ui.inspector import (
 )
 from clawviz.ui.pages import WORKSPACE, page_file, run_page
 from clawviz.ui.render import render_message
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 WORKSPACE_PAGE = page_file(WORKSPACE)
 KEY_PATH_SEEN = "episode_paths_seen"
@@ -125,6 +131,7 @@ def init_selection(episode_id: str, call_ids: list[str], default_call: str) -> N
     st.session_state[state.KEY_CALL_SELECT] = wanted if wanted in call_ids else default_call
     compare = state.get_param(state.QP_COMPARE)
     st.session_state[state.KEY_COMPARE_SELECT] = compare or state.NONE_OPTION
+    sections.seed()
 
 
 def first_main_call(view: data.EpisodeView) -> str:
@@ -139,11 +146,11 @@ def first_main_call(view: data.EpisodeView) -> str:
 
 
 def _select_call(cid: str | None) -> None:
-    """One history entry per call picked; the episode is written too (it may be the
-    remembered one, shown on a bare /episode)."""
+    """One history entry per call picked, which shows the Call section; the episode is written
+    too (it may be the remembered one, shown on a bare /episode)."""
     episode_id = st.session_state.get(state.KEY_EPISODE_LOADED)
     if cid:
-        state.set_params(episode=episode_id, call=cid)
+        state.set_params(episode=episode_id, **sections.show_call_params(cid))
 
 
 def on_tree_select() -> None:
@@ -159,7 +166,9 @@ def on_call_select() -> None:
 
 def on_compare_select() -> None:
     choice = st.session_state.get(state.KEY_COMPARE_SELECT)
-    state.set_params(compare=None if choice == state.NONE_OPTION else choice)
+    other = None if choice == state.NONE_OPTION else choice
+    # The section stays Compare whatever the URL without `section=` would imply.
+    state.set_params(compare=other, section=sections.section_value(sections.SECTION_COMPARE, other))
 
 
 def header(view: data.EpisodeView) -> None:
@@ -308,19 +317,21 @@ def inspector(view: data.EpisodeView, call_ids: list[str]) -> None:
         if call.error:
             st.code(call.error, language=None, wrap_lines=True)
 
-    req, resp, toks, raw = st.tabs(["Request (vs parent)", "Response", "Tokens", "Raw JSON"])
-    with req:
+    # One panel at a time (the URL's `panel=`), not tabs: every tab's content would be drawn.
+    panel = sections.panel_control()
+    if panel == sections.PANEL_REQUEST:
         diff_view.request_tab(call, parent, view)
-    with resp:
+    elif panel == sections.PANEL_RESPONSE:
         if call.response:
             render_message(call.response)
         else:
             st.info("No response was recorded for this call.")
-    with toks:
+    elif panel == sections.PANEL_TOKENS:
+        from clawviz.ui import token_view
+
         token_view.tokens_tab(call, view)
-    with raw:
-        if st.toggle("Load the raw request and response", key=state.KEY_RAW_JSON):
-            raw_tab(call)
+    elif st.toggle("Load the raw request and response", key=state.KEY_RAW_JSON):
+        raw_tab(call)
 
 
 def _int(v: int | None) -> str:
@@ -352,6 +363,8 @@ def paths_section(view: data.EpisodeView) -> None:
     if view.analysis is None or not view.analysis.paths:
         st.info("No root-to-leaf paths: this episode has no analysed main calls.")
         return
+    import pandas as pd
+
     rows = path_rows(view.analysis, {c.call_id: c for c in view.calls})
     ids = [r["path"] for r in rows]
     df = pd.DataFrame(rows)
@@ -423,9 +436,20 @@ def main() -> None:
     )
     workspace_link(view)
     tree_section(view, call_ids)
-    inspector(view, call_ids)
-    paths_section(view)
-    compare.compare_section(view, settings, on_change=on_compare_select)
+    section = sections.section_control()
+    if section != sections.SECTION_PATHS:
+        # The table is not drawn: back on Paths it starts unselected, and that must not clear
+        # the highlight the URL names.
+        for key in (state.KEY_PATHS_TABLE, KEY_PATH_SEEN):
+            st.session_state.pop(key, None)
+    if section == sections.SECTION_CALL:
+        inspector(view, call_ids)
+    elif section == sections.SECTION_PATHS:
+        paths_section(view)
+    else:
+        from clawviz.ui import compare
+
+        compare.compare_section(view, settings, on_change=on_compare_select)
 
 
 def workspace_link(view: data.EpisodeView) -> None:

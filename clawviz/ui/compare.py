@@ -22,7 +22,7 @@ from clawviz.review.archive import ArchiveError
 from clawviz.review.tasks import attempt_workspaces
 from clawviz.review.workspace import WorkspaceDiff, diff_workspaces, file_diff
 from clawviz.settings import Settings
-from clawviz.ui import data, state
+from clawviz.ui import data, sections, state
 from clawviz.ui.diff_view import section_html
 from clawviz.ui.inspector import escape_md
 from clawviz.ui.pages import WORKSPACE, page_file
@@ -69,7 +69,7 @@ def picker(view: data.EpisodeView, eps: pd.DataFrame, on_change: Callable[[], No
     options = [state.NONE_OPTION] + list(labels)
     if st.session_state.get(state.KEY_COMPARE_SELECT) not in options:
         st.session_state[state.KEY_COMPARE_SELECT] = state.NONE_OPTION
-        state.set_params(compare=None)
+        state.set_params(compare=None, section=sections.SECTION_COMPARE)
     counts = {g: sum(1 for c in order if c.group == g) for g in GROUPS}
     choice = st.selectbox(
         "Other episode",
@@ -87,7 +87,13 @@ def picker(view: data.EpisodeView, eps: pd.DataFrame, on_change: Callable[[], No
 def open_compared(episode_id: str, other_id: str) -> None:
     """Button callback: show `episode_id` compared with `other_id` (one URL write, one history
     entry; the call and path named belong to the episode left behind)."""
-    state.set_params(episode=episode_id, compare=other_id, call=None, path=None)
+    state.set_params(
+        episode=episode_id,
+        compare=other_id,
+        call=None,
+        path=None,
+        section=sections.section_value(sections.SECTION_COMPARE, other_id),
+    )
 
 
 def _episode_column(v: data.EpisodeView, other_id: str, side: str) -> None:

@@ -12,7 +12,7 @@ import streamlit as st
 from clawviz.figures.palette import reason_colour
 from clawviz.types import Call, EpisodeAnalysis
 from clawviz.types import call_label as number
-from clawviz.ui import state
+from clawviz.ui import sections, state
 from clawviz.ui.inspector import (
     escape_md,
     reason_text,
@@ -25,9 +25,10 @@ from clawviz.ui.inspector import (
 
 
 def select_call(call_id: str) -> None:
-    """Button callback: make `call_id` the inspected call (the tree and the URL follow)."""
+    """Button callback: make `call_id` the inspected call, in the Call section (the tree and the
+    URL follow)."""
     st.session_state[state.KEY_CALL_SELECT] = call_id
-    state.set_params(call=call_id)
+    state.set_params(**sections.show_call_params(call_id))
 
 
 def highlight_path(path_id: str) -> None:

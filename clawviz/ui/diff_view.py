@@ -1,4 +1,4 @@
-"""The Request tab of the call inspector: the call diffed against its parent, then its messages.
+"""The Request panel of the call inspector: the call diffed against its parent, then its messages.
 
 The diff (`clawviz.recon.calldiff`) is drawn as HTML in which every piece of log text goes
 through `html.escape` (`section_html` is pure and tested with hostile strings); st.html also
@@ -20,7 +20,9 @@ from clawviz.ui.render import render_message
 MAX_SHARED_SHOWN = 30
 """The shared history is long; its expander shows the last messages only."""
 MAX_DIFF_LINES = 4000
-"""Lines drawn per section (a longer diff is cut with a note; the Raw JSON tab has it all)."""
+"""Lines drawn per section (a longer diff is cut with a note; the Raw JSON panel has it all)."""
+KEY_FOLD = "episode_fold_"
+"""Prefix of the folded sections' keys (stateful expanders: see `folded`)."""
 
 _STYLE = {
     "add": ("#e6ffec", "#1a7f37", "+"),
@@ -93,6 +95,16 @@ def section_summary(section: SectionDiff) -> str:
     return ", ".join(parts)
 
 
+def folded(label: str, name: str, call_id: str, *, expanded: bool = False):
+    """An expander whose content the caller draws only while it is open (`.open`): Streamlit
+    sends a closed expander's content to the browser all the same, and a system prompt or 30
+    shared messages are most of what the inspector would lay out. Opening it reruns the page.
+    Keyed per call, so each call starts with its own default."""
+    return st.expander(
+        label, expanded=expanded, key=f"{KEY_FOLD}{name}_{call_id}", on_change="rerun"
+    )
+
+
 @st.cache_data(show_spinner=False, max_entries=256)
 def _tool_defs(url: str, call_id: str) -> list | None:
     raw = data.raw_call(url, call_id)
@@ -127,37 +139,52 @@ def diff_section(call: Call, parent: Call, view: data.EpisodeView) -> None:
     titles = {"system prompt": "System prompt", "tools": "Tools", "messages": "Messages"}
     for section in diff.sections:
         label = f"{titles[section.name]}: {section_summary(section)}"
-        with st.expander(label, expanded=section.changed or section.name == "messages"):
-            st.html(section_html(section))
+        box = folded(
+            label,
+            f"diff_{section.name}",
+            call.call_id,
+            expanded=section.changed or section.name == "messages",
+        )
+        if box.open:
+            with box:
+                st.html(section_html(section))
 
 
 def request_tab(call: Call, parent: Call | None, view: data.EpisodeView) -> None:
-    """The Request tab: the diff against the parent, what matching ignored, the messages."""
+    """The Request panel: the diff against the parent, what matching ignored, the messages."""
     if parent is not None:
         diff_section(call, parent, view)
-    with st.expander(f"System prompt ({len(call.system):,} characters)"):
-        st.text(call.system or "(none)")
+    box = folded(f"System prompt ({len(call.system):,} characters)", "system", call.call_id)
+    if box.open:
+        with box:
+            st.text(call.system or "(none)")
     if call.tools:
         st.caption("Tools offered: " + escape_md(", ".join(call.tools)))
     decision = view.analysis.decisions.get(call.call_id) if view.analysis else None
     ignored = ignored_for_matching(decision)
     if ignored:
-        with st.expander(f"Ignored for matching: {len(ignored)} part(s) of this request"):
-            st.caption(
-                "The tree matched this request on what the harness keeps of it: these parts "
-                "were left out or read in their kept form (message numbers count from 1)."
-            )
-            st.dataframe(ignored, hide_index=True, width="stretch")
+        box = folded(
+            f"Ignored for matching: {len(ignored)} part(s) of this request", "ignored", call.call_id
+        )
+        if box.open:
+            with box:
+                st.caption(
+                    "The tree matched this request on what the harness keeps of it: these parts "
+                    "were left out or read in their kept form (message numbers count from 1)."
+                )
+                st.dataframe(ignored, hide_index=True, width="stretch")
     delta = message_delta(call, parent)
     if delta.shared:
         n = len(delta.shared)
         pnum = escape_md(call_label(parent)) if parent else "?"
-        with st.expander(f"{n} messages same as parent (call {pnum})"):
-            start = max(0, n - MAX_SHARED_SHOWN)
-            if start:
-                st.caption(f"Showing the last {MAX_SHARED_SHOWN} of {n}.")
-            for i in range(start, n):
-                render_message(delta.shared[i], i)
+        box = folded(f"{n} messages same as parent (call {pnum})", "shared", call.call_id)
+        if box.open:
+            with box:
+                start = max(0, n - MAX_SHARED_SHOWN)
+                if start:
+                    st.caption(f"Showing the last {MAX_SHARED_SHOWN} of {n}.")
+                for i in range(start, n):
+                    render_message(delta.shared[i], i)
     elif parent is None:
         st.caption("No parent call: every message is new.")
     if not delta.new:

@@ -22,7 +22,11 @@ QP_CALL = "call"
 QP_PATH = "path"
 QP_COMPARE = "compare"
 QP_TASK = "task"
-EPISODE_PARAMS = (QP_EPISODE, QP_CALL, QP_PATH, QP_COMPARE)
+QP_SECTION = "section"
+"""The Episode page's section below the tree (`clawviz.ui.sections`)."""
+QP_PANEL = "panel"
+"""The call inspector's panel (`clawviz.ui.sections`)."""
+EPISODE_PARAMS = (QP_EPISODE, QP_CALL, QP_PATH, QP_COMPARE, QP_SECTION, QP_PANEL)
 
 # Session-state keys.
 KEY_SETTINGS_OVERRIDES = "settings_overrides"
@@ -60,6 +64,8 @@ KEY_COLLAPSE_AUX = "episode_collapse_aux"
 KEY_PATHS_TABLE = "episode_paths_table"
 KEY_COMPARE_SELECT = "episode_compare_select"
 KEY_RAW_JSON = "episode_show_raw"
+KEY_SECTION = "episode_section"
+KEY_PANEL = "episode_panel"
 
 # Widget keys: Ingest and Settings pages.
 KEY_UPLOAD = "ingest_upload"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from apphelpers import no_exception, open_page
 
-from clawviz.ui import compare, state
+from clawviz.ui import compare, sections, state
 
 EPISODE = "pages/episode.py"
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,6 +27,9 @@ def test_picker_offers_the_nearest_episodes_first(sample_db_url, on_store):
     on_store(sample_db_url)
     at = open_page(EPISODE, episode=LEFT)
     no_exception(at)
+    at.segmented_control(key=state.KEY_SECTION).set_value(sections.SECTION_COMPARE).run()
+    no_exception(at)
+    assert at.query_params[state.QP_SECTION] == sections.SECTION_COMPARE
     box = at.selectbox(key=state.KEY_COMPARE_SELECT)
     opts = box.options[1:]
     # The sample store has task_0001 in openclaw a1-a4 and claude-code a1-a4.
@@ -72,12 +75,14 @@ def test_compare_aligns_turns_diffs_answers_and_workspaces(sample_db_url, on_sto
     assert at.query_params[state.QP_EPISODE] == RIGHT
     assert at.query_params[state.QP_COMPARE] == LEFT
     assert state.QP_CALL not in at.query_params
+    assert at.segmented_control(key=state.KEY_SECTION).value == sections.SECTION_COMPARE
     assert at.title[0].value.replace("\\", "") == f"Episode {RIGHT}"
     assert at.button(key=f"{compare.KEY_OPEN_PREFIX}right").label == f"Right: {LEFT}"
 
 
 def test_no_compare_without_a_choice(sample_db_url, on_store):
     on_store(sample_db_url)
-    at = open_page(EPISODE, episode=LEFT)
+    at = open_page(EPISODE, episode=LEFT, section=sections.SECTION_COMPARE)
     no_exception(at)
+    assert at.selectbox(key=state.KEY_COMPARE_SELECT).value == state.NONE_OPTION
     assert not any("verdict" in d.value.columns for d in at.dataframe)

@@ -97,5 +97,9 @@ def test_not_longest_call_names_the_winner_and_highlights_it(sample_db_url, on_s
     )
     kept = [p["path_id"] for p in json.loads(paths_json) if p["state"] == "kept"]
     assert [path] == kept
+    # The Paths section shows the table; the highlight the URL names survives the switch.
+    at.segmented_control(key=state.KEY_SECTION).set_value("paths").run()
+    no_exception(at)
+    assert at.query_params[state.QP_PATH] == path
     table = next(d.value for d in at.dataframe if "call numbers" in d.value.columns)
     assert (table["why"] != "").sum() == 8 and table["leaf"].str.startswith("call ").all()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from apphelpers import no_exception, open_page
 
-from clawviz.ui import state
+from clawviz.ui import sections, state
 from tests.dburl import fresh_url, query
 
 EPISODE = "pages/episode.py"
@@ -45,6 +45,8 @@ def test_header_reasons_tree_and_paths(sample_db_url, on_store):
     assert ":red-badge[too\\_many\\_branches\\: 9 leaves \\> max\\_leaves 8 \\(at call " in badges
     tree = at.get("plotly_chart")
     assert any(getattr(t, "key", None) == state.KEY_TREE for t in tree)
+    at.segmented_control(key=state.KEY_SECTION).set_value(sections.SECTION_PATHS).run()
+    no_exception(at)
     paths = next(d.value for d in at.dataframe if "GRPO advantage" in d.value.columns)
     assert len(paths) == 9
     assert sorted(paths["state"].unique()) == ["kept", "pruned"]
@@ -70,13 +72,23 @@ def test_url_restores_call_path_and_compare(sample_db_url, on_store):
     calls = _calls(sample_db_url, TOO_MANY)
     path = _paths(sample_db_url, TOO_MANY)[0]
     other = "ea353e1d-3037-4734-8ac4-1f1b0ffafbe6"
+    # A link naming a compare and no section opens Compare (links copied before sections).
     at = open_page(EPISODE, episode=TOO_MANY, call=calls[3], path=path, compare=other)
     no_exception(at)
-    assert at.selectbox(key=state.KEY_CALL_SELECT).value == calls[3]
+    assert at.segmented_control(key=state.KEY_SECTION).value == sections.SECTION_COMPARE
+    assert at.session_state[state.KEY_CALL_SELECT] == calls[3]
     assert at.selectbox(key=state.KEY_COMPARE_SELECT).value == other
     assert any(path.replace(":", "\\:") in c.value for c in at.caption)
     keys = {getattr(t, "key", None) for t in at.get("plotly_chart")}
     assert {"episode_compare_left", "episode_compare_right"} <= keys
+    # The same link with section=call inspects the call; the compare pick is kept.
+    at = open_page(
+        EPISODE, episode=TOO_MANY, call=calls[3], path=path, compare=other, section="call"
+    )
+    no_exception(at)
+    assert at.selectbox(key=state.KEY_CALL_SELECT).value == calls[3]
+    assert at.session_state[state.KEY_COMPARE_SELECT] == other
+    assert any(path.replace(":", "\\:") in c.value for c in at.caption)
 
 
 def test_colour_modes_and_collapse_run_cleanly(sample_db_url, on_store):
@@ -92,6 +104,9 @@ def test_colour_modes_and_collapse_run_cleanly(sample_db_url, on_store):
 def test_raw_json_on_demand(sample_db_url, on_store):
     on_store(sample_db_url)
     at = open_page(EPISODE, episode=SUBAGENT_COMPACTION)
+    at.segmented_control(key=state.KEY_PANEL).set_value(sections.PANEL_RAW).run()
+    no_exception(at)
+    assert at.query_params[state.QP_PANEL] == sections.PANEL_RAW
     n_json = len(at.json)
     at.toggle(key=state.KEY_RAW_JSON).set_value(True).run()
     no_exception(at)
@@ -127,14 +142,24 @@ def test_hostile_text_shows_literally(hostile_db_url, on_store, script_text):
     on_store(hostile_db_url)
     at = open_page(EPISODE, episode="xss-ep", call="xss:1")
     no_exception(at)
-    texts = [t.value for t in at.text]
+    texts, codes, markdown = [], [], []
+    # Every panel of the inspector and every section, each drawn on its own.
+    for panel in sections.PANELS:
+        at.segmented_control(key=state.KEY_PANEL).set_value(panel).run()
+        no_exception(at)
+        texts += [t.value for t in at.text]
+        codes += [c.value for c in at.code]
+        markdown += [m.value for m in at.markdown]
+    for section in (sections.SECTION_PATHS, sections.SECTION_COMPARE):
+        at.segmented_control(key=state.KEY_SECTION).set_value(section).run()
+        no_exception(at)
+        markdown += [m.value for m in at.markdown]
     assert script_text in texts
-    codes = [c.value for c in at.code]
     assert any(script_text in c for c in codes)
     # Markdown elements may name log values only in escaped form.
-    for m in at.markdown:
-        assert not re.search(r"(?<!\\)<", m.value), m.value
-    assert any("\\<img src\\=x onerror\\=alert\\(1\\)\\>" in m.value for m in at.markdown)
+    for m in markdown:
+        assert not re.search(r"(?<!\\)<", m), m
+    assert any("\\<img src\\=x onerror\\=alert\\(1\\)\\>" in m for m in markdown)
 
 
 def test_one_call_episode_without_reward(hostile_db_url, on_store):
@@ -182,7 +207,7 @@ def test_transcript_episode_shows_its_limits(transcript_db_url, on_store):
 def test_selecting_a_path_row_highlights_it(sample_db_url, on_store):
     on_store(sample_db_url)
     paths = _paths(sample_db_url, TOO_MANY)
-    at = open_page(EPISODE, episode=TOO_MANY)
+    at = open_page(EPISODE, episode=TOO_MANY, section=sections.SECTION_PATHS)
     assert state.QP_PATH not in at.query_params
     at.session_state[state.KEY_PATHS_TABLE] = {
         "selection": {"rows": [2], "columns": [], "cells": []}

@@ -55,7 +55,9 @@ def _strip(at) -> str:
 
 def test_text_tokens_with_logprob_and_clipped_ratio(token_url, on_store):
     on_store(token_url)
-    at = open_page("pages/episode.py", episode="tok-ep", call=_first_call(token_url, "tok-ep"))
+    at = open_page(
+        "pages/episode.py", episode="tok-ep", call=_first_call(token_url, "tok-ep"), panel="tokens"
+    )
     no_exception(at)
     captions = " ".join(c.value for c in at.caption)
     assert "token text from the log" in captions
@@ -81,6 +83,7 @@ def test_vllm_sample_shows_ids_and_logprobs_without_text(token_url, on_store):
         "pages/episode.py",
         episode="t0001-openclaw-a1",
         call=_first_call(token_url, "t0001-openclaw-a1"),
+        panel="tokens",
     )
     no_exception(at)
     captions = " ".join(c.value for c in at.caption)
@@ -102,6 +105,7 @@ def test_pi_recording_has_ids_only(token_url, on_store):
         "pages/episode.py",
         episode="pi-tools-multi-prompt",
         call=_first_call(token_url, "pi-tools-multi-prompt"),
+        panel="tokens",
     )
     no_exception(at)
     captions = " ".join(c.value for c in at.caption)

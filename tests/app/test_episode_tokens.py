@@ -97,7 +97,7 @@ def _chart(at, key: str) -> dict | None:
 
 def test_logged_values_show_r_minus_v_per_generated_token(ppo_db_url, on_store):
     on_store(ppo_db_url)
-    at = open_page(EPISODE, episode="ppo-ep", call="ppo-ep:1")
+    at = open_page(EPISODE, episode="ppo-ep", call="ppo-ep:1", panel="tokens")
     no_exception(at)
     spec = _chart(at, "episode_advantage_view")
     assert spec is not None, [i.value for i in at.info]
@@ -115,7 +115,7 @@ def test_logged_values_show_r_minus_v_per_generated_token(ppo_db_url, on_store):
 
 def test_no_values_says_so_and_draws_no_advantage(ppo_db_url, on_store):
     on_store(ppo_db_url)
-    at = open_page(EPISODE, episode="plain-ep", call="plain-ep:2")
+    at = open_page(EPISODE, episode="plain-ep", call="plain-ep:2", panel="tokens")
     no_exception(at)
     assert _chart(at, "episode_token_view") is not None
     assert _chart(at, "episode_advantage_view") is None

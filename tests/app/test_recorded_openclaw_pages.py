@@ -17,6 +17,7 @@ from sqlmodel import Session
 from clawviz.ingest.load import ingest_paths
 from clawviz.store.db import get_engine
 from clawviz.store.decisions import ensure_analysis
+from clawviz.ui import diff_view
 from tests.dburl import fresh_url, query
 
 REC = Path(__file__).resolve().parents[1] / "data" / "recorded" / "openclaw-2026.9.6"
@@ -76,6 +77,11 @@ def test_inspector_shows_what_matching_ignored(recorded_url, on_store):
     at = open_page("pages/episode.py", episode=EPISODE, call=cid)
     no_exception(at)
     assert any("Ignored for matching" in e.label for e in at.expander)
+    # Folded, its table is not drawn; opening it (a click reruns the page) draws it.
+    assert not any("rule" in d.value.columns for d in at.dataframe)
+    at.session_state[f"{diff_view.KEY_FOLD}ignored_{cid}"] = True
+    at.run()
+    no_exception(at)
     table = next(d.value for d in at.dataframe if "rule" in d.value.columns)
     assert "openclaw_request_context" in set(table["rule"])
     assert any("BEGIN_OPENCLAW_INTERNAL_CONTEXT" in t for t in table["text"])

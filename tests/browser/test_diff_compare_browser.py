@@ -26,6 +26,10 @@ def test_call_diff_shows_hostile_text_as_text(hostile_server, page, script_text)
     page.goto(f"{hostile_server.url}/episode?episode=xss-ep&call=xss:2")
     wait_for_app_run(page)
     page.get_by_text("Changes since the parent").first.wait_for()
+    # Unchanged sections are folded and drawn once opened (a click reruns the page).
+    for label in ("System prompt: ", "Tools: "):
+        page.get_by_text(label).first.click()
+        wait_for_app_run(page)
     boxes = page.locator("[data-testid='stHtml']")
     # The boxes may still be arriving when the tab's caption shows (a cold server's first run).
     boxes.nth(2).wait_for(state="attached")

@@ -3,6 +3,7 @@ remembers its episode across pages, and no page asks the internet for anything."
 
 from __future__ import annotations
 
+import re
 from urllib.parse import parse_qs, urlparse
 
 import pytest
@@ -135,6 +136,74 @@ def test_back_and_forward_walk_one_selection_at_a_time(app_server, page):
     assert _call_box(page) == clicked_call
     # Back and Forward replay entries (Streamlit replaces while it replays), never push.
     assert all(kind == "replaceState" for kind, _ in _history(page))
+
+
+def _segment(page, name: str):
+    """A segment of an st.segmented_control (a radio group to assistive tech), by its label."""
+    return page.get_by_test_id("stButtonGroup").get_by_role("radio", name=name, exact=True)
+
+
+def _chosen(page) -> list[str]:
+    """The labels of every segmented control's chosen segment, top to bottom."""
+    group = page.get_by_test_id("stButtonGroup")
+    return group.locator("[role='radio'][aria-checked='true']").all_inner_texts()
+
+
+def test_a_deep_link_opens_its_section_and_back_walks_the_picks(app_server, page):
+    episode = "t0001-openclaw-a2"
+    page.add_init_script(RECORD_HISTORY)
+    page.goto(f"{app_server.url}/episode?episode={episode}&section=paths")
+    page.wait_for_selector("[data-testid='stPlotlyChart'] .js-plotly-plot .scatterlayer .point")
+    page.get_by_test_id("stDataFrame").first.wait_for()
+    _settle(page)
+    # Only the Paths section is drawn: its table, no call inspector.
+    assert _chosen(page) == ["state", "Paths"]
+    assert page.get_by_role("combobox", name="Call", exact=True).count() == 0
+    _history(page)
+
+    _segment(page, "Call").click()
+    page.wait_for_function("() => !new URL(location.href).searchParams.has('section')")
+    _settle(page)
+    assert [k for k, _ in _history(page)] == ["pushState"]
+    assert page.get_by_test_id("stDataFrame").count() == 0
+    assert _chosen(page) == ["state", "Call", "Request (vs parent)"]
+    default_call = _call_box(page)
+
+    _segment(page, "Tokens").click()
+    page.wait_for_function("() => new URL(location.href).searchParams.get('panel') === 'tokens'")
+    _settle(page)
+    assert [k for k, _ in _history(page)] == ["pushState"]
+    assert _query(page) == {"episode": [episode], "panel": ["tokens"]}
+    page.get_by_text(
+        re.compile("No token ids were logged|Context tokens|Generated tokens")
+    ).first.wait_for()
+
+    # Back walks the picks one at a time, and the page follows the URL.
+    page.go_back()
+    page.wait_for_function("() => !new URL(location.href).searchParams.has('panel')")
+    _settle(page)
+    assert _chosen(page) == ["state", "Call", "Request (vs parent)"]
+    assert _call_box(page) == default_call
+    page.go_back()
+    page.wait_for_function("() => new URL(location.href).searchParams.get('section') === 'paths'")
+    page.get_by_test_id("stDataFrame").first.wait_for()
+    _settle(page)
+    assert _chosen(page) == ["state", "Paths"]
+    assert all(kind == "replaceState" for kind, _ in _history(page))
+
+    # A click on a tree node from the Paths section inspects that call (one entry).
+    target = page.evaluate(NODE_POSITION_JS, -1)
+    page.mouse.move(target["x"], target["y"])
+    page.wait_for_timeout(300)
+    page.mouse.click(target["x"], target["y"])
+    page.wait_for_function(
+        "(c) => new URL(location.href).searchParams.get('call') === c", arg=target["call"]
+    )
+    _settle(page)
+    assert _query(page) == {"episode": [episode], "call": [target["call"]]}
+    assert [k for k, _ in _history(page)] == ["pushState"]
+    assert _chosen(page) == ["state", "Call", "Request (vs parent)"]
+    assert _call_box(page).startswith(f"call {target['label']} · ")
 
 
 def test_filters_push_entries_and_the_episode_is_remembered(app_server, page):

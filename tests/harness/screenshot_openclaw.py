@@ -65,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
                 wait_for_app_run(page)
                 page.screenshot(path=a.out)
                 page.get_by_text("Ignored for matching").first.click()
+                # Opening the fold reruns the page, which then draws its table.
+                page.get_by_test_id("stDataFrame").first.wait_for(timeout=150_000)
                 wait_for_app_run(page)
                 page.screenshot(path=a.inspector)
                 browser.close()
