@@ -216,6 +216,8 @@ def largest_episode(url: str) -> str:
 
 def tree_json(url: str, episode: str, out: Path) -> Path:
     """The Episode page's tree figure of `episode` (default options) as plotly JSON."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
     from sqlmodel import Session
 
     from clawviz.figures.layout import tree_layout
