@@ -8,6 +8,11 @@
 - **fresh**: the same first view on a fresh server right after `clawviz ingest` (a new store
   every time; Streamlit's caches cold), against the trivial page's first view on a fresh
   server. Target <= 1.5x.
+- **floors** (not a target row): warm paints of `bench/floor_page.py`, the trivial chart in an
+  app frame and then with one of each element type of the Episode first view, interleaved with
+  the trivial page and the Episode page: what Streamlit's front end charges for the frame and
+  for the element types themselves, before any clawviz content; a last side draws the Episode
+  page's own tree figure (with its selection wiring) in that page instead of the trivial chart.
 - **log**: log -> first useful view. clawviz: `clawviz ingest LOG`, `streamlit run app.py`
   until healthy, the Episode page painted; claude-trace: `claude-trace --generate-html LOG`
   and its HTML painted. Target: clawviz faster. claude-trace is installed from npm into
@@ -119,11 +124,14 @@ def _free_port() -> int:
 
 
 @contextmanager
-def streamlit(script: Path, db_url: str, log: Path) -> Iterator[str]:
+def streamlit(
+    script: Path, db_url: str, log: Path, extra_env: dict[str, str] | None = None
+) -> Iterator[str]:
     """`streamlit run script` on a free loopback port until healthy; yields its URL."""
     port = _free_port()
     env = {**os.environ, "CLAWVIZ_DATABASE_URL": db_url, "CLAWVIZ_NO_SAMPLES": "1",
-           "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}  # fmt: skip
+           "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+           **(extra_env or {})}  # fmt: skip
     cmd = [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
            "--server.port", str(port), "--server.address", "127.0.0.1",
            "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
@@ -204,6 +212,27 @@ def cli(*args: str) -> str:
 def largest_episode(url: str) -> str:
     rows = json.loads(cli("--db", url, "--json", "episodes"))
     return max(rows, key=lambda r: (r["n_calls"], r["episode_id"]))["episode_id"]
+
+
+def tree_json(url: str, episode: str, out: Path) -> Path:
+    """The Episode page's tree figure of `episode` (default options) as plotly JSON."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from sqlmodel import Session
+
+    from clawviz.figures.layout import tree_layout
+    from clawviz.figures.tree import tree_figure
+    from clawviz.settings import DEFAULT_SETTINGS
+    from clawviz.store import db
+    from clawviz.store.calls import load_calls
+    from clawviz.store.decisions import episode_analysis
+
+    with Session(db.get_engine(url)) as s:
+        calls = load_calls(s, episode)
+        analysis = episode_analysis(s, episode, DEFAULT_SETTINGS)
+    path = out / "floor-tree.json"
+    path.write_text(tree_figure(tree_layout(calls, analysis)).to_json())
+    return path
 
 
 def claude_trace(out: Path) -> Path | None:
@@ -302,6 +331,45 @@ def main(argv: list[str] | None = None) -> int:
                     f"counters, medians, trivial -> episode): {_metrics(ma, mb_)}"
                 )
                 print(rows[-1])
+
+        if "floors" in which:
+            floor = ROOT / "bench" / "floor_page.py"
+            with (
+                streamlit(trivial, url, server_log) as t_url,
+                streamlit(floor, url, server_log, {"CLAWVIZ_FLOOR_PAGE": "frame"}) as f_url,
+                streamlit(floor, url, server_log, {"CLAWVIZ_FLOOR_PAGE": "widgets"}) as w_url,
+                streamlit(
+                    floor,
+                    url,
+                    server_log,
+                    {
+                        "CLAWVIZ_FLOOR_PAGE": "widgets",
+                        "CLAWVIZ_FLOOR_FIGURE": str(tree_json(url, episode, out)),
+                    },
+                ) as g_url,
+                streamlit(app, url, server_log) as a_url,
+            ):
+                sides = {"trivial": t_url, "frame": f_url, "widgets": w_url, "tree": g_url,
+                         "episode": f"{a_url}/episode?episode={episode}"}  # fmt: skip
+                for u in sides.values():
+                    paint_streamlit(browser, u)
+                got: dict[str, list[Sample]] = {k: [] for k in sides}
+                counters: dict[str, list[dict[str, float]]] = {k: [] for k in sides}
+                for _ in range(repeats):
+                    for k, u in sides.items():
+                        got[k].append(measure(lambda u=u, k=k: paint_streamlit(
+                            browser, u, counters[k])))  # fmt: skip
+                base = Series(got["trivial"])
+                for k, label in (("frame", "trivial chart inside an app frame (navigation, "
+                                  "sidebar)"), ("widgets", "the frame plus one of each element "
+                                  "type of the Episode first view, no clawviz code"),
+                                 ("tree", "the same with the Episode page's own tree figure "
+                                  "and its selection wiring instead of the trivial chart"),
+                                 ("episode", "the Episode page")):  # fmt: skip
+                    rows.append(row(f"  floor, warm: {label}, vs the trivial page", "",
+                                    base, Series(got[k]), None))  # fmt: skip
+                    rows[-1]["server"] = _metrics(counters["trivial"], counters[k])
+                    print(rows[-1])
 
         if "fresh" in which:
             a, b, sa, sb = [], [], [], []
