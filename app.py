@@ -51,15 +51,17 @@ def sidebar() -> None:
     """Store and settings facts shown on every page."""
     settings = state.current_settings()
     with st.sidebar:
+        # Plain text, not st.code: a code box loads the front end's highlighter on every page
+        # (measured: ~0.15x of a trivial page's paint, bench/README.md "fifth pass: floors").
         st.caption("Store")
-        st.code(masked_url(state.database_url()), language=None, wrap_lines=True)
+        st.text(masked_url(state.database_url()))
         counts = data.store_counts(state.database_url())
         st.caption(
             f"{counts['episodes']} episodes · {counts['calls']} calls · "
             f"{counts['sources']} files · {counts['rejected']} rejected lines"
         )
         st.caption("Settings hash (decisions shown)")
-        st.code(settings.settings_hash, language=None)
+        st.text(settings.settings_hash)
         overrides = st.session_state.get(state.KEY_SETTINGS_OVERRIDES) or {}
         if overrides:
             st.caption("Changed on the Settings page: " + ", ".join(sorted(overrides)))

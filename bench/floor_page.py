@@ -3,7 +3,7 @@
 `streamlit run bench/floor_page.py` with `CLAWVIZ_FLOOR_PAGE`:
 
 - `frame`: the trivial page's one Plotly chart inside an app frame like clawviz's (`st.navigation`
-  with six pages in the sidebar, a sidebar with the store's captions and code boxes);
+  with six pages in the sidebar, a sidebar with the store's captions and plain text boxes);
 - `widgets`: the same frame and chart, plus one of each element type the Episode page's first
   view draws (title, markdown, metrics in columns, an expander with radios and a checkbox, a
   page link, a segmented control, a toggle, a selectbox, badges in a horizontal container, a
@@ -81,10 +81,10 @@ PAGES = [
     *(st.Page(other, title=t, url_path=t.lower()) for t in ("Ingest", "Settings")),
 ]
 nav = st.navigation(PAGES)
-with st.sidebar:
+with st.sidebar:  # as app.py draws it
     st.caption("Store")
-    st.code("sqlite:///store.db", language=None)
+    st.text("sqlite:///store.db")
     st.caption("24 episodes · 220 calls · 25 files")
     st.caption("Settings hash (decisions shown)")
-    st.code("c39ed588405797eb", language=None)
+    st.text("c39ed588405797eb")
 nav.run()

@@ -74,7 +74,7 @@ def test_sidebar_masks_the_store_password(monkeypatch, tmp_path):
     monkeypatch.setattr(state, "_engine_for", lambda url: get_engine(real))
     monkeypatch.setattr(data, "_engine_for", lambda url: get_engine(real), raising=False)
     at = open_page()
-    shown = [c.value for c in at.sidebar.code]
+    shown = [t.value for t in at.sidebar.text]
     assert "postgresql+psycopg://clawviz:***@127.0.0.1:5432/clawviz" in shown
     everything = json.dumps([str(e) for e in at.main] + shown)
     assert "hunter2" not in everything
