@@ -45,11 +45,26 @@ def export_name(scope: str, fmt: str, suffix: str, settings_hash: str) -> str:
     return f"{safe}-{fmt}-{settings_hash}-{stamp}{suffix}"
 
 
+def key_open(key: str) -> str:
+    """Session-state key of panel `key`'s expander (True while open)."""
+    return f"{key}_open"
+
+
 def export_panel(
     url: str, settings: Settings, selection: Selection, *, key: str, scope: str
 ) -> None:
-    """An expander with the format choices, the Export button, progress and the result."""
-    with st.expander("Export for training", icon=":material/download:"):
+    """An expander with the format choices, the Export button, progress and the result.
+
+    Its content is drawn only while it is open (`key_open(key)`; opening it reruns the page):
+    Streamlit sends a closed expander's widgets to the browser all the same, and these would
+    be the only radios and checkbox of the Episode page's first view (each element type costs
+    its front-end code in every new tab; bench/README.md, "fifth pass: floors")."""
+    box = st.expander(
+        "Export for training", icon=":material/download:", key=key_open(key), on_change="rerun"
+    )
+    with box:
+        if not box.open:
+            return
         c = st.columns([3, 2, 2, 2])
         fmt = c[0].radio(
             "Format", list(LABELS), format_func=LABELS.__getitem__, key=f"{key}_format"
