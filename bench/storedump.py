@@ -87,6 +87,10 @@ def compare(base: str, logs: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
+    need = {"dump": 1, "ingest": 3, "compare": 2}
+    if not argv or argv[0] not in need or len(argv) - 1 < need[argv[0]]:
+        print(__doc__, file=sys.stderr)
+        return 2
     cmd, *rest = argv
     if cmd == "dump":
         for t, v in dump(rest[0]).items():
