@@ -190,6 +190,15 @@ def test_dropped_tree_greys_its_kept_path_and_pins_the_reasons(loaded):
     assert "⚑ ended_in_error</b>: last main call 5 failed (HTTP 500)" in texts
     assert "reward 0.47 &lt; reward_threshold 0.5" in texts
     assert "episode dropped" in texts
+    # A pin on a call in the right half of the shown depths points from its left, so the label
+    # stays in the plot instead of running under the legend; one in the left half from its right.
+    lo, hi = fig.layout.xaxis.range
+    x_of = {n.label: n.x for n in layout.nodes}
+    for ann in fig.layout.annotations:
+        if ann.text.startswith("<b>⚑"):
+            right = ann.x > (lo + hi) / 2
+            assert (ann.xanchor, ann.ax < 0) == (("right", True) if right else ("left", False))
+    assert {x_of["5"] > (lo + hi) / 2, x_of["3"] > (lo + hi) / 2} == {True, False}
     node = next(t for t in fig.data if t.name == "calls")
     assert list(node.text) == [call_label(c) for c in calls]
     assert any("retried by" in (t.name or "") for t in fig.data)

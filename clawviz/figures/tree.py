@@ -281,9 +281,10 @@ def _pin_legend() -> go.Scatter:
     )
 
 
-def _pin_annotations(layout: TreeLayout, pos: Pos) -> list[dict[str, Any]]:
+def _pin_annotations(layout: TreeLayout, pos: Pos, mid_x: float) -> list[dict[str, Any]]:
     """Each episode reason as a label with an arrow to the call that caused it (stacked when
-    one call carries several)."""
+    one call carries several). A call right of `mid_x` (the middle of the shown depths) gets its
+    label on its left, so the label stays inside the plot instead of running under the legend."""
     out = []
     per_call: dict[str, int] = defaultdict(int)
     for i, pin in enumerate(layout.pins):
@@ -305,9 +306,9 @@ def _pin_annotations(layout: TreeLayout, pos: Pos) -> list[dict[str, Any]]:
                 "arrowwidth": 1.5,
                 # Above the node, further up for each further reason on the same call; a lane
                 # that is not the top one points from below (the row above may be busy).
-                "ax": 24 + 10 * (i % 2),
+                "ax": (24 + 10 * (i % 2)) * (-1 if x > mid_x else 1),
                 "ay": (-42 - 30 * k) if y <= 0 else (40 + 30 * k),
-                "xanchor": "left",
+                "xanchor": "right" if x > mid_x else "left",
                 "font": {"size": 11, "color": "#7a1212"},
                 "bgcolor": PIN_FILL,
                 "bordercolor": PIN_COLOUR,
@@ -421,14 +422,13 @@ def tree_figure(
             fig.add_trace(trace)
     if layout.pins:
         fig.add_trace(_pin_legend())
-    annotations.extend(_leaf_annotations(layout, pos))
-    annotations.extend(_pin_annotations(layout, pos))
-    if layout.dropped:
-        annotations.append(_dropped_banner())
-
     max_y = max([p[1] for p in pos.values()] + [0])
     max_x = max([p[0] for p in pos.values()] + [1])
     x_range, slider = x_window(max_x, window, pos.get(selected_call or "", (0, 0))[0])
+    annotations.extend(_leaf_annotations(layout, pos))
+    annotations.extend(_pin_annotations(layout, pos, (x_range[0] + x_range[1]) / 2))
+    if layout.dropped:
+        annotations.append(_dropped_banner())
     fig.update_layout(
         shapes=shapes,
         annotations=annotations,
