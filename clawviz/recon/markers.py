@@ -9,7 +9,7 @@ is often missing; a call no row recognises is classified by structure in `clawvi
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -370,25 +370,20 @@ texts, which a thread repeats; a call's last user text is mostly new when its te
 memoising it would hold one entry per turn and pattern row)."""
 
 
-def _hit(patterns: tuple[re.Pattern[str], ...], text: str, memo: Hits | None) -> str | None:
+def _hit(
+    patterns: tuple[re.Pattern[str], ...],
+    text: str,
+    memo: Hits | None,
+    search: Callable[[tuple[re.Pattern[str], ...], str], str | None] = _first_hit,
+) -> str | None:
+    """`search(patterns, text)` through the episode's memo (`_system_hit` for a system prompt:
+    it also caches across episodes when there is no memo)."""
     if memo is None:
-        return _first_hit(patterns, text)
+        return search(patterns, text)
     key = (id(patterns), text)
     if key in memo:
         return memo[key]
-    hit = memo[key] = _first_hit(patterns, text)
-    return hit
-
-
-def _system_hit_memo(
-    patterns: tuple[re.Pattern[str], ...], system: str, memo: Hits | None
-) -> str | None:
-    if memo is None:
-        return _system_hit(patterns, system)
-    key = (id(patterns), system)
-    if key in memo:
-        return memo[key]
-    hit = memo[key] = _system_hit(patterns, system)
+    hit = memo[key] = search(patterns, text)
     return hit
 
 
@@ -396,12 +391,12 @@ def _match_kind(
     kind: str, m: HarnessMarkers, t: CallText, single_user: bool, memo: Hits | None = None
 ) -> str | None:
     if kind == "aux_utility":
-        hit = _system_hit_memo(m.utility_system, t.system, memo)
+        hit = _hit(m.utility_system, t.system, memo, _system_hit)
         if hit is None and single_user:
             hit = _first_hit(m.utility_user, t.last_user)
         return hit or _first_hit(m.utility_last_user, t.last_user)
     if kind == "aux_summary":
-        hit = _system_hit_memo(m.summary_system, t.system, memo) or _first_hit(
+        hit = _hit(m.summary_system, t.system, memo, _system_hit) or _first_hit(
             m.summary_last_user, t.last_user
         )
         for name, pat in m.summary_header:
@@ -415,7 +410,7 @@ def _match_kind(
                 return hit
         return None
     if kind == "aux_subagent":
-        return _system_hit_memo(m.subagent_system, t.system, memo) or _hit(
+        return _hit(m.subagent_system, t.system, memo, _system_hit) or _hit(
             m.subagent_first_user, t.first_user, memo
         )
     if kind == "aux_heartbeat":
