@@ -23,7 +23,7 @@ from conftest import (  # noqa: E402
     stop_app,
     wait_for_app_run,
 )
-from test_episode_click import NODE_POSITION_JS  # noqa: E402
+from test_episode_click import click_node  # noqa: E402
 
 EPISODE = "t0001-openclaw-a2"
 TASK = "task_0001"
@@ -72,13 +72,7 @@ def shoot(base: str, out: Path) -> list[Path]:
         page.goto(f"{base}/episode?episode={EPISODE}")
         page.wait_for_selector("[data-testid='stPlotlyChart'] .js-plotly-plot .scatterlayer .point")
         settle(page)
-        node = page.evaluate(NODE_POSITION_JS, -2)
-        page.mouse.move(node["x"], node["y"])
-        page.wait_for_timeout(300)
-        page.mouse.click(node["x"], node["y"])
-        page.wait_for_function(
-            "(c) => new URL(location.href).searchParams.get('call') === c", arg=node["call"]
-        )
+        click_node(page, -2, timeout=150_000)
         settle(page)
         save(page, "episode")
 

@@ -29,6 +29,21 @@ NODE_POSITION_JS = """
 """
 
 
+def click_node(page, index: int, timeout: float | None = None) -> dict:
+    """Click the tree node `index` (negative: from the end) as a person does (hover, then click)
+    and wait until the address bar names its call; returns the node (NODE_POSITION_JS)."""
+    target = page.evaluate(NODE_POSITION_JS, index)
+    page.mouse.move(target["x"], target["y"])
+    page.wait_for_timeout(300)
+    page.mouse.click(target["x"], target["y"])
+    page.wait_for_function(
+        "(c) => new URL(window.location.href).searchParams.get('call') === c",
+        arg=target["call"],
+        timeout=timeout,
+    )
+    return target
+
+
 def _call_param(page) -> str | None:
     values = parse_qs(urlparse(page.url).query).get("call")
     return values[0] if values else None

@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 from conftest import wait_for_app_run
-from test_episode_click import NODE_POSITION_JS
+from test_episode_click import click_node
 
 pytestmark = pytest.mark.browser
 
@@ -98,13 +98,7 @@ def test_back_and_forward_walk_one_selection_at_a_time(app_server, page):
     assert _history(page) == [["pushState", f"/episode?episode={episode}"]]
     default_call = _call_box(page)
 
-    target = page.evaluate(NODE_POSITION_JS, -1)
-    page.mouse.move(target["x"], target["y"])
-    page.wait_for_timeout(300)
-    page.mouse.click(target["x"], target["y"])
-    page.wait_for_function(
-        "(c) => new URL(location.href).searchParams.get('call') === c", arg=target["call"]
-    )
+    target = click_node(page, -1)
     _settle(page)
     clicked_call = _call_box(page)
     assert clicked_call != default_call
@@ -192,13 +186,7 @@ def test_a_deep_link_opens_its_section_and_back_walks_the_picks(app_server, page
     assert all(kind == "replaceState" for kind, _ in _history(page))
 
     # A click on a tree node from the Paths section inspects that call (one entry).
-    target = page.evaluate(NODE_POSITION_JS, -1)
-    page.mouse.move(target["x"], target["y"])
-    page.wait_for_timeout(300)
-    page.mouse.click(target["x"], target["y"])
-    page.wait_for_function(
-        "(c) => new URL(location.href).searchParams.get('call') === c", arg=target["call"]
-    )
+    target = click_node(page, -1)
     _settle(page)
     assert _query(page) == {"episode": [episode], "call": [target["call"]]}
     assert [k for k, _ in _history(page)] == ["pushState"]
