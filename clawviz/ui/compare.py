@@ -8,6 +8,7 @@ the same tab (sides swapped).
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Callable
@@ -16,7 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from clawviz.figures.layout import tree_layout
-from clawviz.figures.tree import tree_figure
+from clawviz.figures.tree import call_from_selection, tree_figure
 from clawviz.recon.align import GROUPS, Comparison, TurnPair, compare, compare_order
 from clawviz.review.archive import ArchiveError
 from clawviz.review.tasks import attempt_workspaces
@@ -306,15 +307,43 @@ def workspaces(left_id: str, right_id: str, settings: Settings) -> None:
         st.code(text, language="diff", wrap_lines=True)
 
 
+def tree_key(side: str) -> str:
+    return f"episode_compare_{side}"
+
+
+def on_tree_pick(side: str, episode_id: str, other_id: str) -> None:
+    """A click on a node of one of the two trees inspects that call in its own episode, which is
+    then compared with the other one (so Back, or the Compare section, returns here)."""
+    cid = call_from_selection(st.session_state.get(tree_key(side)))
+    if not cid:
+        return
+    state.set_params(
+        episode=episode_id,
+        call=cid,
+        path=None,
+        compare=other_id,
+        section=sections.section_value(sections.SECTION_CALL, other_id),
+    )
+
+
 def trees(view: data.EpisodeView, other: data.EpisodeView) -> None:
     with st.expander("Both trees"):
+        st.caption("Click a node to inspect that call in its own episode.")
         left, right = st.columns(2)
-        for col, v, key in ((left, view, "left"), (right, other, "right")):
+        pair = ((left, view, other, "left"), (right, other, view, "right"))
+        for col, v, o, side in pair:
             with col:
-                st.caption(escape_md(v.episode["episode_id"]))
+                me, them = v.episode["episode_id"], o.episode["episode_id"]
+                st.caption(escape_md(me))
                 fig = tree_figure(tree_layout(v.calls, v.analysis), collapse_aux=True, height=320)
                 fig.update_layout(showlegend=False)
-                st.plotly_chart(fig, key=f"episode_compare_{key}", config={"displaylogo": False})
+                st.plotly_chart(
+                    fig,
+                    key=tree_key(side),
+                    on_select=functools.partial(on_tree_pick, side, me, them),
+                    selection_mode="points",
+                    config={"displaylogo": False},
+                )
 
 
 def compare_section(

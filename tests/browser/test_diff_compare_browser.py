@@ -71,3 +71,50 @@ def test_compare_button_opens_the_other_episode_in_the_same_tab(hostile_server, 
     )
     wait_for_app_run(page)
     page.get_by_role("heading", name=f"Episode {left}").wait_for()
+
+
+TREE_NODE_JS = """
+([box, index]) => {
+  const gd = box.querySelector('.js-plotly-plot');
+  const trace = gd._fullData.find((t) => t.name === 'calls');
+  const i = index < 0 ? trace.customdata.length + index : index;
+  const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+  const drag = gd.querySelector('.draglayer .nsewdrag').getBoundingClientRect();
+  return {call: trace.customdata[i], label: trace.text[i], x: drag.left + xa.l2p(trace.x[i]),
+          y: drag.top + ya.l2p(trace.y[i])};
+}
+"""
+
+
+def test_a_click_in_compare_s_right_tree_inspects_that_call_in_its_episode(hostile_server, page):
+    left, right = "xss-ep", "solo-ep"
+    page.goto(f"{hostile_server.url}/episode?episode={left}&compare={right}")
+    wait_for_app_run(page)
+    expander = page.get_by_test_id("stExpander").filter(has_text="Both trees")
+    expander.get_by_text("Both trees").click()
+    charts = expander.get_by_test_id("stPlotlyChart")
+    charts.nth(1).locator(".scatterlayer .point").first.wait_for()
+    charts.nth(1).scroll_into_view_if_needed()
+    node = (
+        charts.nth(1)
+        .element_handle()
+        .evaluate("(box, index) => (" + TREE_NODE_JS + ")([box, index])", -1)
+    )
+    page.mouse.move(node["x"], node["y"])
+    page.wait_for_timeout(300)
+    page.mouse.click(node["x"], node["y"])
+    page.wait_for_function(
+        "(e) => new URL(window.location.href).searchParams.get('episode') === e", arg=right
+    )
+    wait_for_app_run(page)
+    query = parse_qs(urlparse(page.url).query)
+    # The right tree's call, in its own episode, which is now compared with the one we left.
+    assert query["call"] == [node["call"]]
+    assert query["compare"] == [left]
+    assert query["section"] == ["call"]
+    page.get_by_role("heading", name=f"Episode {right}").wait_for()
+    # The inspector shows that call, by the number drawn on the node.
+    page.wait_for_function(
+        "(n) => document.querySelector('input[aria-label=\"Call\"]').value.trim().startsWith(n)",
+        arg=f"call {node['label']} · ",
+    )
