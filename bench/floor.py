@@ -22,7 +22,11 @@ counted as Python.
 
 It also times the interpreter starts that a pair of commands (`clawviz ingest` then
 `clawviz episodes`) cannot avoid: `python3 -c pass` and `python3 -S -c pass` (no site
-packages), as child processes, against the same parse.
+packages), as child processes, against the same parse; and the imports the issue's own design
+puts in `clawviz ingest` ("SQLAlchemy Core serves the hot paths; SQLModel stays the schema"):
+SQLAlchemy Core with its SQLite dialect, and `clawviz.store.models` (SQLModel, pydantic and the
+tables), each as a child's CPU less `python3 -c pass`. Its last table adds the parts up: the
+commands row (`ingest` then `episodes`) if every Python line of clawviz were free.
 """
 
 from __future__ import annotations
@@ -167,6 +171,10 @@ def _ratio(xs: list[float], base: list[float]) -> str:
 
 
 PRIMITIVES = ("orjson", "sha256", "zstd", "sqlite", "xxh3")
+IMPORTS = {
+    "SQLAlchemy Core + SQLite dialect": "import sqlalchemy.engine, sqlalchemy.dialects.sqlite",
+    "clawviz.store.models (SQLModel schema)": "import clawviz.store.models",
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -184,11 +192,16 @@ def main(argv: list[str] | None = None) -> int:
     base: list[float] = []
     runs: list[dict[str, float]] = []
     starts: dict[str, list[float]] = {"python3 -c pass": [], "python3 -S -c pass": []}
+    imports: dict[str, list[float]] = {k: [] for k in IMPORTS}
     for i in range(a.repeats):
         base.append(round2.measure(parse).cpu)
         runs.append(instrumented_ingest(a.log, a.out, i + 1))
         starts["python3 -c pass"].append(child_cpu([sys.executable, "-c", "pass"]))
         starts["python3 -S -c pass"].append(child_cpu([sys.executable, "-S", "-c", "pass"]))
+        for k, code in IMPORTS.items():
+            imports[k].append(
+                child_cpu([sys.executable, "-c", code]) - starts["python3 -c pass"][-1]
+            )
     size = a.log.stat().st_size / round2.MB
     print(f"{a.log.name} ({size:.0f} MB), {a.repeats} pairs; baseline orjson.loads per line: "
           f"{_med(base)} cpu\n")  # fmt: skip
@@ -213,6 +226,24 @@ def main(argv: list[str] | None = None) -> int:
     for k, xs in starts.items():
         row(k, xs)
         row(f"two of `{k}` (ingest, then episodes)", [2 * x for x in xs])
+    print()
+    print(
+        "| import in `clawviz ingest` (child CPU less `python3 -c pass`) | seconds | vs the parse |"
+    )
+    print("|---|---|---|")
+    for k, xs in imports.items():
+        row(k, xs)
+    print()
+    print("| the commands row if every line of clawviz Python were free | seconds | vs the parse |")
+    print("|---|---|---|")
+    two = [2 * x for x in starts["python3 -c pass"]]
+    schema = imports["clawviz.store.models (SQLModel schema)"]
+    row("two starts + the schema import", [t + m for t, m in zip(two, schema, strict=True)])
+    row("... + the C primitives of the ingest",
+        [t + m + p_ for t, m, p_ in zip(two, schema, prim, strict=True)])  # fmt: skip
+    dec = [r["decisions"] for r in runs]
+    row("... + the decisions at ingest (as they cost now)",
+        [t + m + p_ + d for t, m, p_, d in zip(two, schema, prim, dec, strict=True)])  # fmt: skip
     return 0
 
 
