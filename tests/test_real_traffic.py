@@ -27,6 +27,7 @@ from clawviz.store.db import init_db
 from clawviz.store.decisions import ensure_analysis, episode_analysis
 from clawviz.store.models import CallRow
 from tests.dburl import memory_engine
+from tests.harness.recorded import decision_mismatches
 
 DATA = Path(__file__).parent / "data" / "real_traffic"
 LOGS = sorted(DATA.glob("*.jsonl"))
@@ -116,38 +117,15 @@ def _expected(stem: str) -> list[dict]:
     return json.loads((DATA / f"{stem}.expected.json").read_text())
 
 
-def _names(stem: str, rows: list[dict], line_of: dict[int, int] | None = None) -> dict[str, str]:
-    """call_id -> scenario name, matched by source line (`line_of` maps to the original line)."""
+def _names(stem: str, rows: list[dict]) -> dict[str, str]:
+    """call_id -> scenario name, matched by source line."""
     by_line = {e["line"]: e["name"] for e in _expected(stem)}
-    return {r["call_id"]: by_line[_line(r, line_of)] for r in rows}
-
-
-def _line(row: dict, line_of: dict[int, int] | None) -> int:
-    n = row["source"]["line"]
-    return line_of[n] if line_of else n
+    return {r["call_id"]: by_line[r["source"]["line"]] for r in rows}
 
 
 def _mismatches(stem: str, rows: list[dict], line_of: dict[int, int] | None = None) -> list:
     """Calls whose decision differs from the scenario's intent, with (got, wanted) values."""
-    expected = {e["line"]: e for e in _expected(stem)}
-    assert sorted(_line(r, line_of) for r in rows) == sorted(expected)
-    name = _names(stem, rows, line_of)
-    wrong = []
-    for r in rows:
-        e = expected[_line(r, line_of)]
-        got = {
-            "role": r["role"],
-            "state": r["state"],
-            "reason": r["reason"],
-            "segment": r["segment"],
-            "parent": name.get(r["parent_call"]),
-            "link": name.get(r["linked_call"]),
-            "retry_of": name.get(r["retry_of"]),
-        }
-        want = {k: e[k] for k in got}
-        if got != want:
-            wrong.append((e["name"], {k: (got[k], want[k]) for k in got if got[k] != want[k]}))
-    return wrong
+    return decision_mismatches(rows, {e["line"]: e for e in _expected(stem)}, line_of)
 
 
 def test_fixtures_are_what_the_builder_writes(tmp_path):

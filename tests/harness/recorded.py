@@ -278,12 +278,26 @@ DECISION_FIELDS = ("role", "state", "reason", "segment", "parent", "link", "retr
 
 def wrong_decisions(rows: list[dict[str, Any]], expected: Expected) -> list[tuple[str, dict]]:
     """(call name, {field: (got, want)}) for each call whose decision differs from the file."""
-    by_line = expected.by_line
-    assert sorted(r["source"]["line"] for r in rows) == sorted(by_line)
-    name = {r["call_id"]: by_line[r["source"]["line"]]["name"] for r in rows}
+    return decision_mismatches(rows, expected.by_line)
+
+
+def decision_mismatches(
+    rows: list[dict[str, Any]],
+    by_line: dict[int, dict[str, Any]],
+    line_of: dict[int, int] | None = None,
+) -> list[tuple[str, dict]]:
+    """The comparison behind `wrong_decisions`, for any expected rows keyed by source line
+    (`line_of`: a row's line in a reordered copy of the log -> its line in the original)."""
+
+    def line(r: dict[str, Any]) -> int:
+        n = r["source"]["line"]
+        return line_of[n] if line_of else n
+
+    assert sorted(line(r) for r in rows) == sorted(by_line)
+    name = {r["call_id"]: by_line[line(r)]["name"] for r in rows}
     wrong = []
     for r in rows:
-        e = by_line[r["source"]["line"]]
+        e = by_line[line(r)]
         got = {
             "role": r["role"],
             "state": r["state"],
