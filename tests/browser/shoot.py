@@ -44,13 +44,43 @@ def build_store(folder: Path) -> str:
     return url
 
 
+def call_id(url: str, episode: str, line: int) -> str:
+    """The id of `episode`'s call at log line `line` (ids hash the file, so they are looked up)."""
+    from sqlmodel import Session, select
+
+    from clawviz.store.db import get_engine
+    from clawviz.store.models import CallRow
+
+    with Session(get_engine(url)) as s:
+        row = s.exec(
+            select(CallRow).where(CallRow.episode_id == episode, CallRow.line == line)
+        ).one()
+        return row.call_id
+
+
+# (name, episode, call's log line, query beyond episode and call, heading scrolled to the top)
+DEEP_SHOTS = (
+    ("episode-dropped", "t0001-claude-code-a4", 5, "", None),
+    ("episode-retry", "t0001-claude-code-a1", 10, "", None),
+    ("call-diff", "t0001-openclaw-a2", 12, "&panel=request", "Call inspector"),
+    ("tokens", "t0001-openclaw-a2", 4, "&panel=tokens", "Call inspector"),
+    (
+        "compare",
+        "t0001-openclaw-a2",
+        0,
+        "&compare=t0001-openclaw-a1",
+        "Compare with another episode",
+    ),
+)
+
+
 def settle(page) -> None:
     wait_for_app_run(page)
     page.wait_for_timeout(800)
     wait_for_app_run(page)
 
 
-def shoot(base: str, out: Path) -> list[Path]:
+def shoot(base: str, out: Path, url: str) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
     saved: list[Path] = []
@@ -75,6 +105,20 @@ def shoot(base: str, out: Path) -> list[Path]:
         click_node(page, -2, timeout=150_000)
         settle(page)
         save(page, "episode")
+
+        for name, episode, line, query, heading in DEEP_SHOTS:
+            call = f"&call={call_id(url, episode, line)}" if line else ""
+            page.goto(f"{base}/episode?episode={episode}{call}{query}")
+            page.wait_for_selector(
+                "[data-testid='stPlotlyChart'] .js-plotly-plot .scatterlayer .point"
+            )
+            settle(page)
+            if heading:
+                page.get_by_role("heading", name=heading).first.evaluate(
+                    "(h) => h.scrollIntoView({block: 'start'})"
+                )
+                page.wait_for_timeout(300)
+            save(page, name)
 
         page.goto(f"{base}/tasks?task={TASK}")
         page.get_by_role("heading", name=TASK).wait_for()
@@ -111,7 +155,7 @@ def main(argv: list[str]) -> int:
         url = build_store(Path(tmp))
         server = start_app(url, Path(tmp) / "server.log")
         try:
-            for path in shoot(server.url, out):
+            for path in shoot(server.url, out, url):
                 print(path)
         finally:
             stop_app(server.process)
