@@ -233,11 +233,8 @@ def _int_or_none(v: object) -> int | None:
 
 
 def episode_rows(session: Session, settings_hash: str) -> list[EpisodeRow]:
-    """`episodes_frame` without pandas: the rows, in the Runs table's order.
-
-    For the Episode page's switcher, whose first view must not import pandas; each distinct
-    `reasons_json` is parsed once, as in the frame.
-    """
+    """`episodes_frame` without pandas, same rows and order (the Episode page's switcher: its
+    first view imports no pandas). Each distinct `reasons_json` is parsed once, as there."""
     rows = session.connection().execute(
         text(_EPISODE_ROWS_SQL + _EPISODE_ORDER_SQL), {"h": settings_hash}
     )
