@@ -32,7 +32,7 @@ from clawviz.ui.pages import WORKSPACE, page_file, run_page
 from clawviz.ui.render import render_message
 
 if TYPE_CHECKING:
-    import pandas as pd
+    from clawviz.store.queries import EpisodeRow
 
 WORKSPACE_PAGE = page_file(WORKSPACE)
 KEY_PATH_SEEN = "episode_paths_seen"
@@ -57,14 +57,14 @@ def on_episode_pick() -> None:
     open_episode(choice if choice and choice != state.NONE_OPTION else None)
 
 
-def episode_picker(eps: pd.DataFrame, label: str) -> None:
+def episode_picker(eps: list[EpisodeRow], label: str) -> None:
     """A selectbox of all episodes (the way in when the URL names none or a wrong one)."""
-    options = [state.NONE_OPTION] + eps["episode_id"].tolist()
+    options = [state.NONE_OPTION] + [r.episode_id for r in eps]
     st.session_state[state.KEY_EPISODE_PICK] = state.NONE_OPTION
     st.selectbox(label, options, key=state.KEY_EPISODE_PICK, on_change=on_episode_pick)
 
 
-def runs_order(eps: pd.DataFrame) -> tuple[list[str], bool]:
+def runs_order(eps: list[EpisodeRow]) -> tuple[list[str], bool]:
     """The episodes in the Runs table's order under the Runs filters last used in this session
     (all episodes when there are none), and whether a filter narrowed the list."""
     params = st.session_state.get(state.KEY_RUNS_QUERY) or {}
@@ -79,11 +79,11 @@ def runs_order(eps: pd.DataFrame) -> tuple[list[str], bool]:
     return history.runs_order(eps, params, matching), bool(params)
 
 
-def episode_switcher(eps: pd.DataFrame, episode_id: str) -> None:
+def episode_switcher(eps: list[EpisodeRow], episode_id: str) -> None:
     """Previous / next in the Runs order, and a picker of every episode of that list."""
     order, filtered = runs_order(eps)
     if episode_id not in order:
-        order, filtered = eps["episode_id"].astype(str).tolist(), False
+        order, filtered = [r.episode_id for r in eps], False
     prev_id, next_id = history.neighbours(order, episode_id)
     row = st.container(horizontal=True, vertical_alignment="bottom")
     row.button(
@@ -399,10 +399,11 @@ def paths_section(view: data.EpisodeView) -> None:
 def main() -> None:
     url = state.database_url()
     settings = state.current_settings()
-    eps = data.episodes(url, settings.settings_hash)
+    # Plain rows, not the Runs frame: the first view imports no pandas.
+    eps = data.episode_list(url, settings.settings_hash)
     # A bare /episode (the menu, or back from another page) shows the episode last shown.
     episode_id = state.get_param(state.QP_EPISODE) or st.session_state.get(state.KEY_LAST_EPISODE)
-    if eps.empty:
+    if not eps:
         st.title("Episode")
         st.info("The store is empty: load logs on the Ingest page first.")
         return

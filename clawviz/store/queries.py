@@ -3,19 +3,28 @@
 Pages call these (through `clawviz.ui` caches) and only render the frames; the functions are
 pure of Streamlit so the CLI and tests can use them too. They stay fast on 25,000 episodes by
 never loading ORM objects row by row.
+
+pandas is imported by the functions that build a frame, not by this module: the Episode page's
+first view reads `episode_rows` (plain tuples) and so never loads pandas (0.5 s of a fresh
+server's first run; bench/README.md "sixth pass").
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NamedTuple
 
 import orjson
-import pandas as pd
 from sqlalchemy import text
 from sqlmodel import Session
 
 from clawviz.store.models import restore_nul
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 PAPER_STATS: dict[str, float] = {
     "turns": 13.0,
@@ -71,6 +80,8 @@ class DatasetStats:
 
     def comparison(self) -> pd.DataFrame:
         """One row per statistic: ours, the paper's, and the ratio."""
+        import pandas as pd
+
         rows = []
         for key, label in STAT_LABELS.items():
             ours = self.means.get(key)
@@ -87,6 +98,8 @@ class DatasetStats:
 
 
 def _read(session: Session, sql: str, **params) -> pd.DataFrame:
+    import pandas as pd
+
     return pd.read_sql_query(text(sql), session.connection(), params=params)
 
 
@@ -175,6 +188,12 @@ _EPISODE_ROWS_SQL = """
         LEFT JOIN result r ON r.episode_id = e.episode_id
 """
 
+_EPISODE_ORDER_SQL = """
+        ORDER BY e.task_id IS NULL, e.task_id, e.harness IS NULL, e.harness,
+                 e.attempt IS NULL, e.attempt, e.episode_id
+"""
+"""The Runs table's order of every episode (`episodes_frame`, `episode_rows`)."""
+
 
 def episodes_frame(session: Session, settings_hash: str) -> pd.DataFrame:
     """Every episode with its verdict under `settings_hash` and its verifier result.
@@ -182,18 +201,98 @@ def episodes_frame(session: Session, settings_hash: str) -> pd.DataFrame:
     `reasons` holds the episode's reason codes joined by `REASON_SEP` (one string per row: a
     list column makes the 25,000-row table's pickling and Arrow conversion slow).
     """
-    sql = (
-        _EPISODE_ROWS_SQL
-        + """
-        ORDER BY e.task_id IS NULL, e.task_id, e.harness IS NULL, e.harness,
-                 e.attempt IS NULL, e.attempt, e.episode_id
-    """
+    return _episode_rows(_read(session, _EPISODE_ROWS_SQL + _EPISODE_ORDER_SQL, h=settings_hash))
+
+
+class EpisodeRow(NamedTuple):
+    """One row of `episodes_frame` as a plain tuple (same columns, same order, same values;
+    missing values are None, never NaN)."""
+
+    episode_id: str
+    task_id: str | None
+    harness: str | None
+    model: str | None
+    attempt: int | None
+    n_calls: int | None
+    reward: float | None
+    advantage: float | None
+    status: str
+    reasons: str
+    source_kind: str | None
+
+
+def _float_or_none(v: object) -> float | None:
+    if v is None:
+        return None
+    x = float(v)  # type: ignore[arg-type]
+    return None if math.isnan(x) else x
+
+
+def _int_or_none(v: object) -> int | None:
+    return None if v is None else int(v)  # type: ignore[call-overload]
+
+
+def episode_rows(session: Session, settings_hash: str) -> list[EpisodeRow]:
+    """`episodes_frame` without pandas, same rows and order (the Episode page's switcher: its
+    first view imports no pandas). Each distinct `reasons_json` is parsed once, as there."""
+    rows = session.connection().execute(
+        text(_EPISODE_ROWS_SQL + _EPISODE_ORDER_SQL), {"h": settings_hash}
     )
-    return _episode_rows(_read(session, sql, h=settings_hash))
+    joined: dict[str | None, str] = {None: ""}
+    out: list[EpisodeRow] = []
+    for ep, task, harness, model, attempt, n_calls, reward, adv, status, rj, kind in rows:
+        if rj not in joined:
+            joined[rj] = REASON_SEP.join(reason_codes(rj))
+        out.append(
+            EpisodeRow(
+                str(ep),
+                task,
+                harness,
+                model,
+                _int_or_none(attempt),
+                _int_or_none(n_calls),
+                _float_or_none(reward),
+                _float_or_none(adv),
+                str(status),
+                joined[rj],
+                kind,
+            )
+        )
+    return out
+
+
+def filter_rows(rows: Iterable[EpisodeRow], f: EpisodeFilter) -> list[EpisodeRow]:
+    """`filter_episodes` on `episode_rows`: the rows that pass the filter, in order."""
+    wanted = set(f.reasons)
+    hit: dict[str, bool] = {}
+
+    def keep(r: EpisodeRow) -> bool:
+        if f.tasks and r.task_id not in f.tasks:
+            return False
+        if f.harnesses and r.harness not in f.harnesses:
+            return False
+        if f.models and r.model not in f.models:
+            return False
+        if f.statuses and r.status not in f.statuses:
+            return False
+        if wanted:
+            if r.reasons not in hit:
+                hit[r.reasons] = bool(wanted.intersection(split_reasons(r.reasons)))
+            if not hit[r.reasons]:
+                return False
+        if r.reward is None:
+            return f.include_missing_reward
+        if f.reward_min is not None and not r.reward >= f.reward_min:
+            return False
+        return f.reward_max is None or r.reward <= f.reward_max
+
+    return [r for r in rows if keep(r)]
 
 
 def _episode_rows(df: pd.DataFrame) -> pd.DataFrame:
     """Typed EPISODE_COLUMNS of a query that selected them (reasons still as JSON)."""
+    import pandas as pd
+
     if df.empty:
         return pd.DataFrame(columns=EPISODE_COLUMNS)
     df["reasons"] = _joined_reasons(df["reasons"])
@@ -206,6 +305,8 @@ def _episode_rows(df: pd.DataFrame) -> pd.DataFrame:
 
 def filter_episodes(df: pd.DataFrame, f: EpisodeFilter) -> pd.DataFrame:
     """Rows of an `episodes_frame` that pass the filter."""
+    import pandas as pd
+
     mask = pd.Series(True, index=df.index)
     if f.tasks:
         mask &= df["task_id"].isin(f.tasks)
@@ -233,6 +334,8 @@ def filter_episodes(df: pd.DataFrame, f: EpisodeFilter) -> pd.DataFrame:
 
 def reason_counts(df: pd.DataFrame) -> pd.DataFrame:
     """Number of episodes carrying each reason code (an episode counts once per code)."""
+    import pandas as pd
+
     counts: dict[str, int] = defaultdict(int)
     for joined, n in df["reasons"].value_counts().items():
         for code in split_reasons(joined):
@@ -361,6 +464,8 @@ def dataset_stats(session: Session, settings_hash: str) -> DatasetStats:
     the full context of its last kept call (prompt incl. cache + output), summed over segments;
     tool calls = tool_use blocks in the kept responses; tool types = distinct tool names.
     """
+    import pandas as pd
+
     if session.get_bind().dialect.name == "sqlite":
         per = _read(session, _SQLITE_STATS_SQL, h=settings_hash)
     else:
@@ -374,6 +479,8 @@ def dataset_stats(session: Session, settings_hash: str) -> DatasetStats:
 
 def _stats_in_python(df: pd.DataFrame) -> pd.DataFrame:
     """The same per-trajectory figures as _SQLITE_STATS_SQL, for stores without SQLite JSON."""
+    import pandas as pd
+
     if df.empty:
         return pd.DataFrame(columns=_STAT_COLUMNS)
     df = df.assign(tools=[_tool_uses(v) for v in df["response_json"]])

@@ -7,9 +7,8 @@ changes when either does; objects that should not be hashed are passed with a le
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
@@ -18,6 +17,10 @@ from clawviz.store import models, queries
 from clawviz.store.rewards import result_reward
 from clawviz.types import Call, EpisodeAnalysis
 from clawviz.ui.state import _engine_for
+
+if TYPE_CHECKING:
+    # Imported where a frame is built: the Episode page's first view loads no pandas.
+    import pandas as pd
 
 
 @dataclass
@@ -40,6 +43,8 @@ def _session(url: str) -> Session:
 @st.cache_data(show_spinner="Searching…")
 def search_hits(url: str, text: str, role: str | None, syntax: bool) -> pd.DataFrame:
     """Full-text hits as a table (one row per hit, with an Episode link to the call)."""
+    import pandas as pd
+
     from clawviz.store import search
 
     with _session(url) as s:
@@ -77,6 +82,13 @@ def ensure_analysed(url: str, settings_hash: str, _settings: Settings) -> str | 
 def episodes(url: str, settings_hash: str) -> pd.DataFrame:
     with _session(url) as s:
         return queries.episodes_frame(s, settings_hash)
+
+
+@st.cache_data(show_spinner=False)
+def episode_list(url: str, settings_hash: str) -> list[queries.EpisodeRow]:
+    """`episodes` as plain rows (`queries.episode_rows`), for the Episode page's switcher."""
+    with _session(url) as s:
+        return queries.episode_rows(s, settings_hash)
 
 
 @st.cache_data(show_spinner=False)

@@ -16,7 +16,7 @@ from typing import Any
 import streamlit as st
 from sqlmodel import Session
 
-from clawviz.export import Selection, run_export
+from clawviz.export import Selection
 from clawviz.settings import Settings
 from clawviz.ui.state import _engine_for
 
@@ -113,6 +113,9 @@ def _run(
 
     out = export_dir() / export_name(scope, fmt, suffix, settings.settings_hash)
     sel = Selection(selection.filter, include_dropped, selection.episode_ids)
+    # Imported here: the row builders and writers are not needed until an export runs.
+    from clawviz.export import run_export
+
     try:
         with Session(_engine_for(url)) as s:
             report = run_export(

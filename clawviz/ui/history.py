@@ -8,9 +8,8 @@ the same list (previous / next) the Runs table showed. Parameters are written th
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-import pandas as pd
 import streamlit as st
 
 from clawviz.store import queries
@@ -147,13 +146,15 @@ def remember_runs_query() -> None:
 
 
 def runs_order(
-    eps: pd.DataFrame, params: Mapping[str, list[str]], matching: set[str] | None
+    eps: Sequence[queries.EpisodeRow], params: Mapping[str, list[str]], matching: set[str] | None
 ) -> list[str]:
-    """Episode ids in the order the Runs table lists them under these parameters."""
-    shown = queries.filter_episodes(eps, filter_from(params))
-    if matching is not None:
-        shown = shown[shown["episode_id"].isin(matching)]
-    return shown["episode_id"].astype(str).tolist()
+    """Episode ids in the order the Runs table lists them under these parameters.
+
+    `eps` are `queries.episode_rows` (plain tuples, not the Runs frame): the Episode page's
+    switcher calls this on its first view, which imports no pandas.
+    """
+    shown = queries.filter_rows(eps, filter_from(params))
+    return [r.episode_id for r in shown if matching is None or r.episode_id in matching]
 
 
 def neighbours(order: list[str], episode_id: str) -> tuple[str | None, str | None]:
