@@ -198,8 +198,9 @@ def check(work: Path, log: Path) -> bool:
     )
     print("  " + (r.stdout.strip().splitlines() or ["(no output)"])[-1])
     ok &= r.returncode == 0
-    if r.returncode:
-        print(r.stdout[-4000:])
+    for line in r.stdout.splitlines():
+        if line.startswith(("FAILED", "ERROR")):
+            print("  " + line[:160])
     logs = [str(log), "sample_logs", "tests/data/recorded"]
     print("storedump compare pure compiled:", " ".join(logs), flush=True)
     r = subprocess.run(
@@ -408,6 +409,126 @@ def measure(work: Path, log: Path, repeats: int) -> None:
               f"| {rel_s} |")  # fmt: skip
 
 
+ONCE = r"""
+import sys
+from pathlib import Path
+from sqlmodel import Session
+from clawviz.store import db
+import clawviz.ingest.load as load
+log, path, mode = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
+for suffix in ("", "-wal", "-shm"):
+    Path(str(path) + suffix).unlink(missing_ok=True)
+engine = db.get_engine(f"sqlite:///{path}")
+if mode == "ingest":
+    with Session(engine) as s:
+        load.ingest_paths([log], session=s)
+"""
+
+
+def instructions(argv: list[str], cwd: Path) -> int:
+    """Instructions valgrind's callgrind counts for one child (deterministic: no other process
+    on the machine changes it)."""
+    env = {**os.environ, "CLAWVIZ_NO_SAMPLES": "1", "PYTHONPATH": str(cwd)}
+    out = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    found = [ln for ln in out.stderr.splitlines() if "Collected :" in ln]
+    if not found:
+        raise RuntimeError(f"callgrind gave no count: {out.stderr[-500:]}")
+    return int(found[-1].split(":")[-1])
+
+
+def callgrind(work: Path, log: Path) -> None:
+    """One cold ingest of `log` (decisions included) per copy, net of its imports, and the
+    orjson parse of every line net of `import orjson`: instructions and ratios."""
+    folder = Path(tempfile.mkdtemp(prefix="clawviz-mypyc-cg-"))
+    py = sys.executable
+    loop = "import sys, orjson\nfor line in open(sys.argv[1], 'rb'):\n    orjson.loads(line)\n"
+    parse = instructions([py, "-c", loop, str(log)], work / "pure")
+    parse -= instructions([py, "-c", "import orjson"], work / "pure")
+    print(f"\ncallgrind, one cold ingest of {log.name}, decisions included, net of imports:")
+    print(f"| | instructions | vs the orjson parse ({parse / 1e6:,.0f} M) |\n|---|---|---|")
+    counts = {}
+    for side in ("pure", "compiled"):
+        db = str(folder / f"{side}.db")
+        full = instructions([py, "-c", ONCE, str(log), db, "ingest"], work / side)
+        counts[side] = full - instructions([py, "-c", ONCE, str(log), db, "import"], work / side)
+        print(f"| {side} | {counts[side] / 1e6:,.0f} M | {counts[side] / parse:.2f}x |", flush=True)
+    print(f"| compiled / pure | {counts['compiled'] / counts['pure']:.3f} | |")
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+STAGES = r"""
+import sys, time
+from pathlib import Path
+import orjson
+from clawviz.ingest import load
+from clawviz.ingest.exchange import MessageCache, parse_exchange
+from clawviz.recon.pipeline import analyse_episode
+from clawviz.types import call_order_key
+lines = Path(sys.argv[1]).read_bytes().splitlines()
+print(load.__file__.endswith(".so"), flush=True)
+for cmd in sys.stdin:
+    c = time.process_time()
+    cache, calls = MessageCache(), {}
+    for n, data in enumerate(lines, 1):
+        p = parse_exchange(orjson.loads(data), source_file="log", line=n, call_id=f"log:{n}",
+                           file_episode="log", cache=cache)
+        calls.setdefault(p.call.episode_id, []).append(p.call)
+    parse = time.process_time() - c
+    c = time.process_time()
+    for ep in calls.values():
+        analyse_episode(sorted(ep, key=call_order_key), reward=None)
+    print(parse, time.process_time() - c, flush=True)
+"""
+
+
+def stages(work: Path, log: Path, repeats: int) -> None:
+    """The compiled code alone: `parse_exchange` of every line (exchange, sse, recon/canonical)
+    and `analyse_episode` of every episode (recon/), no store, pure vs compiled, interleaved."""
+    kids = {}
+    for side in ("pure", "compiled"):
+        env = {**os.environ, "CLAWVIZ_NO_SAMPLES": "1", "PYTHONPATH": str(work / side)}
+        kids[side] = subprocess.Popen(
+            [sys.executable, "-c", STAGES, str(log)],
+            cwd=work / side,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert kids[side].stdout is not None
+        if kids[side].stdout.readline().strip() != str(side == "compiled"):
+            raise RuntimeError(f"{side}: wrong copy imported")
+    got: dict[str, list[list[float]]] = {"pure": [], "compiled": []}
+    for i in range(repeats + 1):
+        order = ["pure", "compiled"] if i % 2 == 0 else ["compiled", "pure"]
+        for side in order:
+            p = kids[side]
+            assert p.stdin is not None and p.stdout is not None
+            p.stdin.write("run\n")
+            p.stdin.flush()
+            nums = [float(x) for x in p.stdout.readline().split()]
+            if i:  # the first round warms up
+                got[side].append(nums)
+    for p in kids.values():
+        assert p.stdin is not None
+        p.stdin.close()
+        p.wait(timeout=60)
+    print(f"\nthe compiled code alone, {repeats} rounds, pure vs compiled interleaved:")
+    print("| stage | pure | compiled | compiled / pure |\n|---|---|---|---|")
+    for j, name in enumerate(("parse_exchange of every line", "analyse_episode of every episode")):
+        a = [x[j] for x in got["pure"]]
+        b = [x[j] for x in got["compiled"]]
+        rel = [y / x for x, y in zip(a, b, strict=True)]
+        print(f"| {name} | {_med(a)} | {_med(b)} | "
+              f"{statistics.median(rel):.2f} ({min(rel):.2f}-{max(rel):.2f}) |")  # fmt: skip
+
+
 def run_py(work: Path, log_dir: Path, rounds: int) -> None:
     """`bench/run.py --only fig_r2_ingest` from each copy, alternating (pure, compiled, ...).
 
@@ -444,6 +565,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rebuild", action="store_true", help="run mypyc even if nothing changed")
     p.add_argument("--check", action="store_true", help="tests, store and decisions digests")
     p.add_argument("--no-measure", action="store_true", help="build (and --check) only")
+    p.add_argument("--stages", action="store_true", help="also time the compiled stages alone")
+    p.add_argument("--callgrind", action="store_true", help="also count instructions (valgrind)")
     p.add_argument(
         "--run-py", type=int, default=0, metavar="N",
         help="also N alternating rounds of `bench/run.py --only fig_r2_ingest` from each copy",
@@ -464,6 +587,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if not a.no_measure:
         measure(a.work, a.log, a.repeats)
+    if a.stages:
+        stages(a.work, a.log, a.repeats)
+    if a.callgrind:
+        callgrind(a.work, a.log)
     if a.run_py:
         run_py(a.work, a.log.parent, a.run_py)
     return 0
