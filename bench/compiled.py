@@ -549,7 +549,7 @@ def run_py(work: Path, log_dir: Path, rounds: int) -> None:
                 capture_output=True,
                 text=True,
             )
-            rows = [ln for ln in r.stdout.splitlines() if "in-process ingest" in ln]
+            rows = [ln for ln in r.stdout.splitlines() if ln.startswith("| in-process ingest")]
             print(f"run.py round {i + 1}, {side}:", *(rows or [r.stdout[-800:], r.stderr[-800:]]),
                   sep="\n  ", flush=True)  # fmt: skip
 
