@@ -89,7 +89,8 @@ class MessageCache:
 
     def longest_prefix(self, tag: bytes, raws: list[Any]) -> tuple[_Converted | None, int]:
         """The recent conversion sharing the longest raw-message prefix with `raws`."""
-        best, best_n = None, 0
+        best: _Converted | None = None
+        best_n = 0
         if not raws:
             return best, best_n
         # Newest first, and stop at a request this one extends whole: the usual case is the

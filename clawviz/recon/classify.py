@@ -37,6 +37,8 @@ AUX_ROLES = (
 )
 TIP_EXTENSIONS = frozenset({"aux_summary", "aux_heartbeat", "aux_memory_flush"})
 """Roles of calls that re-send the main history plus one instruction; never inherited."""
+_MAIN_OR_TIP = frozenset({"main", *TIP_EXTENSIONS})
+"""`main` or a tip extension (a set, not a starred tuple: mypyc cannot compile that)."""
 
 _TURN_TYPE_ROLES = (
     ("heartbeat", "aux_heartbeat"),
@@ -287,7 +289,7 @@ def _link_role(
     if cr.continuation:
         cr.linked_call = _find_summary(tree, call, walk.summaries, walk.summary_snippets)
         tip = roles[cr.linked_call].linked_call if cr.linked_call else None
-        if gt is None and tip is not None and roles[tip].role not in ("main", *TIP_EXTENSIONS):
+        if gt is None and tip is not None and roles[tip].role not in _MAIN_OR_TIP:
             # A sub-agent (or cron run) that compacted goes on in its own thread.
             cr = CallRole(
                 roles[tip].role,
