@@ -88,12 +88,17 @@ def picker(view: data.EpisodeView, eps: pd.DataFrame, on_change: Callable[[], No
 def open_compared(episode_id: str, other_id: str) -> None:
     """Button callback: show `episode_id` compared with `other_id` (one URL write, one history
     entry; the call and path named belong to the episode left behind)."""
+    _show(episode_id, other_id, None, sections.SECTION_COMPARE)
+
+
+def _show(episode_id: str, other_id: str, call_id: str | None, section: str) -> None:
+    """One URL write: `episode_id` compared with `other_id`, `call_id` inspected, in `section`."""
     state.set_params(
         episode=episode_id,
         compare=other_id,
-        call=None,
+        call=call_id,
         path=None,
-        section=sections.section_value(sections.SECTION_COMPARE, other_id),
+        section=sections.section_value(section, other_id),
     )
 
 
@@ -315,15 +320,8 @@ def on_tree_pick(side: str, episode_id: str, other_id: str) -> None:
     """A click on a node of one of the two trees inspects that call in its own episode, which is
     then compared with the other one (so Back, or the Compare section, returns here)."""
     cid = call_from_selection(st.session_state.get(tree_key(side)))
-    if not cid:
-        return
-    state.set_params(
-        episode=episode_id,
-        call=cid,
-        path=None,
-        compare=other_id,
-        section=sections.section_value(sections.SECTION_CALL, other_id),
-    )
+    if cid:
+        _show(episode_id, other_id, cid, sections.SECTION_CALL)
 
 
 def trees(view: data.EpisodeView, other: data.EpisodeView) -> None:
