@@ -157,3 +157,16 @@ def page(chromium_browser) -> Iterator:
         yield pg
     finally:
         context.close()
+
+
+def click_at(page, node: dict, timeout: float | None = None) -> None:
+    """Click the tree node at `node` ({x, y, call}: page coordinates and its call id) as a
+    person does (hover, then click) and wait until the address bar names its call."""
+    page.mouse.move(node["x"], node["y"])
+    page.wait_for_timeout(300)
+    page.mouse.click(node["x"], node["y"])
+    page.wait_for_function(
+        "(c) => new URL(window.location.href).searchParams.get('call') === c",
+        arg=node["call"],
+        timeout=timeout,
+    )

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import wait_for_app_run
+from conftest import click_at, wait_for_app_run
 
 from clawviz.figures.palette import CATEGORY_COLOURS, KEPT_IN_DROPPED
 
@@ -83,14 +83,7 @@ def _open_dropped(page, episode_id: str) -> None:
 
 def _click_node(page, label: str) -> dict:
     node = page.evaluate(NODE_JS, label)
-    page.mouse.move(node["x"], node["y"])
-    page.wait_for_timeout(300)
-    page.mouse.click(node["x"], node["y"])
-    page.wait_for_function(
-        "(c) => new URL(window.location.href).searchParams.get('call') === c",
-        arg=node["call"],
-        timeout=60_000,
-    )
+    click_at(page, node, timeout=60_000)
     wait_for_app_run(page)
     return node
 

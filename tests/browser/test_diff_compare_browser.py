@@ -6,7 +6,7 @@ from __future__ import annotations
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from conftest import start_app, stop_app, wait_for_app_run
+from conftest import click_at, start_app, stop_app, wait_for_app_run
 
 pytestmark = pytest.mark.browser
 
@@ -100,14 +100,10 @@ def test_a_click_in_compare_s_right_tree_inspects_that_call_in_its_episode(hosti
         .element_handle()
         .evaluate("(box, index) => (" + TREE_NODE_JS + ")([box, index])", -1)
     )
-    page.mouse.move(node["x"], node["y"])
-    page.wait_for_timeout(300)
-    page.mouse.click(node["x"], node["y"])
-    page.wait_for_function(
-        "(e) => new URL(window.location.href).searchParams.get('episode') === e", arg=right
-    )
+    click_at(page, node)
     wait_for_app_run(page)
     query = parse_qs(urlparse(page.url).query)
+    assert query["episode"] == [right]
     # The right tree's call, in its own episode, which is now compared with the one we left.
     assert query["call"] == [node["call"]]
     assert query["compare"] == [left]

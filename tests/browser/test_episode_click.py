@@ -5,7 +5,7 @@ from __future__ import annotations
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from conftest import wait_for_app_run
+from conftest import click_at, wait_for_app_run
 
 pytestmark = pytest.mark.browser
 
@@ -30,17 +30,10 @@ NODE_POSITION_JS = """
 
 
 def click_node(page, index: int, timeout: float | None = None) -> dict:
-    """Click the tree node `index` (negative: from the end) as a person does (hover, then click)
-    and wait until the address bar names its call; returns the node (NODE_POSITION_JS)."""
+    """Click the tree node `index` (negative: from the end) with `click_at`; returns the node
+    (NODE_POSITION_JS)."""
     target = page.evaluate(NODE_POSITION_JS, index)
-    page.mouse.move(target["x"], target["y"])
-    page.wait_for_timeout(300)
-    page.mouse.click(target["x"], target["y"])
-    page.wait_for_function(
-        "(c) => new URL(window.location.href).searchParams.get('call') === c",
-        arg=target["call"],
-        timeout=timeout,
-    )
+    click_at(page, target, timeout)
     return target
 
 
@@ -66,14 +59,7 @@ def test_click_on_a_tree_node_selects_that_call(app_server, page):
     target = page.evaluate(NODE_POSITION_JS, -1)
     assert target["call"] != before
     assert not _selected_label(page).startswith(f"call {target['label']} · ")
-    page.mouse.move(target["x"], target["y"])
-    page.wait_for_timeout(300)
-    page.mouse.click(target["x"], target["y"])
-    page.wait_for_function(
-        "(c) => new URL(window.location.href).searchParams.get('call') === c",
-        arg=target["call"],
-        timeout=60_000,
-    )
+    click_at(page, target, timeout=60_000)
     wait_for_app_run(page)
     assert _call_param(page) == target["call"]
     # The inspector follows: its call picker now shows the clicked call, by the number drawn on
