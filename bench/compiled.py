@@ -431,38 +431,22 @@ if mode == "ingest":
 """
 
 
-def instructions(argv: list[str], cwd: Path) -> int:
-    """Instructions valgrind's callgrind counts for one child (deterministic: no other process
-    on the machine changes it)."""
-    env = {**os.environ, "CLAWVIZ_NO_SAMPLES": "1", "PYTHONPATH": str(cwd)}
-    out = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    found = [ln for ln in out.stderr.splitlines() if "Collected :" in ln]
-    if not found:
-        raise RuntimeError(f"callgrind gave no count: {out.stderr[-500:]}")
-    return int(found[-1].split(":")[-1])
-
-
 def callgrind(work: Path, log: Path) -> None:
     """One cold ingest of `log` (decisions included) per copy, net of its imports, and the
     orjson parse of every line net of `import orjson`: instructions and ratios."""
     folder = Path(tempfile.mkdtemp(prefix="clawviz-mypyc-cg-"))
     py = sys.executable
     loop = "import sys, orjson\nfor line in open(sys.argv[1], 'rb'):\n    orjson.loads(line)\n"
-    parse = instructions([py, "-c", loop, str(log)], work / "pure")
-    parse -= instructions([py, "-c", "import orjson"], work / "pure")
+    parse = round2.instructions([py, "-c", loop, str(log)], work / "pure")
+    parse -= round2.instructions([py, "-c", "import orjson"], work / "pure")
     print(f"\ncallgrind, one cold ingest of {log.name}, decisions included, net of imports:")
     print(f"| | instructions | vs the orjson parse ({parse / 1e6:,.0f} M) |\n|---|---|---|")
     counts = {}
     for side in ("pure", "compiled"):
         db = str(folder / f"{side}.db")
-        full = instructions([py, "-c", ONCE, str(log), db, "ingest"], work / side)
-        counts[side] = full - instructions([py, "-c", ONCE, str(log), db, "import"], work / side)
+        once = [py, "-c", ONCE, str(log), db]
+        full = round2.instructions([*once, "ingest"], work / side)
+        counts[side] = full - round2.instructions([*once, "import"], work / side)
         print(f"| {side} | {counts[side] / 1e6:,.0f} M | {counts[side] / parse:.2f}x |", flush=True)
     print(f"| compiled / pure | {counts['compiled'] / counts['pure']:.3f} | |")
     shutil.rmtree(folder, ignore_errors=True)

@@ -92,7 +92,6 @@ def instructions(root: Path, log: Path, folder: Path, mode: str) -> int:
     one ingest (decisions left out) when `mode` is "ingest". Deterministic: no other process
     on the machine changes it."""
     folder.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "CLAWVIZ_NO_SAMPLES": "1", "PYTHONPATH": str(root)}
     argv = [sys.executable, "-c", ONCE, str(log), str(folder / "cg.db"), mode]
     if mode == "orjson":
         argv = [sys.executable, "-c", "import sys, orjson\n" + (
@@ -100,17 +99,7 @@ def instructions(root: Path, log: Path, folder: Path, mode: str) -> int:
         ), str(log)]  # fmt: skip
     elif mode == "orjson-import":
         argv = [sys.executable, "-c", "import orjson"]
-    out = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    found = [ln for ln in out.stderr.splitlines() if "Collected :" in ln]
-    if not found:
-        raise RuntimeError(f"callgrind gave no count: {out.stderr[-500:]}")
-    return int(found[-1].split(":")[-1])
+    return round2.instructions(argv, root)
 
 
 def callgrind(base: Path, log: Path, out: Path) -> int:

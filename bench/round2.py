@@ -126,6 +126,23 @@ def orjson_parse(log: Path) -> Callable[[], None]:
     return run
 
 
+def instructions(argv: list[str], root: Path) -> int:
+    """Instructions valgrind's callgrind counts for one child run from checkout `root` (on its
+    PYTHONPATH, no sample logs). Deterministic: no other process on the machine changes it."""
+    env = {**os.environ, "CLAWVIZ_NO_SAMPLES": "1", "PYTHONPATH": str(root)}
+    out = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    found = [ln for ln in out.stderr.splitlines() if "Collected :" in ln]
+    if not found:
+        raise RuntimeError(f"callgrind gave no count: {out.stderr[-500:]}")
+    return int(found[-1].split(":")[-1])
+
+
 def fresh_url(folder: Path, name: str) -> str:
     path = folder / name
     path.parent.mkdir(parents=True, exist_ok=True)
