@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -159,14 +159,41 @@ def page(chromium_browser) -> Iterator:
         context.close()
 
 
-def click_at(page, node: dict, timeout: float | None = None) -> None:
-    """Click the tree node at `node` ({x, y, call}: page coordinates and its call id) as a
-    person does (hover, then click) and wait until the address bar names its call."""
-    page.mouse.move(node["x"], node["y"])
-    page.wait_for_timeout(300)
+SCROLL_MAIN_JS = "(dy) => document.querySelector(\"[data-testid='stMain']\").scrollBy(0, dy)"
+"""Scroll the app's main column (the element that scrolls in Streamlit, not the window)."""
+
+
+def click_at(page, locate: Callable[[], dict], timeout: float | None = None) -> dict:
+    """Click the tree node that `locate()` finds ({x, y, call}: viewport coordinates and its
+    call id) as a person does (hover, then click), and wait until the address bar names its
+    call. Returns the node clicked.
+
+    The node is located again until two readings 300 ms apart agree: content above a chart can
+    still be arriving (an expander just opened, a cold server's first run), and a click at the
+    place the node had a moment ago lands on empty plot, or it is pushed below the window,
+    where a click lands on nothing (it is scrolled back into sight)."""
+    deadline = time.monotonic() + 30
+    node = locate()
+    while True:
+        if not 80 <= node["y"] < page.viewport_size["height"] - 20:
+            # Out of sight (or under the app's header): scroll it to mid-window.
+            page.evaluate(SCROLL_MAIN_JS, node["y"] - page.viewport_size["height"] / 2)
+        page.wait_for_timeout(300)
+        settled = locate()
+        if (settled["x"], settled["y"]) == (node["x"], node["y"]):
+            page.mouse.move(node["x"], node["y"])
+            page.wait_for_timeout(300)
+            hovered = locate()
+            if (hovered["x"], hovered["y"]) == (node["x"], node["y"]):
+                break
+            settled = hovered
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the node never stopped moving: {node} then {settled}")
+        node = settled
     page.mouse.click(node["x"], node["y"])
     page.wait_for_function(
         "(c) => new URL(window.location.href).searchParams.get('call') === c",
         arg=node["call"],
         timeout=timeout,
     )
+    return node

@@ -82,8 +82,7 @@ def _open_dropped(page, episode_id: str) -> None:
 
 
 def _click_node(page, label: str) -> dict:
-    node = page.evaluate(NODE_JS, label)
-    click_at(page, node, timeout=60_000)
+    node = click_at(page, lambda: page.evaluate(NODE_JS, label), timeout=60_000)
     wait_for_app_run(page)
     return node
 

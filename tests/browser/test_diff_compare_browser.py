@@ -95,12 +95,10 @@ def test_a_click_in_compare_s_right_tree_inspects_that_call_in_its_episode(hosti
     charts = expander.get_by_test_id("stPlotlyChart")
     charts.nth(1).locator(".scatterlayer .point").first.wait_for()
     charts.nth(1).scroll_into_view_if_needed()
-    node = (
-        charts.nth(1)
-        .element_handle()
-        .evaluate("(box, index) => (" + TREE_NODE_JS + ")([box, index])", -1)
+    right_tree = charts.nth(1).element_handle()
+    node = click_at(
+        page, lambda: right_tree.evaluate("(box, i) => (" + TREE_NODE_JS + ")([box, i])", -1)
     )
-    click_at(page, node)
     wait_for_app_run(page)
     query = parse_qs(urlparse(page.url).query)
     assert query["episode"] == [right]

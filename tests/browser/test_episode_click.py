@@ -32,9 +32,7 @@ NODE_POSITION_JS = """
 def click_node(page, index: int, timeout: float | None = None) -> dict:
     """Click the tree node `index` (negative: from the end) with `click_at`; returns the node
     (NODE_POSITION_JS)."""
-    target = page.evaluate(NODE_POSITION_JS, index)
-    click_at(page, target, timeout)
-    return target
+    return click_at(page, lambda: page.evaluate(NODE_POSITION_JS, index), timeout)
 
 
 def _call_param(page) -> str | None:
@@ -59,7 +57,7 @@ def test_click_on_a_tree_node_selects_that_call(app_server, page):
     target = page.evaluate(NODE_POSITION_JS, -1)
     assert target["call"] != before
     assert not _selected_label(page).startswith(f"call {target['label']} · ")
-    click_at(page, target, timeout=60_000)
+    target = click_at(page, lambda: page.evaluate(NODE_POSITION_JS, -1), timeout=60_000)
     wait_for_app_run(page)
     assert _call_param(page) == target["call"]
     # The inspector follows: its call picker now shows the clicked call, by the number drawn on
