@@ -163,15 +163,13 @@ SCROLL_MAIN_JS = "(dy) => document.querySelector(\"[data-testid='stMain']\").scr
 """Scroll the app's main column (the element that scrolls in Streamlit, not the window)."""
 
 
-def click_at(page, locate: Callable[[], dict], timeout: float | None = None) -> dict:
-    """Click the tree node that `locate()` finds ({x, y, call}: viewport coordinates and its
-    call id) as a person does (hover, then click), and wait until the address bar names its
-    call. Returns the node clicked.
+def settled_point(page, locate: Callable[[], dict]) -> dict:
+    """Hover the point `locate()` finds ({x, y, ...}: viewport coordinates) once it is in
+    sight and two readings 300 ms apart agree, and return it.
 
-    The node is located again until two readings 300 ms apart agree: content above a chart can
-    still be arriving (an expander just opened, a cold server's first run), and a click at the
-    place the node had a moment ago lands on empty plot, or it is pushed below the window,
-    where a click lands on nothing (it is scrolled back into sight)."""
+    Content above it can still be arriving after a run ends (an expander just opened, a cold
+    server's first run): a click at the place it had a moment ago lands on something else, or
+    on nothing when it has been pushed below the window (it is scrolled back into sight)."""
     deadline = time.monotonic() + 30
     node = locate()
     while True:
@@ -185,11 +183,18 @@ def click_at(page, locate: Callable[[], dict], timeout: float | None = None) -> 
             page.wait_for_timeout(300)
             hovered = locate()
             if (hovered["x"], hovered["y"]) == (node["x"], node["y"]):
-                break
+                return node
             settled = hovered
         if time.monotonic() > deadline:
-            raise AssertionError(f"the node never stopped moving: {node} then {settled}")
+            raise AssertionError(f"the point never stopped moving: {node} then {settled}")
         node = settled
+
+
+def click_at(page, locate: Callable[[], dict], timeout: float | None = None) -> dict:
+    """Click the tree node that `locate()` finds ({x, y, call}: viewport coordinates and its
+    call id) as a person does (hover, then click), and wait until the address bar names its
+    call. Returns the node clicked (where it settled: `settled_point`)."""
+    node = settled_point(page, locate)
     page.mouse.click(node["x"], node["y"])
     page.wait_for_function(
         "(c) => new URL(window.location.href).searchParams.get('call') === c",
@@ -197,3 +202,17 @@ def click_at(page, locate: Callable[[], dict], timeout: float | None = None) -> 
         timeout=timeout,
     )
     return node
+
+
+def click_table_row(page, grid, row: int) -> None:
+    """Tick row `row` of a Streamlit table by its row marker, as a person does: the grid is a
+    canvas with no DOM cells, so the click goes to the marker's place (header and rows 35 px
+    high; the marker is in the first 30 px) once the table has settled there."""
+
+    def marker() -> dict:
+        box = grid.bounding_box()
+        return {"x": box["x"] + 15, "y": box["y"] + 35 + 35 * row + 17}
+
+    grid.scroll_into_view_if_needed()
+    point = settled_point(page, marker)
+    page.mouse.click(point["x"], point["y"])

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import click_at, wait_for_app_run
+from conftest import click_at, click_table_row, wait_for_app_run
 
 from clawviz.figures.palette import CATEGORY_COLOURS, KEPT_IN_DROPPED
 
@@ -59,11 +59,7 @@ def _filter_dropped(page) -> None:
 def _open_row(page, i: int, episode_id: str) -> None:
     """Tick the row's selection box in the episodes table (the table under 'select a row'),
     then follow the same-tab link the page offers for it."""
-    grid = page.get_by_test_id("stDataFrame").first
-    grid.scroll_into_view_if_needed()
-    box = grid.bounding_box()
-    # Header 35 px, rows 35 px; the selection box sits in the first 30 px.
-    page.mouse.click(box["x"] + 15, box["y"] + 35 + 35 * i + 17)
+    click_table_row(page, page.get_by_test_id("stDataFrame").first, i)
     link = page.get_by_role("link", name=f"Open episode {episode_id}")
     link.wait_for()
     link.click()

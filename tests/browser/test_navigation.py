@@ -7,7 +7,7 @@ import re
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from conftest import wait_for_app_run
+from conftest import click_table_row, wait_for_app_run
 from test_episode_click import click_node
 
 pytestmark = pytest.mark.browser
@@ -70,21 +70,13 @@ def _settle(page) -> None:
     wait_for_app_run(page)
 
 
-def _open_runs_row(page, row: int) -> None:
-    """Select a row of the Runs table by its row marker (the canvas grid has no DOM cells)."""
-    grid = page.get_by_test_id("stDataFrame").first
-    grid.scroll_into_view_if_needed()
-    box = grid.bounding_box()
-    page.mouse.click(box["x"] + 15, box["y"] + 35 + 35 * row + 17)
-
-
 def test_back_and_forward_walk_one_selection_at_a_time(app_server, page):
     page.add_init_script(RECORD_HISTORY)
     page.goto(app_server.url + "/")
     page.get_by_test_id("stDataFrame").first.wait_for()
     _settle(page)
     _history(page)
-    _open_runs_row(page, 1)
+    click_table_row(page, page.get_by_test_id("stDataFrame").first, 1)
     link = page.get_by_role("link", name="Open episode")
     link.wait_for()
     _settle(page)

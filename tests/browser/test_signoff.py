@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import REPO, start_app, stop_app, wait_for_app_run  # noqa: I001 - tests/browser
+from conftest import REPO, click_table_row, start_app, stop_app, wait_for_app_run  # noqa: I001 - tests/browser
 from sqlmodel import Session
 
 from clawviz.review.signoff import review_history
@@ -35,13 +35,6 @@ def task_server(tmp_path):
         stop_app(server.process)
 
 
-def _click_first_row(page, grid) -> None:
-    """Select the first row of a table by its row marker (the grid is a canvas)."""
-    grid.scroll_into_view_if_needed()
-    box = grid.bounding_box()
-    page.mouse.click(box["x"] + 15, box["y"] + 35 + 17)
-
-
 @pytest.mark.browser
 def test_curator_reviews_a_task_and_signs_it_off(task_server, page):
     """The curator journey, clicked as a person would: Tasks from the menu, the task from the
@@ -52,7 +45,7 @@ def test_curator_reviews_a_task_and_signs_it_off(task_server, page):
     page.get_by_test_id("stSidebarNav").get_by_role("link", name="Tasks").click()
     page.get_by_role("heading", name="Tasks").wait_for()
     wait_for_app_run(page)
-    _click_first_row(page, page.get_by_test_id("stDataFrame").first)  # task_0001 sorts first
+    click_table_row(page, page.get_by_test_id("stDataFrame").first, 0)  # task_0001 sorts first
     page.get_by_role("heading", name="task_0001").wait_for()
     wait_for_app_run(page)
     assert "task=task_0001" in page.url
