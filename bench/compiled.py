@@ -247,6 +247,7 @@ from sqlalchemy.engine import default
 from sqlmodel import Session
 sys.path.insert(0, "bench")
 from floor import Meter, xxh3_seconds
+import round2
 from clawviz.store import calls, db, decisions
 from clawviz.ingest import load
 log, folder, k_given = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
@@ -283,10 +284,7 @@ print(json.dumps({"compiled": compiled, "load": load.__file__}), flush=True)
 i = 0
 for cmd in sys.stdin:
     i += 1
-    path = folder / f"compiled-{i % 2}.db"
-    for suffix in ("", "-wal", "-shm"):
-        Path(str(path) + suffix).unlink(missing_ok=True)
-    url = f"sqlite:///{path}"
+    url = round2.fresh_url(folder, f"compiled-{i % 2}.db")
     engine = db.get_engine(url)
     for key in meter.spent:
         meter.spent[key] = 0.0
