@@ -14,6 +14,16 @@ def _listen(value: str) -> tuple[str, int]:
     return host or "127.0.0.1", int(port)
 
 
+def _positive_int(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"wants a whole number >= 1, got {value!r}")
+    return n
+
+
 def cmd_record(args: argparse.Namespace) -> int:
     import asyncio  # here, not at module level: every other command builds this parser too
 
@@ -46,6 +56,7 @@ def cmd_record(args: argparse.Namespace) -> int:
                 connect_timeout=args.connect_timeout,
                 drain_timeout=args.drain_timeout,
                 db_url=db_url,
+                max_open=args.max_open_files,
             )
         )
     return 1 if writer.lost else 0
@@ -68,6 +79,13 @@ def register(sub: Any) -> None:
     p.add_argument("--read-timeout", type=float, default=600.0, help="seconds between bytes")
     p.add_argument("--connect-timeout", type=float, default=10.0, help="seconds to connect")
     p.add_argument("--drain-timeout", type=float, default=600.0, help="on SIGTERM, wait this long")
+    p.add_argument(
+        "--max-open-files",
+        type=_positive_int,
+        default=None,
+        help="log files kept open at once, least recently used closed first "
+        "(default: a quarter of ulimit -n, at most 512)",
+    )
     p.add_argument(
         "--db",
         default=argparse.SUPPRESS,

@@ -426,6 +426,7 @@ async def serve(
     drain_timeout: float = 600.0,
     db_url: str | None = None,
     db_window: float = 0.5,
+    max_open: int | None = None,
     ready: asyncio.Event | None = None,
     stop: asyncio.Event | None = None,
     stderr: TextIO | None = None,
@@ -438,7 +439,9 @@ async def serve(
         from clawviz.record.live import LiveIngest
 
         live = LiveIngest(db_url, window=db_window, stderr=err)
-    writer = LogWriter(out_dir, stderr=err, on_written=live.notify if live else None)
+    writer = LogWriter(
+        out_dir, stderr=err, on_written=live.notify if live else None, max_open=max_open
+    )
     proxy = Proxy(
         upstream, writer, connect_timeout=connect_timeout, read_timeout=read_timeout, stderr=err
     )
