@@ -7,6 +7,7 @@ import resource
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -96,3 +97,74 @@ def test_pool_closes_least_recently_used_and_reopens_for_append(tmp_path):
         assert [int(x.split(":")[1].rstrip("}")) for x in lines] == [
             i for i, n in enumerate(order) if n == name
         ]
+
+
+# -- a log write that fails is never silent ----------------------------------------------------
+
+
+def _health(base: str) -> tuple[int, dict]:
+    r = httpx.get(f"{base}/_clawviz/health")
+    return r.status_code, r.json()
+
+
+def test_health_counts_logged_and_lost_and_exit_status(tmp_path, upstream):
+    lt, scripted, url = upstream
+    out = tmp_path / "log"
+    out.mkdir()
+    (out / "full.jsonl").symlink_to("/dev/full")  # every write to this episode: ENOSPC
+    proc, base = start_limited(url, out)
+    body = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
+    try:
+        code, h = _health(base)
+        assert code == 200 and (h["logged"], h["lost"], h["queued"]) == (0, 0, 0), h
+        assert httpx.post(f"{base}/ep/ok/v1/chat/completions", json=body).status_code == 200
+        assert httpx.post(f"{base}/ep/full/v1/chat/completions", json=body).status_code == 200
+        for _ in range(100):  # the writer thread is behind the answer by a moment
+            code, h = _health(base)
+            if h["queued"] == 0:
+                break
+            time.sleep(0.05)
+        assert code == 503 and h["logged"] == 1 and h["lost"] == 1 and not h["logging"], h
+        assert "No space left on device" in h["last_error"]
+        assert not any("_clawviz" in r["path"] for r in scripted.received)  # never forwarded
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert "NOT logged" in err and "1 lost" in err
+    assert [len(v) for v in read_log(out).values()] == [1]
+
+
+def test_fail_closed_answers_503_while_the_log_fails_and_recovers(tmp_path, upstream):
+    import io
+
+    lt, scripted, url = upstream
+    out = tmp_path / "log"
+    out.mkdir()
+    (out / "full.jsonl").symlink_to("/dev/full")
+    proxy = lt.start_proxy(url, str(out), stderr=io.StringIO(), fail_closed=True)
+    body = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
+    post = lambda ep: httpx.post(f"{proxy.url}/ep/{ep}/v1/chat/completions", json=body)  # noqa: E731
+    assert post("full").status_code == 200  # answered before its line failed
+    for _ in range(100):
+        code, h = _health(proxy.url)
+        if h["queued"] == 0:
+            break
+        time.sleep(0.05)
+    assert h["lost"] == 1 and code == 503
+    n_forwarded = len(scripted.received)
+    r = post("ok")  # refused, not forwarded: its line is the probe, and it is written
+    assert r.status_code == 503 and r.json()["error"]["type"] == "not_logging"
+    assert len(scripted.received) == n_forwarded
+    for _ in range(100):
+        code, h = _health(proxy.url)
+        if h["queued"] == 0:
+            break
+        time.sleep(0.05)
+    assert code == 200 and h["refused"] == 1 and h["logged"] == 1, h
+    assert post("ok").status_code == 200  # logging is back: served again
+    writer = proxy.stop()
+    assert (writer.written, writer.lost) == (2, 1)
+    recs = read_log(out)["ok.jsonl"]
+    assert [r["response"]["status_code"] for r in recs] == [503, 200]
+    assert recs[0]["clawviz"]["forwarded"] is False

@@ -57,6 +57,7 @@ def cmd_record(args: argparse.Namespace) -> int:
                 drain_timeout=args.drain_timeout,
                 db_url=db_url,
                 max_open=args.max_open_files,
+                fail_closed=args.fail_closed,
             )
         )
     return 1 if writer.lost else 0
@@ -85,6 +86,12 @@ def register(sub: Any) -> None:
         default=None,
         help="log files kept open at once, least recently used closed first "
         "(default: a quarter of ulimit -n, at most 512)",
+    )
+    p.add_argument(
+        "--fail-closed",
+        action="store_true",
+        help="answer 503 (not forwarded) while exchanges cannot be logged, instead of serving "
+        "unrecorded; GET /_clawviz/health shows the counts either way",
     )
     p.add_argument(
         "--db",

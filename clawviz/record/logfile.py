@@ -93,9 +93,13 @@ class LogWriter:
         self.run_file = run_name or f"run-{stamp}-{os.getpid()}.jsonl"
         self.stderr = stderr if stderr is not None else sys.stderr
         self.on_written = on_written
+        self.submitted = 0
         self.written = 0
         self.lost = 0
         self.last_error: str | None = None
+        # True from a failed write until the next line that reaches its file: while it holds,
+        # exchanges cannot be logged (`--fail-closed` answers 503).
+        self.failing = False
         self._seq: dict[str, int] = {}
         self._seq_lock = threading.Lock()
         self.max_open = max(1, max_open if max_open is not None else default_max_open())
@@ -121,7 +125,13 @@ class LogWriter:
 
     def submit(self, name: str, record: dict[str, Any]) -> None:
         """Queue one record for `name`; the record must not be changed afterwards."""
+        self.submitted += 1
         self._queue.put((name, record))
+
+    @property
+    def queued(self) -> int:
+        """Records submitted and not yet written or lost."""
+        return max(0, self.submitted - self.written - self.lost)
 
     def close(self, timeout: float | None = None) -> None:
         """Write everything queued, then stop the writer thread and close the files."""
@@ -146,6 +156,7 @@ class LogWriter:
                 continue
             if self._write(name, line):
                 self.written += 1
+                self.failing = False
                 if self.on_written is not None:
                     try:
                         self.on_written(self.dir / name)
@@ -206,6 +217,7 @@ class LogWriter:
         return len(self._fds)
 
     def _fail(self, name: str, reason: str) -> None:
+        self.failing = True
         self.lost += 1
         self.last_error = f"{self.dir / name}: {reason}"
         self._say(

@@ -52,6 +52,7 @@ HOP_BY_HOP = frozenset(
 )
 # Expect: 100-continue is this hop's business: the proxy has the whole body before it forwards.
 _REQUEST_DROP = HOP_BY_HOP | {"host", "content-length", "expect"}
+HEALTH_PATH = "/_clawviz/health"  # answered by the proxy itself, never forwarded
 _SECRETS = REDACTED_HEADERS | {"proxy-authorization"}
 
 
@@ -221,10 +222,13 @@ class Proxy:
         *,
         connect_timeout: float = 10.0,
         read_timeout: float = 600.0,
+        fail_closed: bool = False,
         stderr: TextIO | None = None,
     ) -> None:
         self.upstream = upstream.rstrip("/")
         self.writer = writer
+        self.fail_closed = fail_closed
+        self.refused = 0  # answered 503 under --fail-closed while the log was failing
         self.timeout = aiohttp.ClientTimeout(
             total=None, connect=connect_timeout, sock_read=read_timeout
         )
@@ -254,6 +258,30 @@ class Proxy:
             self.inflight -= 1
             if self.inflight == 0:
                 self.idle.set()
+
+    def health(self) -> dict[str, Any]:
+        w = self.writer
+        return {
+            "ok": not w.failing,
+            "logging": not w.failing,
+            "logged": w.written,
+            "lost": w.lost,
+            "queued": w.queued,
+            "refused": self.refused,
+            "in_flight": self.inflight,
+            "open_files": w.open_files,
+            "fail_closed": self.fail_closed,
+            "last_error": w.last_error,
+        }
+
+    async def handle_health(self, request: web.Request) -> web.Response:
+        """`GET /_clawviz/health`: the log's counts; 503 while exchanges cannot be logged."""
+        data = self.health()
+        return web.Response(
+            status=200 if data["ok"] else 503,
+            body=orjson.dumps(data),
+            content_type="application/json",
+        )
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         t_wall = time.time()
@@ -285,6 +313,20 @@ class Proxy:
             req_log["body"] = None
         record: dict[str, Any] = {"request": req_log, "response": None}
         try:
+            if self.fail_closed and self.writer.failing:
+                # Not forwarded: a rollout that cannot be recorded must not count. This
+                # exchange is still submitted; if its line is written, logging is back.
+                self.refused += 1
+                return await self._fail(
+                    request,
+                    record,
+                    cz,
+                    t0,
+                    503,
+                    "not_logging",
+                    RuntimeError(f"the log cannot be written ({self.writer.last_error})"),
+                    forwarded=False,
+                )
             return await self._exchange(request, url, fwd, body, record, cz, t0)
         finally:
             record["logged_at"] = _now_iso()
@@ -378,11 +420,15 @@ class Proxy:
         status: int,
         kind: str,
         exc: BaseException,
+        *,
+        forwarded: bool = True,
     ) -> web.Response:
         message = f"clawviz record: {kind.replace('_', ' ')}: {type(exc).__name__}: {exc}"
         payload = {"type": "error", "error": {"type": kind, "message": message}}
         data = orjson.dumps(payload)
         cz["proxy_error"] = kind
+        if not forwarded:
+            cz["forwarded"] = False
         cz["t_last_byte"] = time.perf_counter() - t0
         record["response"] = {
             "timestamp": time.time(),
@@ -411,6 +457,7 @@ class Proxy:
 def make_app(proxy: Proxy) -> web.Application:
     # Requests carry whole conversations (and images): no 1 MiB body limit.
     app = web.Application(client_max_size=1 << 30)
+    app.router.add_route("GET", HEALTH_PATH, proxy.handle_health)
     app.router.add_route("*", "/{tail:.*}", proxy.handle)
     return app
 
@@ -427,6 +474,7 @@ async def serve(
     db_url: str | None = None,
     db_window: float = 0.5,
     max_open: int | None = None,
+    fail_closed: bool = False,
     ready: asyncio.Event | None = None,
     stop: asyncio.Event | None = None,
     stderr: TextIO | None = None,
@@ -443,7 +491,12 @@ async def serve(
         out_dir, stderr=err, on_written=live.notify if live else None, max_open=max_open
     )
     proxy = Proxy(
-        upstream, writer, connect_timeout=connect_timeout, read_timeout=read_timeout, stderr=err
+        upstream,
+        writer,
+        connect_timeout=connect_timeout,
+        read_timeout=read_timeout,
+        fail_closed=fail_closed,
+        stderr=err,
     )
     await proxy.start()
     runner = web.AppRunner(
@@ -489,7 +542,14 @@ async def serve(
         if live is not None:
             await asyncio.to_thread(live.close)
         err.write(
-            f"clawviz record: stopped; {writer.written} exchange(s) logged, {writer.lost} lost\n"
+            f"clawviz record: stopped; {writer.written} exchange(s) logged, {writer.lost} lost"
+            + (f", {proxy.refused} refused (503, log failing)" if proxy.refused else "")
+            + "\n"
         )
+        if writer.lost:
+            err.write(
+                f"clawviz record: ERROR: {writer.lost} exchange(s) were answered but NOT logged "
+                f"(last: {writer.last_error}); exit status 1\n"
+            )
         err.flush()
     return writer
