@@ -31,10 +31,9 @@ from aiohttp import web
 from multidict import CIMultiDict
 from yarl import URL
 
-from clawviz.ingest.exchange import REDACTED_HEADERS
+from clawviz.ingest.exchange import REDACTED, is_secret_header, redact_url
 from clawviz.record.logfile import LogWriter
 
-REDACTED = "[redacted]"
 # RFC 9110 §7.6.1 hop-by-hop headers, plus the ones aiohttp recomputes for each hop.
 HOP_BY_HOP = frozenset(
     {
@@ -53,7 +52,6 @@ HOP_BY_HOP = frozenset(
 # Expect: 100-continue is this hop's business: the proxy has the whole body before it forwards.
 _REQUEST_DROP = HOP_BY_HOP | {"host", "content-length", "expect"}
 HEALTH_PATH = "/_clawviz/health"  # answered by the proxy itself, never forwarded
-_SECRETS = REDACTED_HEADERS | {"proxy-authorization"}
 
 
 @dataclass
@@ -106,11 +104,12 @@ def episode_from_headers(headers: Any) -> EpisodeInfo:
 
 
 def redact(headers: Any) -> dict[str, str]:
-    """Headers for the log: secret values replaced by a marker (repeated names joined)."""
+    """Headers for the log: secret values replaced by a marker (repeated names joined). A
+    header is secret when its name says key, token, secret, auth, password or cookie."""
     out: dict[str, str] = {}
     for k, v in headers.items():
         k = str(k)
-        if k.lower() in _SECRETS:
+        if is_secret_header(k):
             v = REDACTED
         out[k] = out[k] + ", " + v if k in out else v
     return out
@@ -304,7 +303,7 @@ class Proxy:
         req_log: dict[str, Any] = {
             "timestamp": t_wall,
             "method": request.method,
-            "url": url,
+            "url": redact_url(url),  # the forwarded URL is `url`, byte for byte
             "headers": redact(fwd),
         }
         if body:
@@ -356,9 +355,11 @@ class Proxy:
                 skip_auto_headers=("User-Agent", "Accept-Encoding", "Accept", "Content-Type"),
             )
         except TimeoutError as exc:
-            return await self._fail(request, record, cz, t0, 504, "upstream_timeout", exc)
+            return await self._fail(request, record, cz, t0, 504, "upstream_timeout", exc, url=url)
         except (aiohttp.ClientError, OSError) as exc:
-            return await self._fail(request, record, cz, t0, 502, "upstream_unreachable", exc)
+            return await self._fail(
+                request, record, cz, t0, 502, "upstream_unreachable", exc, url=url
+            )
         except asyncio.CancelledError:
             cz["proxy_error"] = "client went away before the response headers"
             raise
@@ -422,8 +423,12 @@ class Proxy:
         exc: BaseException,
         *,
         forwarded: bool = True,
+        url: str | None = None,
     ) -> web.Response:
-        message = f"clawviz record: {kind.replace('_', ' ')}: {type(exc).__name__}: {exc}"
+        detail = str(exc)
+        if url is not None:  # an error that quotes the URL must not bring its secrets back
+            detail = detail.replace(url, record["request"]["url"])
+        message = f"clawviz record: {kind.replace('_', ' ')}: {type(exc).__name__}: {detail}"
         payload = {"type": "error", "error": {"type": kind, "message": message}}
         data = orjson.dumps(payload)
         cz["proxy_error"] = kind
