@@ -58,6 +58,7 @@ def cmd_record(args: argparse.Namespace) -> int:
                 db_url=db_url,
                 max_open=args.max_open_files,
                 fail_closed=args.fail_closed,
+                inflate_budget=args.inflate_budget,
             )
         )
     return 1 if writer.lost else 0
@@ -86,6 +87,13 @@ def register(sub: Any) -> None:
         default=None,
         help="log files kept open at once, least recently used closed first "
         "(default: a quarter of ulimit -n, at most 512)",
+    )
+    p.add_argument(
+        "--inflate-budget",
+        type=_positive_int,
+        default=32 << 20,
+        help="bytes a compressed body may inflate to for the log; past it the body is logged "
+        "as it came, in base64, with the budget noted (default 32 MiB)",
     )
     p.add_argument(
         "--fail-closed",

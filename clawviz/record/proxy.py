@@ -141,30 +141,74 @@ def _json_or_raw(data: bytes, content_type: str) -> tuple[str, Any]:
     return "body_raw", data.decode("utf-8", errors="replace")
 
 
-def _decode(data: bytes, encoding: str) -> bytes | None:
-    """Content-encoded bytes decoded for the log (the client gets them as sent); None if not."""
+DEFAULT_INFLATE_BUDGET = 32 << 20  # bytes a compressed body may inflate to in the log
+
+
+class OverBudget(Exception):
+    """A compressed body inflates past the budget: it is logged as it came, in base64."""
+
+
+def _inflate(data: bytes, encoding: str, budget: int) -> bytes | None:
+    """Content-encoded bytes decoded for the log (the client gets them as sent), never more
+    than `budget` bytes of output: a small gzip bomb must not become a huge log line and that
+    much proxy memory. None when the bytes cannot be decoded whole (unknown encoding, corrupt
+    or cut-off data); OverBudget when they inflate past `budget`."""
     enc = encoding.strip().lower()
     if not enc or enc == "identity":
         return data
     try:
         if enc in ("gzip", "x-gzip"):
-            return zlib.decompressobj(wbits=31).decompress(data)
+            return _zlib_inflate(data, 31, budget)
         if enc == "deflate":
             try:
-                return zlib.decompress(data)
+                return _zlib_inflate(data, 15, budget)  # zlib-wrapped, as RFC 9110 says
             except zlib.error:
-                return zlib.decompressobj(wbits=-15).decompress(data)
+                return _zlib_inflate(data, -15, budget)  # raw deflate, as some servers send
+        if enc == "zstd":
+            import io
+
+            import zstandard  # type: ignore[import-not-found,unused-ignore]
+
+            reader = zstandard.ZstdDecompressor().stream_reader(
+                io.BytesIO(data), read_across_frames=True
+            )
+            out = reader.read(budget + 1)
+            if len(out) > budget:
+                raise OverBudget
+            return out
         if enc == "br":
             import brotli  # type: ignore[import-not-found,unused-ignore]
 
-            return brotli.decompress(data)
-        if enc == "zstd":
-            import zstandard  # type: ignore[import-not-found,unused-ignore]
-
-            return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+            dec = brotli.Decompressor()
+            # brotli >= 1.1 bounds its output; an older one cannot, so its bytes stay base64.
+            out = dec.process(data, output_buffer_limit=budget + 1)
+            if len(out) > budget or not dec.is_finished():
+                raise OverBudget if len(out) > budget else ValueError("cut-off brotli data")
+            return out
+    except OverBudget:
+        raise
     except Exception:  # noqa: BLE001 - undecodable bytes are logged as base64 instead
         return None
     return None
+
+
+def _zlib_inflate(data: bytes, wbits: int, budget: int) -> bytes | None:
+    """Every member of a gzip/zlib stream, at most `budget` bytes; None if it is cut off."""
+    parts: list[bytes] = []
+    size = 0
+    rest = data
+    while True:
+        d = zlib.decompressobj(wbits=wbits)
+        out = d.decompress(rest, budget + 1 - size)
+        size += len(out)
+        parts.append(out)
+        if size > budget or d.unconsumed_tail:
+            raise OverBudget
+        if not d.eof:
+            return None  # cut off: not a whole body
+        rest = d.unused_data
+        if wbits != 31 or not rest.strip(b"\0"):
+            return b"".join(parts)
 
 
 # The last frame of a complete stream, per API (FORMATS §2).
@@ -191,12 +235,24 @@ def _complete(upstream: aiohttp.ClientResponse, chunks: list[bytes]) -> bool:
 
 
 def _log_body(
-    side: dict[str, Any], cz: dict[str, Any], name: str, data: bytes, headers: Any
+    side: dict[str, Any],
+    cz: dict[str, Any],
+    name: str,
+    data: bytes,
+    headers: Any,
+    budget: int = DEFAULT_INFLATE_BUDGET,
 ) -> None:
     """Put a body into the log record: JSON as `body`, text (SSE) as `body_raw`, decoded from
-    its content-encoding; bytes that cannot be decoded as `body_base64`."""
+    its content-encoding within `budget` bytes; bytes that cannot be decoded, or would inflate
+    past the budget, as `body_base64` with their encoding (and the budget) noted."""
     encoding = headers.get("content-encoding", "")
-    decoded = _decode(data, encoding)
+    try:
+        decoded = _inflate(data, encoding, budget)
+    except OverBudget:
+        side["body_base64"] = base64.b64encode(data).decode()
+        cz.setdefault("body_encoding", {})[name] = encoding
+        cz.setdefault("inflate_budget_exceeded", {})[name] = budget
+        return
     if decoded is None:
         side["body_base64"] = base64.b64encode(data).decode()
         cz.setdefault("body_encoding", {})[name] = encoding
@@ -222,9 +278,11 @@ class Proxy:
         connect_timeout: float = 10.0,
         read_timeout: float = 600.0,
         fail_closed: bool = False,
+        inflate_budget: int = DEFAULT_INFLATE_BUDGET,
         stderr: TextIO | None = None,
     ) -> None:
         self.upstream = upstream.rstrip("/")
+        self.inflate_budget = inflate_budget
         self.writer = writer
         self.fail_closed = fail_closed
         self.refused = 0  # answered 503 under --fail-closed while the log was failing
@@ -307,7 +365,7 @@ class Proxy:
             "headers": redact(fwd),
         }
         if body:
-            _log_body(req_log, cz, "request", body, request.headers)
+            _log_body(req_log, cz, "request", body, request.headers, self.inflate_budget)
         else:
             req_log["body"] = None
         record: dict[str, Any] = {"request": req_log, "response": None}
@@ -409,7 +467,9 @@ class Proxy:
             now = time.perf_counter()
             cz["t_last_byte"] = now - t0
             response["timestamp"] = time.time()
-            _log_body(response, cz, "response", b"".join(chunks), upstream.headers)
+            _log_body(
+                response, cz, "response", b"".join(chunks), upstream.headers, self.inflate_budget
+            )
         return out
 
     async def _fail(
@@ -480,6 +540,7 @@ async def serve(
     db_window: float = 0.5,
     max_open: int | None = None,
     fail_closed: bool = False,
+    inflate_budget: int = DEFAULT_INFLATE_BUDGET,
     ready: asyncio.Event | None = None,
     stop: asyncio.Event | None = None,
     stderr: TextIO | None = None,
@@ -501,6 +562,7 @@ async def serve(
         connect_timeout=connect_timeout,
         read_timeout=read_timeout,
         fail_closed=fail_closed,
+        inflate_budget=inflate_budget,
         stderr=err,
     )
     await proxy.start()
