@@ -24,6 +24,16 @@ def _positive_int(value: str) -> int:
     return n
 
 
+def _positive_float(value: str) -> float:
+    try:
+        x = float(value)
+    except ValueError:
+        x = 0.0
+    if not (0 < x < float("inf")):
+        raise argparse.ArgumentTypeError(f"wants a positive number of seconds, got {value!r}")
+    return x
+
+
 def cmd_record(args: argparse.Namespace) -> int:
     import asyncio  # here, not at module level: every other command builds this parser too
 
@@ -62,6 +72,12 @@ def cmd_record(args: argparse.Namespace) -> int:
             )
         )
     return 1 if writer.lost else 0
+
+
+def _cmd_follow(args: argparse.Namespace) -> int:
+    from clawviz.record.follow import cmd_follow
+
+    return cmd_follow(args)
 
 
 def register(sub: Any) -> None:
@@ -104,9 +120,27 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--db",
         default=argparse.SUPPRESS,
-        help="also ingest each exchange into this store as it is logged (the app shows it live)",
+        help="also ingest the log into this store as it grows, in a `clawviz follow` child "
+        "process (the app shows it live)",
     )
     p.set_defaults(func=cmd_record)
+
+    p = sub.add_parser(
+        "follow",
+        help="ingest a recording folder into --db as its logs grow (record --db runs this)",
+        description=(
+            "Every INTERVAL seconds, ingest the *.jsonl files of DIR that grew into the store. "
+            "Restarting it resumes where it was: nothing is loaded twice. SIGTERM: one last pass."
+        ),
+    )
+    p.add_argument("dir", help="the folder `clawviz record --out` writes")
+    p.add_argument("--db", default=argparse.SUPPRESS, help="the store to ingest into")
+    p.add_argument("--interval", type=_positive_float, default=0.5, help="seconds between passes")
+    p.add_argument("--once", action="store_true", help="one pass, then exit")
+    p.add_argument(
+        "--stop-on-eof", action="store_true", help="stop (after a last pass) when stdin closes"
+    )
+    p.set_defaults(func=_cmd_follow)
 
 
 if __name__ == "__main__":

@@ -548,14 +548,13 @@ async def serve(
     """Run the proxy until SIGTERM/SIGINT (or `stop`): then stop accepting, let in-flight
     exchanges finish (up to `drain_timeout`), write the log and return."""
     err = stderr if stderr is not None else sys.stderr
-    live = None
+    writer = LogWriter(out_dir, stderr=err, max_open=max_open)
+    follower = None
     if db_url:
-        from clawviz.record.live import LiveIngest
+        # Ingest runs in its own process (`clawviz follow`), off the proxy's hot path.
+        from clawviz.record.follow import FollowerProcess
 
-        live = LiveIngest(db_url, window=db_window, stderr=err)
-    writer = LogWriter(
-        out_dir, stderr=err, on_written=live.notify if live else None, max_open=max_open
-    )
+        follower = FollowerProcess(out_dir, db_url, interval=db_window, stderr=err)
     proxy = Proxy(
         upstream,
         writer,
@@ -606,8 +605,8 @@ async def serve(
         await runner.cleanup()
         await proxy.close()
         await asyncio.to_thread(writer.close)
-        if live is not None:
-            await asyncio.to_thread(live.close)
+        if follower is not None:
+            await asyncio.to_thread(follower.close)
         err.write(
             f"clawviz record: stopped; {writer.written} exchange(s) logged, {writer.lost} lost"
             + (f", {proxy.refused} refused (503, log failing)" if proxy.refused else "")
