@@ -37,6 +37,9 @@ def _positive_float(value: str) -> float:
 def cmd_record(args: argparse.Namespace) -> int:
     import asyncio  # here, not at module level: every other command builds this parser too
 
+    if args.workers > 1:
+        return _run_workers(args)
+
     from clawviz.record.proxy import serve
 
     host, port = args.listen
@@ -69,6 +72,7 @@ def cmd_record(args: argparse.Namespace) -> int:
                 max_open=args.max_open_files,
                 fail_closed=args.fail_closed,
                 inflate_budget=args.inflate_budget,
+                worker=args.worker_index,
             )
         )
     return 1 if writer.lost else 0
@@ -78,6 +82,94 @@ def _cmd_follow(args: argparse.Namespace) -> int:
     from clawviz.record.follow import cmd_follow
 
     return cmd_follow(args)
+
+
+def _run_workers(args: argparse.Namespace) -> int:
+    """`--workers N`: N `record` processes on one port (SO_REUSEPORT), each writing its own
+    files; one `clawviz follow` for `--db`. Exit status: the worst of the workers'."""
+    import signal
+    import socket
+    import subprocess
+    import threading
+
+    from clawviz.record.logfile import WORKER_SLOTS
+
+    if args.workers > WORKER_SLOTS:
+        print(f"error: --workers is at most {WORKER_SLOTS}", file=sys.stderr)
+        return 1
+    host, port = args.listen
+    # Hold the port (bound, not listening) so that every worker gets the same one for port 0.
+    hold = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    hold.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    hold.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    try:
+        hold.bind((host, port))
+    except OSError as exc:
+        print(f"error: --listen {host}:{port}: {exc}", file=sys.stderr)
+        return 1
+    port = hold.getsockname()[1]
+    base = [sys.executable, "-m", "clawviz", "record", "--upstream", args.upstream]
+    base += ["--listen", f"{host}:{port}", "--out", args.out]
+    base += ["--read-timeout", repr(args.read_timeout), "--connect-timeout"]
+    base += [repr(args.connect_timeout), "--drain-timeout", repr(args.drain_timeout)]
+    base += ["--inflate-budget", str(args.inflate_budget)]
+    if args.max_open_files:
+        base += ["--max-open-files", str(args.max_open_files)]
+    if args.fail_closed:
+        base += ["--fail-closed"]
+    procs = [
+        subprocess.Popen(
+            [*base, "--worker-index", str(k)], stderr=subprocess.PIPE, text=True, bufsize=1
+        )
+        for k in range(args.workers)
+    ]
+    stop = threading.Event()
+
+    def forward(*_: Any) -> None:
+        stop.set()
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, forward)
+    first = []
+    for k, p in enumerate(procs):
+        assert p.stderr is not None
+        line = p.stderr.readline()
+        first.append(f"[worker {k}] {line}")
+        if "listening on" not in line:
+            forward()
+            sys.stderr.write("".join(first))
+            print(f"error: worker {k} did not start", file=sys.stderr)
+            return 1
+    hold.close()
+    follower = None
+    db_url = getattr(args, "db", None)
+    if db_url:
+        from clawviz.record.follow import FollowerProcess
+
+        follower = FollowerProcess(args.out, db_url, interval=0.5, stderr=sys.stderr)
+    sys.stderr.write(
+        f"clawviz record: listening on http://{host}:{port} -> {args.upstream}, logging to "
+        f"{args.out}/ with {args.workers} workers\n" + "".join(first)
+    )
+    sys.stderr.flush()
+
+    def relay(k: int, p: subprocess.Popen[str]) -> None:
+        assert p.stderr is not None
+        for line in p.stderr:
+            sys.stderr.write(f"[worker {k}] {line}")
+
+    relays = [threading.Thread(target=relay, args=(k, p)) for k, p in enumerate(procs)]
+    for t in relays:
+        t.start()
+    codes = [p.wait() for p in procs]
+    for t in relays:
+        t.join()
+    if follower is not None:
+        follower.close()
+    return max(codes)
 
 
 def register(sub: Any) -> None:
@@ -111,6 +203,14 @@ def register(sub: Any) -> None:
         help="bytes a compressed body may inflate to for the log; past it the body is logged "
         "as it came, in base64, with the budget noted (default 32 MiB)",
     )
+    p.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=1,
+        help="processes serving the port (SO_REUSEPORT), each with its own files "
+        "<episode>.w<k>.jsonl; at most 64",
+    )
+    p.add_argument("--worker-index", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument(
         "--fail-closed",
         action="store_true",

@@ -44,6 +44,9 @@ def file_name_for(episode_id: str) -> str:
     return clean + ".jsonl"
 
 
+WORKER_SLOTS = 64  # at most this many `--workers`
+
+
 def default_max_open() -> int:
     """Log files kept open at once: a quarter of the soft open-file limit, between 4 and 512.
     The rest is left to the client and upstream sockets."""
@@ -86,11 +89,16 @@ class LogWriter:
         stderr: TextIO | None = None,
         on_written: Callable[[Path], None] | None = None,
         max_open: int | None = None,
+        worker: int | None = None,
     ) -> None:
         self.dir = Path(out_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        # One of `record --workers N`: its own files (`<episode>.w<k>.jsonl`), so no two
+        # processes append to one file, and an order key that merges across workers.
+        self.worker = worker
         self.run_file = run_name or f"run-{stamp}-{os.getpid()}.jsonl"
+        self._last_us: dict[str, int] = {}
         self.stderr = stderr if stderr is not None else sys.stderr
         self.on_written = on_written
         self.submitted = 0
@@ -112,7 +120,24 @@ class LogWriter:
         self._thread.start()
 
     def file_for(self, episode_id: str | None) -> str:
-        return file_name_for(episode_id) if episode_id else self.run_file
+        if not episode_id:
+            return self.run_file
+        name = file_name_for(episode_id)
+        if self.worker is not None:
+            name = name[: -len(".jsonl")] + f".w{self.worker}.jsonl"
+        return name
+
+    def order_seq(self, name: str, t_request: float) -> int:
+        """Under --workers: `seq` as the order key (t_request, worker) packed in one integer,
+        microseconds * 64 + worker, strictly increasing within a file. Workers share no
+        counter, yet the keys of one episode never collide across them and sort in request
+        order, so ingest's ordering by `seq` merges their files."""
+        assert self.worker is not None
+        us = int(t_request * 1e6)
+        with self._seq_lock:
+            us = max(us, self._last_us.get(name, -1) + 1)
+            self._last_us[name] = us
+        return us * WORKER_SLOTS + self.worker
 
     def next_seq(self, name: str) -> int:
         """The next sequence number in a file (0-based; continues after existing lines)."""

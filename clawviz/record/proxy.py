@@ -357,7 +357,11 @@ class Proxy:
         for key in ("task_id", "harness", "attempt"):
             if getattr(info, key) is not None:
                 cz[key] = getattr(info, key)
-        cz["seq"] = self.writer.next_seq(name)
+        if self.writer.worker is None:
+            cz["seq"] = self.writer.next_seq(name)
+        else:
+            cz["seq"] = self.writer.order_seq(name, t_wall)
+            cz["worker"] = self.writer.worker
         req_log: dict[str, Any] = {
             "timestamp": t_wall,
             "method": request.method,
@@ -541,6 +545,7 @@ async def serve(
     max_open: int | None = None,
     fail_closed: bool = False,
     inflate_budget: int = DEFAULT_INFLATE_BUDGET,
+    worker: int | None = None,
     ready: asyncio.Event | None = None,
     stop: asyncio.Event | None = None,
     stderr: TextIO | None = None,
@@ -548,7 +553,7 @@ async def serve(
     """Run the proxy until SIGTERM/SIGINT (or `stop`): then stop accepting, let in-flight
     exchanges finish (up to `drain_timeout`), write the log and return."""
     err = stderr if stderr is not None else sys.stderr
-    writer = LogWriter(out_dir, stderr=err, max_open=max_open)
+    writer = LogWriter(out_dir, stderr=err, max_open=max_open, worker=worker)
     follower = None
     if db_url:
         # Ingest runs in its own process (`clawviz follow`), off the proxy's hot path.
@@ -573,7 +578,8 @@ async def serve(
         auto_decompress=False,  # forward a compressed request body as it came
     )
     await runner.setup()
-    site = web.TCPSite(runner, host, port, reuse_address=True)
+    # Workers share the port: the kernel spreads connections over them (SO_REUSEPORT).
+    site = web.TCPSite(runner, host, port, reuse_address=True, reuse_port=worker is not None)
     await site.start()
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
