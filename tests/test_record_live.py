@@ -80,6 +80,8 @@ def test_a_bad_store_never_stops_the_recording(tmp_path):
         f"http://127.0.0.1:{port}", str(tmp_path / "log"), db_url=url, db_window=0.01, stderr=err
     )
     try:
+        # Ingest runs in a `clawviz follow` child: break the store once it has opened it.
+        assert _wait_for(lambda: "clawviz follow: following" in err.getvalue(), 60)
         get_engine(url).dispose()
         (tmp_path / "live.db").unlink()
         (tmp_path / "live.db").mkdir()  # the store file is gone: ingest fails
@@ -93,3 +95,4 @@ def test_a_bad_store_never_stops_the_recording(tmp_path):
         lt.close()
     assert writer.written == 2
     assert "ERROR: could not ingest into" in err.getvalue(), err.getvalue()
+    assert "the follower exited with status 1" in err.getvalue()  # and the exit says so

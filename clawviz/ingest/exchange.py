@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote_plus, urlsplit
 
 import orjson
 from xxhash import xxh3_64_intdigest
@@ -25,6 +25,44 @@ from clawviz.types import Call, Endpoint, Message, Rollout, Usage
 REDACTED_HEADERS = frozenset(
     {"authorization", "x-api-key", "cookie", "set-cookie", "proxy-authorization", "api-key"}
 )
+# Any header whose name says one of these is a credential (x-goog-api-key, X-Auth-Token,
+# X-Amz-Security-Token, OpenAI-Api-Key, ...), except the rate-limit counters of token budgets.
+_SECRET_WORDS = ("key", "token", "secret", "auth", "password", "passwd", "cookie", "credential")
+_SECRET_QUERY_WORDS = (*_SECRET_WORDS, "signature")
+_SECRET_QUERY_NAMES = frozenset({"sig", "pwd", "pass", "code"})
+REDACTED = "[redacted]"
+
+
+def is_secret_header(name: str) -> bool:
+    low = name.lower()
+    if "ratelimit" in low:  # x-ratelimit-remaining-tokens: a count, not a credential
+        return False
+    return low in REDACTED_HEADERS or any(w in low for w in _SECRET_WORDS)
+
+
+def is_secret_query_param(name: str) -> bool:
+    low = unquote_plus(name).lower()
+    return low in _SECRET_QUERY_NAMES or any(w in low for w in _SECRET_QUERY_WORDS)
+
+
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@]*@")
+
+
+def redact_url(url: str) -> str:
+    """`url` with the values of secret query parameters (`?key=`, `api_key`, `access_token`,
+    ...) and any `user:password@` replaced; every other byte as it was."""
+    url = _USERINFO.sub(lambda m: m.group(1) + REDACTED + "@", url, count=1)
+    base, q, rest = url.partition("?")
+    if not q:
+        return url
+    query, hashmark, fragment = rest.partition("#")
+    parts = []
+    for part in query.split("&"):
+        name, eq, _value = part.partition("=")
+        parts.append(name + eq + REDACTED if eq and is_secret_query_param(name) else part)
+    return base + "?" + "&".join(parts) + hashmark + fragment
+
+
 SESSION_HEADERS = ("x-session-id", "x-claude-code-session-id", "session_id")
 CLAWGYM_MODEL = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*?)__(.+)$")
 # Paths that are known not to be model calls; any other unknown path is also kept as non_model
@@ -158,7 +196,7 @@ def redact_headers(headers: Any) -> dict[str, str]:
     out: dict[str, str] = {}
     for k, v in headers.items():
         value = v if isinstance(v, str) else orjson.dumps(v).decode()
-        out[str(k)] = "[redacted]" if str(k).lower() in REDACTED_HEADERS else value
+        out[str(k)] = REDACTED if is_secret_header(str(k)) else value
     return out
 
 
@@ -889,7 +927,7 @@ def _parse_exchange(
         line=line,
         endpoint=endpoint,
         method=method,
-        url=url,
+        url=redact_url(url),
         seq=_int_or_none(clawviz.get("seq")),
         t_request=_float_or_none(request.get("timestamp")),
         t_response=_float_or_none(response.get("timestamp")) if response else None,

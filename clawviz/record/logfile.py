@@ -6,18 +6,26 @@ serialised and written whole by a single `os.write` on an `O_APPEND` descriptor,
 leaves only whole lines (at worst a torn last line, which ingest reports as such). A failed write
 (disk full, ...) never reaches the agent: the exchange is counted as lost and reported loudly on
 stderr, and the proxy goes on serving.
+
+Open descriptors are a bounded pool (`max_open`, by default a quarter of the open-file limit):
+a training run writes far more episodes than `ulimit -n`, so the least recently used file is
+closed when the pool is full and reopened for append when its episode speaks again. An `open`
+that still fails with EMFILE/ENFILE (sockets took the rest) closes half the pool and retries.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import queue
 import re
+import resource
 import stat
 import sys
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
@@ -34,6 +42,21 @@ def file_name_for(episode_id: str) -> str:
     if clean != episode_id:
         clean += "-" + hashlib.sha1(episode_id.encode()).hexdigest()[:8]
     return clean + ".jsonl"
+
+
+WORKER_SLOTS = 64  # at most this many `--workers`
+
+
+def default_max_open() -> int:
+    """Log files kept open at once: a quarter of the soft open-file limit, between 4 and 512.
+    The rest is left to the client and upstream sockets."""
+    try:
+        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (OSError, ValueError):
+        return 64
+    if soft == resource.RLIM_INFINITY or soft <= 0:
+        return 512
+    return max(4, min(512, soft // 4))
 
 
 def _count_lines(path: Path) -> int:
@@ -65,26 +88,56 @@ class LogWriter:
         run_name: str | None = None,
         stderr: TextIO | None = None,
         on_written: Callable[[Path], None] | None = None,
+        max_open: int | None = None,
+        worker: int | None = None,
     ) -> None:
         self.dir = Path(out_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        # One of `record --workers N`: its own files (`<episode>.w<k>.jsonl`), so no two
+        # processes append to one file, and an order key that merges across workers.
+        self.worker = worker
         self.run_file = run_name or f"run-{stamp}-{os.getpid()}.jsonl"
+        self._last_us: dict[str, int] = {}
         self.stderr = stderr if stderr is not None else sys.stderr
         self.on_written = on_written
+        self.submitted = 0
         self.written = 0
         self.lost = 0
         self.last_error: str | None = None
+        # True from a failed write until the next line that reaches its file: while it holds,
+        # exchanges cannot be logged (`--fail-closed` answers 503).
+        self.failing = False
         self._seq: dict[str, int] = {}
         self._seq_lock = threading.Lock()
-        self._fds: dict[str, int] = {}
+        self.max_open = max(1, max_open if max_open is not None else default_max_open())
+        self._fds: OrderedDict[str, int] = OrderedDict()  # least recently written first
+        self.reopened = 0  # opens of a file this writer had closed to stay within max_open
         self._torn: set[str] = set()
+        self._closed: set[str] = set()  # names whose descriptor the pool closed
         self._queue: queue.SimpleQueue[tuple[str, dict[str, Any]] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="clawviz-record-log", daemon=True)
         self._thread.start()
 
     def file_for(self, episode_id: str | None) -> str:
-        return file_name_for(episode_id) if episode_id else self.run_file
+        if not episode_id:
+            return self.run_file
+        name = file_name_for(episode_id)
+        if self.worker is not None:
+            name = name[: -len(".jsonl")] + f".w{self.worker}.jsonl"
+        return name
+
+    def order_seq(self, name: str, t_request: float) -> int:
+        """Under --workers: `seq` as the order key (t_request, worker) packed in one integer,
+        microseconds * 64 + worker, strictly increasing within a file. Workers share no
+        counter, yet the keys of one episode never collide across them and sort in request
+        order, so ingest's ordering by `seq` merges their files."""
+        assert self.worker is not None
+        us = int(t_request * 1e6)
+        with self._seq_lock:
+            us = max(us, self._last_us.get(name, -1) + 1)
+            self._last_us[name] = us
+        return us * WORKER_SLOTS + self.worker
 
     def next_seq(self, name: str) -> int:
         """The next sequence number in a file (0-based; continues after existing lines)."""
@@ -97,7 +150,13 @@ class LogWriter:
 
     def submit(self, name: str, record: dict[str, Any]) -> None:
         """Queue one record for `name`; the record must not be changed afterwards."""
+        self.submitted += 1
         self._queue.put((name, record))
+
+    @property
+    def queued(self) -> int:
+        """Records submitted and not yet written or lost."""
+        return max(0, self.submitted - self.written - self.lost)
 
     def close(self, timeout: float | None = None) -> None:
         """Write everything queued, then stop the writer thread and close the files."""
@@ -122,6 +181,7 @@ class LogWriter:
                 continue
             if self._write(name, line):
                 self.written += 1
+                self.failing = False
                 if self.on_written is not None:
                     try:
                         self.on_written(self.dir / name)
@@ -134,10 +194,7 @@ class LogWriter:
             # line is bad, not this one too.
             line = b"\n" + line
         try:
-            fd = self._fds.get(name)
-            if fd is None:
-                fd = os.open(self.dir / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-                self._fds[name] = fd
+            fd = self._fd(name)
             n = os.write(fd, line)
         except OSError as exc:
             self._fail(name, exc.strerror or str(exc))
@@ -149,7 +206,43 @@ class LogWriter:
         self._torn.discard(name)
         return True
 
+    def _fd(self, name: str) -> int:
+        """An O_APPEND descriptor for `name`, from the pool (LRU closed first when full)."""
+        fd = self._fds.get(name)
+        if fd is not None:
+            self._fds.move_to_end(name)
+            return fd
+        while len(self._fds) >= self.max_open:
+            self._close_oldest()
+        path = self.dir / name
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            if exc.errno not in (errno.EMFILE, errno.ENFILE) or not self._fds:
+                raise
+            # Out of descriptors all the same (the sockets took them): give back half the pool.
+            for _ in range((len(self._fds) + 1) // 2):
+                self._close_oldest()
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        if name in self._closed:
+            self.reopened += 1
+        self._fds[name] = fd
+        return fd
+
+    def _close_oldest(self) -> None:
+        old, fd = self._fds.popitem(last=False)
+        self._closed.add(old)
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+    @property
+    def open_files(self) -> int:
+        return len(self._fds)
+
     def _fail(self, name: str, reason: str) -> None:
+        self.failing = True
         self.lost += 1
         self.last_error = f"{self.dir / name}: {reason}"
         self._say(

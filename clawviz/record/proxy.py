@@ -31,10 +31,9 @@ from aiohttp import web
 from multidict import CIMultiDict
 from yarl import URL
 
-from clawviz.ingest.exchange import REDACTED_HEADERS
+from clawviz.ingest.exchange import REDACTED, is_secret_header, redact_url
 from clawviz.record.logfile import LogWriter
 
-REDACTED = "[redacted]"
 # RFC 9110 §7.6.1 hop-by-hop headers, plus the ones aiohttp recomputes for each hop.
 HOP_BY_HOP = frozenset(
     {
@@ -52,7 +51,7 @@ HOP_BY_HOP = frozenset(
 )
 # Expect: 100-continue is this hop's business: the proxy has the whole body before it forwards.
 _REQUEST_DROP = HOP_BY_HOP | {"host", "content-length", "expect"}
-_SECRETS = REDACTED_HEADERS | {"proxy-authorization"}
+HEALTH_PATH = "/_clawviz/health"  # answered by the proxy itself, never forwarded
 
 
 @dataclass
@@ -105,11 +104,12 @@ def episode_from_headers(headers: Any) -> EpisodeInfo:
 
 
 def redact(headers: Any) -> dict[str, str]:
-    """Headers for the log: secret values replaced by a marker (repeated names joined)."""
+    """Headers for the log: secret values replaced by a marker (repeated names joined). A
+    header is secret when its name says key, token, secret, auth, password or cookie."""
     out: dict[str, str] = {}
     for k, v in headers.items():
         k = str(k)
-        if k.lower() in _SECRETS:
+        if is_secret_header(k):
             v = REDACTED
         out[k] = out[k] + ", " + v if k in out else v
     return out
@@ -141,30 +141,74 @@ def _json_or_raw(data: bytes, content_type: str) -> tuple[str, Any]:
     return "body_raw", data.decode("utf-8", errors="replace")
 
 
-def _decode(data: bytes, encoding: str) -> bytes | None:
-    """Content-encoded bytes decoded for the log (the client gets them as sent); None if not."""
+DEFAULT_INFLATE_BUDGET = 32 << 20  # bytes a compressed body may inflate to in the log
+
+
+class OverBudget(Exception):
+    """A compressed body inflates past the budget: it is logged as it came, in base64."""
+
+
+def _inflate(data: bytes, encoding: str, budget: int) -> bytes | None:
+    """Content-encoded bytes decoded for the log (the client gets them as sent), never more
+    than `budget` bytes of output: a small gzip bomb must not become a huge log line and that
+    much proxy memory. None when the bytes cannot be decoded whole (unknown encoding, corrupt
+    or cut-off data); OverBudget when they inflate past `budget`."""
     enc = encoding.strip().lower()
     if not enc or enc == "identity":
         return data
     try:
         if enc in ("gzip", "x-gzip"):
-            return zlib.decompressobj(wbits=31).decompress(data)
+            return _zlib_inflate(data, 31, budget)
         if enc == "deflate":
             try:
-                return zlib.decompress(data)
+                return _zlib_inflate(data, 15, budget)  # zlib-wrapped, as RFC 9110 says
             except zlib.error:
-                return zlib.decompressobj(wbits=-15).decompress(data)
+                return _zlib_inflate(data, -15, budget)  # raw deflate, as some servers send
+        if enc == "zstd":
+            import io
+
+            import zstandard  # type: ignore[import-not-found,unused-ignore]
+
+            reader = zstandard.ZstdDecompressor().stream_reader(
+                io.BytesIO(data), read_across_frames=True
+            )
+            out = reader.read(budget + 1)
+            if len(out) > budget:
+                raise OverBudget
+            return out
         if enc == "br":
             import brotli  # type: ignore[import-not-found,unused-ignore]
 
-            return brotli.decompress(data)
-        if enc == "zstd":
-            import zstandard  # type: ignore[import-not-found,unused-ignore]
-
-            return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+            dec = brotli.Decompressor()
+            # brotli >= 1.1 bounds its output; an older one cannot, so its bytes stay base64.
+            out = dec.process(data, output_buffer_limit=budget + 1)
+            if len(out) > budget or not dec.is_finished():
+                raise OverBudget if len(out) > budget else ValueError("cut-off brotli data")
+            return out
+    except OverBudget:
+        raise
     except Exception:  # noqa: BLE001 - undecodable bytes are logged as base64 instead
         return None
     return None
+
+
+def _zlib_inflate(data: bytes, wbits: int, budget: int) -> bytes | None:
+    """Every member of a gzip/zlib stream, at most `budget` bytes; None if it is cut off."""
+    parts: list[bytes] = []
+    size = 0
+    rest = data
+    while True:
+        d = zlib.decompressobj(wbits=wbits)
+        out = d.decompress(rest, budget + 1 - size)
+        size += len(out)
+        parts.append(out)
+        if size > budget or d.unconsumed_tail:
+            raise OverBudget
+        if not d.eof:
+            return None  # cut off: not a whole body
+        rest = d.unused_data
+        if wbits != 31 or not rest.strip(b"\0"):
+            return b"".join(parts)
 
 
 # The last frame of a complete stream, per API (FORMATS §2).
@@ -191,12 +235,24 @@ def _complete(upstream: aiohttp.ClientResponse, chunks: list[bytes]) -> bool:
 
 
 def _log_body(
-    side: dict[str, Any], cz: dict[str, Any], name: str, data: bytes, headers: Any
+    side: dict[str, Any],
+    cz: dict[str, Any],
+    name: str,
+    data: bytes,
+    headers: Any,
+    budget: int = DEFAULT_INFLATE_BUDGET,
 ) -> None:
     """Put a body into the log record: JSON as `body`, text (SSE) as `body_raw`, decoded from
-    its content-encoding; bytes that cannot be decoded as `body_base64`."""
+    its content-encoding within `budget` bytes; bytes that cannot be decoded, or would inflate
+    past the budget, as `body_base64` with their encoding (and the budget) noted."""
     encoding = headers.get("content-encoding", "")
-    decoded = _decode(data, encoding)
+    try:
+        decoded = _inflate(data, encoding, budget)
+    except OverBudget:
+        side["body_base64"] = base64.b64encode(data).decode()
+        cz.setdefault("body_encoding", {})[name] = encoding
+        cz.setdefault("inflate_budget_exceeded", {})[name] = budget
+        return
     if decoded is None:
         side["body_base64"] = base64.b64encode(data).decode()
         cz.setdefault("body_encoding", {})[name] = encoding
@@ -221,10 +277,15 @@ class Proxy:
         *,
         connect_timeout: float = 10.0,
         read_timeout: float = 600.0,
+        fail_closed: bool = False,
+        inflate_budget: int = DEFAULT_INFLATE_BUDGET,
         stderr: TextIO | None = None,
     ) -> None:
         self.upstream = upstream.rstrip("/")
+        self.inflate_budget = inflate_budget
         self.writer = writer
+        self.fail_closed = fail_closed
+        self.refused = 0  # answered 503 under --fail-closed while the log was failing
         self.timeout = aiohttp.ClientTimeout(
             total=None, connect=connect_timeout, sock_read=read_timeout
         )
@@ -255,6 +316,30 @@ class Proxy:
             if self.inflight == 0:
                 self.idle.set()
 
+    def health(self) -> dict[str, Any]:
+        w = self.writer
+        return {
+            "ok": not w.failing,
+            "logging": not w.failing,
+            "logged": w.written,
+            "lost": w.lost,
+            "queued": w.queued,
+            "refused": self.refused,
+            "in_flight": self.inflight,
+            "open_files": w.open_files,
+            "fail_closed": self.fail_closed,
+            "last_error": w.last_error,
+        }
+
+    async def handle_health(self, request: web.Request) -> web.Response:
+        """`GET /_clawviz/health`: the log's counts; 503 while exchanges cannot be logged."""
+        data = self.health()
+        return web.Response(
+            status=200 if data["ok"] else 503,
+            body=orjson.dumps(data),
+            content_type="application/json",
+        )
+
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         t_wall = time.time()
         t0 = time.perf_counter()
@@ -272,19 +357,37 @@ class Proxy:
         for key in ("task_id", "harness", "attempt"):
             if getattr(info, key) is not None:
                 cz[key] = getattr(info, key)
-        cz["seq"] = self.writer.next_seq(name)
+        if self.writer.worker is None:
+            cz["seq"] = self.writer.next_seq(name)
+        else:
+            cz["seq"] = self.writer.order_seq(name, t_wall)
+            cz["worker"] = self.writer.worker
         req_log: dict[str, Any] = {
             "timestamp": t_wall,
             "method": request.method,
-            "url": url,
+            "url": redact_url(url),  # the forwarded URL is `url`, byte for byte
             "headers": redact(fwd),
         }
         if body:
-            _log_body(req_log, cz, "request", body, request.headers)
+            _log_body(req_log, cz, "request", body, request.headers, self.inflate_budget)
         else:
             req_log["body"] = None
         record: dict[str, Any] = {"request": req_log, "response": None}
         try:
+            if self.fail_closed and self.writer.failing:
+                # Not forwarded: a rollout that cannot be recorded must not count. This
+                # exchange is still submitted; if its line is written, logging is back.
+                self.refused += 1
+                return await self._fail(
+                    request,
+                    record,
+                    cz,
+                    t0,
+                    503,
+                    "not_logging",
+                    RuntimeError(f"the log cannot be written ({self.writer.last_error})"),
+                    forwarded=False,
+                )
             return await self._exchange(request, url, fwd, body, record, cz, t0)
         finally:
             record["logged_at"] = _now_iso()
@@ -314,9 +417,11 @@ class Proxy:
                 skip_auto_headers=("User-Agent", "Accept-Encoding", "Accept", "Content-Type"),
             )
         except TimeoutError as exc:
-            return await self._fail(request, record, cz, t0, 504, "upstream_timeout", exc)
+            return await self._fail(request, record, cz, t0, 504, "upstream_timeout", exc, url=url)
         except (aiohttp.ClientError, OSError) as exc:
-            return await self._fail(request, record, cz, t0, 502, "upstream_unreachable", exc)
+            return await self._fail(
+                request, record, cz, t0, 502, "upstream_unreachable", exc, url=url
+            )
         except asyncio.CancelledError:
             cz["proxy_error"] = "client went away before the response headers"
             raise
@@ -366,7 +471,9 @@ class Proxy:
             now = time.perf_counter()
             cz["t_last_byte"] = now - t0
             response["timestamp"] = time.time()
-            _log_body(response, cz, "response", b"".join(chunks), upstream.headers)
+            _log_body(
+                response, cz, "response", b"".join(chunks), upstream.headers, self.inflate_budget
+            )
         return out
 
     async def _fail(
@@ -378,11 +485,19 @@ class Proxy:
         status: int,
         kind: str,
         exc: BaseException,
+        *,
+        forwarded: bool = True,
+        url: str | None = None,
     ) -> web.Response:
-        message = f"clawviz record: {kind.replace('_', ' ')}: {type(exc).__name__}: {exc}"
+        detail = str(exc)
+        if url is not None:  # an error that quotes the URL must not bring its secrets back
+            detail = detail.replace(url, record["request"]["url"])
+        message = f"clawviz record: {kind.replace('_', ' ')}: {type(exc).__name__}: {detail}"
         payload = {"type": "error", "error": {"type": kind, "message": message}}
         data = orjson.dumps(payload)
         cz["proxy_error"] = kind
+        if not forwarded:
+            cz["forwarded"] = False
         cz["t_last_byte"] = time.perf_counter() - t0
         record["response"] = {
             "timestamp": time.time(),
@@ -411,6 +526,7 @@ class Proxy:
 def make_app(proxy: Proxy) -> web.Application:
     # Requests carry whole conversations (and images): no 1 MiB body limit.
     app = web.Application(client_max_size=1 << 30)
+    app.router.add_route("GET", HEALTH_PATH, proxy.handle_health)
     app.router.add_route("*", "/{tail:.*}", proxy.handle)
     return app
 
@@ -426,6 +542,10 @@ async def serve(
     drain_timeout: float = 600.0,
     db_url: str | None = None,
     db_window: float = 0.5,
+    max_open: int | None = None,
+    fail_closed: bool = False,
+    inflate_budget: int = DEFAULT_INFLATE_BUDGET,
+    worker: int | None = None,
     ready: asyncio.Event | None = None,
     stop: asyncio.Event | None = None,
     stderr: TextIO | None = None,
@@ -433,14 +553,21 @@ async def serve(
     """Run the proxy until SIGTERM/SIGINT (or `stop`): then stop accepting, let in-flight
     exchanges finish (up to `drain_timeout`), write the log and return."""
     err = stderr if stderr is not None else sys.stderr
-    live = None
+    writer = LogWriter(out_dir, stderr=err, max_open=max_open, worker=worker)
+    follower = None
     if db_url:
-        from clawviz.record.live import LiveIngest
+        # Ingest runs in its own process (`clawviz follow`), off the proxy's hot path.
+        from clawviz.record.follow import FollowerProcess
 
-        live = LiveIngest(db_url, window=db_window, stderr=err)
-    writer = LogWriter(out_dir, stderr=err, on_written=live.notify if live else None)
+        follower = FollowerProcess(out_dir, db_url, interval=db_window, stderr=err)
     proxy = Proxy(
-        upstream, writer, connect_timeout=connect_timeout, read_timeout=read_timeout, stderr=err
+        upstream,
+        writer,
+        connect_timeout=connect_timeout,
+        read_timeout=read_timeout,
+        fail_closed=fail_closed,
+        inflate_budget=inflate_budget,
+        stderr=err,
     )
     await proxy.start()
     runner = web.AppRunner(
@@ -451,7 +578,8 @@ async def serve(
         auto_decompress=False,  # forward a compressed request body as it came
     )
     await runner.setup()
-    site = web.TCPSite(runner, host, port, reuse_address=True)
+    # Workers share the port: the kernel spreads connections over them (SO_REUSEPORT).
+    site = web.TCPSite(runner, host, port, reuse_address=True, reuse_port=worker is not None)
     await site.start()
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -483,10 +611,17 @@ async def serve(
         await runner.cleanup()
         await proxy.close()
         await asyncio.to_thread(writer.close)
-        if live is not None:
-            await asyncio.to_thread(live.close)
+        if follower is not None:
+            await asyncio.to_thread(follower.close)
         err.write(
-            f"clawviz record: stopped; {writer.written} exchange(s) logged, {writer.lost} lost\n"
+            f"clawviz record: stopped; {writer.written} exchange(s) logged, {writer.lost} lost"
+            + (f", {proxy.refused} refused (503, log failing)" if proxy.refused else "")
+            + "\n"
         )
+        if writer.lost:
+            err.write(
+                f"clawviz record: ERROR: {writer.lost} exchange(s) were answered but NOT logged "
+                f"(last: {writer.last_error}); exit status 1\n"
+            )
         err.flush()
     return writer
