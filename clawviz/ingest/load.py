@@ -28,7 +28,7 @@ from sqlmodel import Session, col, select
 from clawviz.ingest import bounded
 from clawviz.ingest.exchange import FormatError, MessageCache, ParsedExchange, parse_exchange
 from clawviz.ingest.record import validate_call
-from clawviz.ingest.results import is_result_record, parse_result
+from clawviz.ingest.results import parse_result
 from clawviz.settings import DEFAULT_SETTINGS, Settings, mask_secrets
 from clawviz.store import calls as store
 from clawviz.store import decisions
@@ -439,24 +439,11 @@ def _sniff(path: Path, settings: Settings | None = None) -> tuple[str, list[Any]
                 continue
     finally:
         reader.close()
-    for rec in records:
-        if isinstance(rec, dict) and isinstance(rec.get("request"), dict):
-            return "exchange", records
-    from clawviz.review import findings
+    from clawviz.ingest import formats
 
-    for rec in records:
-        if findings.is_findings_record(rec):
-            return "findings", records
-    for rec in records:
-        if is_result_record(rec):
-            return "results", records
-    dicts = [r for r in records if isinstance(r, dict)]
-    if dicts:
-        from clawviz.ingest import transcripts
-
-        fmt = transcripts.detect_transcript(dicts)
-        if fmt:
-            return (fmt if fmt.startswith("transcript") else f"transcript_{fmt}"), records
+    fmt = formats.detect(records)
+    if fmt is not None:
+        return fmt.name, records
     return "unknown", records
 
 

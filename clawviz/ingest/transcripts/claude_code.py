@@ -819,3 +819,9 @@ class _Replay:
                 },
             )
         )
+
+
+# The Format interface of this module (clawviz.ingest.formats).
+NAME = FORMAT
+detect = looks_like_claude_code
+read = read_claude_code

@@ -241,3 +241,9 @@ def read_codex(path: str | Path, lines: list[Line], rejects: list[Reject]) -> Tr
         episode_id=episode_id,
         notes=notes,
     )
+
+
+# The Format interface of this module (clawviz.ingest.formats).
+NAME = FORMAT
+detect = looks_like_codex
+read = read_codex

@@ -779,3 +779,9 @@ class _Replay:
             "branch_summary",
             {"from_entry_id": from_id},
         )
+
+
+# The Format interface of this module (clawviz.ingest.formats).
+NAME = FORMAT
+detect = looks_like_pi
+read = read_pi
