@@ -457,8 +457,15 @@ def _bad_json_reason(data: bytes, exc: Exception) -> str:
     return f"not valid JSON ({str(exc).splitlines()[0]})"
 
 
-def _fallback_episode(display: str) -> str:
-    """Episode id of a file whose calls carry no identity: the path without its suffix."""
+def _fallback_episode(display: str, path: Path | None = None) -> str:
+    """Episode id of a file whose calls carry no identity: named from the traffic (harness and
+    first request time, `identity.file_episode_name`), else the path without its suffix."""
+    if path is not None:
+        from clawviz.ingest import identity
+
+        name = identity.file_episode_name(path, SNIFF_LINES)
+        if name is not None:
+            return name
     for suffix in (".jsonl.gz", ".jsonl", ".gz"):
         if display.endswith(suffix):
             return display[: -len(suffix)]
@@ -535,7 +542,7 @@ def _ingest_exchange(
     resume: _Resume | None = None,
 ) -> None:
     display = fi.target.display
-    fallback = _fallback_episode(display)
+    fallback = _fallback_episode(display, fi.target.path)
     named: set[str] = set(resume.named) if resume else set()
     n_fallback = 0
     batch: list[ParsedExchange] = []
@@ -976,7 +983,7 @@ def _append_file(
         first_id = session.exec(
             select(CallRow.call_id).where(CallRow.source_id == source.id).limit(1)
         ).first()
-        fallback = _fallback_episode(target.display)
+        fallback = _fallback_episode(target.display, target.path)
         named = set(
             session.exec(
                 select(CallRow.episode_id)

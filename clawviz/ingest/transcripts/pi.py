@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clawviz.ingest import identity
 from clawviz.ingest.transcripts.common import (
     Line,
     Reject,
@@ -107,14 +108,6 @@ MESSAGE_ROLES = {
     "compactionSummary",
 }
 _STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "toolUse": "tool_use"}
-_OPENCLAW_HINTS = (
-    ".openclaw",
-    "OpenClaw runtime context",
-    "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>",
-    "[Subagent Context]",
-)
-
-
 def looks_like_pi(records: list[dict[str, Any]]) -> bool:
     """True when the records are pi session entries (header or typed entries with pi roles)."""
     for r in records:
@@ -195,14 +188,17 @@ def read_pi(path: str | Path, lines: list[Line], rejects: list[Reject]) -> Trans
         )
     session = _parse(str(path), lines, rejects)
     episode_id = _session_id(session)
-    harness = _harness(session)
+    harness, evidence = _harness(session)
     calls = _replay(_Replay(session, episode_id, harness))
+    for call in calls:
+        call.extra["harness_evidence"] = evidence
     session.rejects.sort(key=lambda r: r[0])
     read = TranscriptRead(
         calls=calls,
         rejects=session.rejects,
         format=FORMAT,
         harness=harness,
+        harness_evidence=evidence,
         episode_id=episode_id,
         notes=session.notes,
     )
@@ -355,14 +351,11 @@ def _invalid_reason(r: dict[str, Any]) -> str | None:
     return None
 
 
-def _harness(session: _Session) -> str:
-    """'openclaw' when the path, cwd or early user text carries an OpenClaw marker, else 'pi'."""
-    probe = [session.path, str(session.header.get("cwd", ""))]
-    for e in session.entries[:50]:
-        if e.type == "message" and e.record["message"].get("role") == "user":
-            probe.append(text_of(e.record["message"].get("content"))[:4000])
-    joined = "\n".join(probe)
-    return "openclaw" if any(h in joined for h in _OPENCLAW_HINTS) else "pi"
+def _harness(session: _Session) -> tuple[str, str]:
+    """'openclaw' or 'pi' and the evidence (identity.OPENCLAW_SESSION_MARKERS)."""
+    return identity.pi_session_harness(
+        session.path, session.header, (e.record for e in session.entries)
+    )
 
 
 def _endpoint(api: Any) -> str:
