@@ -41,7 +41,9 @@ WIRE_MARKERS: tuple[Marker, ...] = (
     Marker("openclaw", "system", "<!-- openclaw:"),
     Marker("pi", "system", "operating inside pi, a coding agent harness"),
     Marker("claude-code", "system", "You are Claude Code, Anthropic's official CLI"),
-    Marker("claude-code", "system", "You are a Claude agent, built on Anthropic's Claude Agent SDK"),
+    Marker(
+        "claude-code", "system", "You are a Claude agent, built on Anthropic's Claude Agent SDK"
+    ),
     Marker("claude-code", "system", "You are an agent for Claude Code"),
     Marker("claude-code", "system", "x-anthropic-billing-header: cc_version="),
     Marker("codex", "system", "You are a coding agent running in the Codex CLI"),

@@ -108,6 +108,8 @@ MESSAGE_ROLES = {
     "compactionSummary",
 }
 _STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "toolUse": "tool_use"}
+
+
 def looks_like_pi(records: list[dict[str, Any]]) -> bool:
     """True when the records are pi session entries (header or typed entries with pi roles)."""
     for r in records:
