@@ -192,8 +192,6 @@ def read_pi(path: str | Path, lines: list[Line], rejects: list[Reject]) -> Trans
     episode_id = _session_id(session)
     harness, evidence = _harness(session)
     calls = _replay(_Replay(session, episode_id, harness))
-    for call in calls:
-        call.extra["harness_evidence"] = evidence
     session.rejects.sort(key=lambda r: r[0])
     read = TranscriptRead(
         calls=calls,
@@ -206,6 +204,8 @@ def read_pi(path: str | Path, lines: list[Line], rejects: list[Reject]) -> Trans
     )
     if links:
         _read_children(read, root, name, episode_id, links, {name})
+    for call in read.calls:
+        call.extra["harness_evidence"] = evidence
     if read.extra_files:
         # Sub-agent calls interleave with the parent's: one order for the whole episode.
         read.calls.sort(key=lambda c: (c.t_request is None, c.t_request or 0.0))
