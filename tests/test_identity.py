@@ -235,3 +235,21 @@ def test_real_pi_fixture_stays_pi():
     """badlogic/pi-mono's own session file (tests/data/transcripts, MIT) is pi's."""
     read = read_transcript(DATA / "transcripts" / "pi-before-compaction.jsonl")
     assert read.harness == "pi"
+
+
+@pytest.mark.parametrize(
+    ("path", "harness"),
+    [
+        (
+            RECORDED
+            / "claude-code-2.1.332/session/transcripts/-tmp-rig-claude-code-work"
+            / "c1a0de00-0000-4000-8000-00000000c0de.jsonl",
+            "claude-code",
+        ),
+        (RECORDED / "codex-0.171.0/subagent/rollout.jsonl", "codex"),
+    ],
+)
+def test_claude_code_and_codex_transcripts_say_why(path, harness):
+    read = read_transcript(path)
+    assert read.harness == harness and read.calls and read.harness_evidence
+    assert {c.extra["harness_evidence"] for c in read.calls} == {read.harness_evidence}
