@@ -776,9 +776,10 @@ def episode_identity(headers: dict[str, str], body: Any, clawviz: dict[str, Any]
         session = _user_id_session(body.get("metadata"))
         if hint is None and session:
             hint, why = "claude-code", "metadata.user_id session part"
-    marked, evidence = identity.wire_harness(lower, body)
-    if marked is not None:
-        hint, why = marked, evidence
+    if not clawviz.get("harness"):  # the recorder's word wins: no marker search
+        marked, evidence = identity.wire_harness(lower, body)
+        if marked is not None:
+            hint, why = marked, evidence
     turn_type = clawviz.get("role") or turn_type
     episode = clawviz.get("episode_id") or session
     return Identity(str(episode) if episode else None, session, turn_type, hint, why)
