@@ -17,10 +17,7 @@ import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-
-import orjson
 
 
 @dataclass(frozen=True)
@@ -214,16 +211,3 @@ def traffic_episode_name(records: Iterable[Any]) -> str | None:
     if first is None:
         return None
     return f"{harness or 'session'}-{_iso(first)}"
-
-
-def file_episode_name(path: str | Path, max_lines: int = 20) -> str | None:
-    """`traffic_episode_name` of a wire log's first lines (plain or gzip); None if unreadable."""
-    from clawviz.ingest.transcripts.files import read_head
-
-    records = []
-    for line in read_head(path, max_lines):
-        try:
-            records.append(orjson.loads(line))
-        except orjson.JSONDecodeError:
-            continue
-    return traffic_episode_name(records)

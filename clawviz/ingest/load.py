@@ -423,8 +423,8 @@ class LineReader:
         self.raw.close()
 
 
-def _sniff(path: Path, settings: Settings | None = None) -> tuple[str, list[Any]]:
-    """The file's format from its first parseable records, and those records."""
+def _head_records(path: Path, settings: Settings | None = None) -> list[Any]:
+    """The first `SNIFF_LINES` parseable records of a file (plain or gzip, lines bounded)."""
     records: list[Any] = []
     reader = LineReader(path, settings, verify=False)
     try:
@@ -439,6 +439,12 @@ def _sniff(path: Path, settings: Settings | None = None) -> tuple[str, list[Any]
                 continue
     finally:
         reader.close()
+    return records
+
+
+def _sniff(path: Path, settings: Settings | None = None) -> tuple[str, list[Any]]:
+    """The file's format from its first parseable records, and those records."""
+    records = _head_records(path, settings)
     from clawviz.ingest import formats
 
     fmt = formats.detect(records)
@@ -459,11 +465,11 @@ def _bad_json_reason(data: bytes, exc: Exception) -> str:
 
 def _fallback_episode(display: str, path: Path | None = None) -> str:
     """Episode id of a file whose calls carry no identity: named from the traffic (harness and
-    first request time, `identity.file_episode_name`), else the path without its suffix."""
+    first request time, `identity.traffic_episode_name`), else the path without its suffix."""
     if path is not None:
         from clawviz.ingest import identity
 
-        name = identity.file_episode_name(path, SNIFF_LINES)
+        name = identity.traffic_episode_name(_head_records(path))
         if name is not None:
             return name
     for suffix in (".jsonl.gz", ".jsonl", ".gz"):
