@@ -253,3 +253,15 @@ def test_claude_code_and_codex_transcripts_say_why(path, harness):
     read = read_transcript(path)
     assert read.harness == harness and read.calls and read.harness_evidence
     assert {c.extra["harness_evidence"] for c in read.calls} == {read.harness_evidence}
+
+
+@pytest.mark.parametrize(
+    "log", sorted((DATA / "real_traffic").glob("*.jsonl")), ids=lambda p: p.stem
+)
+def test_real_traffic_logs_name_their_harness(log):
+    """The claude-trace-shaped logs (no recorder metadata) of tests/data/real_traffic: the
+    harness of the README's table (`cc-*`: Claude Code, `openclaw-*`: OpenClaw)."""
+    harness = {"cc": "claude-code", "openclaw": "openclaw"}[log.stem.split("-")[0]]
+    episodes, calls = _ingest([log])
+    assert {ep.harness for ep in episodes} == {harness}
+    assert {c.harness for c in calls} <= {harness, None}
