@@ -113,7 +113,8 @@ def test_identityless_calls_join_a_name_that_arrives_later(tmp_path, session):
     log = tmp_path / "run-1.jsonl"
     log.write_bytes(line(0, None) + line(1, None))
     ingest_paths([log], session=session)
-    fallback = str(tmp_path / "run-1")
+    # No session in the traffic: named by the first line's request time, not the path.
+    fallback = "session-1970-01-01T00:01:40.000Z"
     assert set(session.exec(select(CallRow.episode_id)).all()) == {fallback}
     with log.open("ab") as f:
         f.write(line(2, "ep-z"))

@@ -149,10 +149,14 @@ def test_one_file_is_one_episode(loaded):
     assert {v["n_episodes"] for v in loaded.values()} == {len(EPISODES)}
     ids = {v["episode_id"] for v in loaded.values()}
     assert len(ids) == len(EPISODES)
-    # Claude Code names its session; OpenClaw without headers falls back to the file.
+    # Claude Code names its session; OpenClaw sends no session id, so its episode is named by
+    # the harness its system prompt names and the first line's request time, never the file.
     assert loaded["cc-2.0.31-startup"]["episode_id"] == "0b7e9a55-1d2c-4f0a-8c3e-5a6b7c8d9e01"
     assert loaded["cc-2.1.9-async"]["episode_id"] == "5d4c3b2a-1f0e-4d9c-8b7a-6f5e4d3c2b10"
-    assert loaded["openclaw-2026.9-pi-0.73"]["episode_id"].endswith("openclaw-2026.9-pi-0.73")
+    assert loaded["openclaw-2026.9-pi-0.73"]["episode_id"] == "openclaw-2025-11-30T10:53:20.000Z"
+    assert loaded["openclaw-2026.3-pi-0.73-retries"]["episode_id"] == (
+        "openclaw-2025-12-02T18:25:40.000Z"
+    )
 
 
 @pytest.mark.parametrize("stem", sorted(EPISODES))

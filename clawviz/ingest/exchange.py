@@ -17,7 +17,7 @@ from urllib.parse import unquote_plus, urlsplit
 import orjson
 from xxhash import xxh3_64_intdigest
 
-from clawviz.ingest import sse
+from clawviz.ingest import identity, sse
 from clawviz.ingest.record import FormatError, check_message, validate_call
 from clawviz.recon.canonical import dumps_canonical, normalize_blocks, strip_cache_control
 from clawviz.types import Call, Endpoint, Message, Rollout, Usage
@@ -63,7 +63,13 @@ def redact_url(url: str) -> str:
     return base + "?" + "&".join(parts) + hashmark + fragment
 
 
-SESSION_HEADERS = ("x-session-id", "x-claude-code-session-id", "session_id")
+SESSION_HEADERS = ("x-session-id", "x-claude-code-session-id", "session_id", "session-id")
+_SESSION_HEADER_HARNESS = {
+    "x-claude-code-session-id": "claude-code",
+    "session_id": "codex",
+    "session-id": "codex",
+}
+"""The harness a session header suggests when no marker (identity.WIRE_MARKERS) names one."""
 CLAWGYM_MODEL = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*?)__(.+)$")
 # Paths that are known not to be model calls; any other unknown path is also kept as non_model
 # but flagged so the ingest report can name it.
@@ -763,6 +769,8 @@ class Identity:
     session_id: str | None
     turn_type: str | None
     harness_hint: str | None
+    harness_evidence: str | None = None
+    """Why `harness_hint` (identity.WIRE_MARKERS, else the identity source)."""
 
 
 def _user_id_session(metadata: Any) -> str | None:
@@ -788,30 +796,31 @@ def episode_identity(headers: dict[str, str], body: Any, clawviz: dict[str, Any]
     turn_type = lower.get("x-turn-type") or None
     session = None
     hint = None
+    why = None
     for name in SESSION_HEADERS:
         if lower.get(name):
             session = lower[name]
-            hint = {"x-claude-code-session-id": "claude-code", "session_id": "codex"}.get(
-                name, "openclaw"
-            )
+            hint = _SESSION_HEADER_HARNESS.get(name, "openclaw")
+            why = f"session header {name}"
             break
     model = body.get("model") if isinstance(body, dict) else None
     m = CLAWGYM_MODEL.match(model) if isinstance(model, str) else None
     if m:
         turn_type = turn_type or m.group(1)
         session = session or m.group(2)
-        hint = hint or "openclaw"
+        if hint is None:
+            hint, why = "openclaw", "ClawGym model <turn_type>__<session>"
     if session is None and isinstance(body, dict):
         session = _user_id_session(body.get("metadata"))
-        hint = hint or ("claude-code" if session else None)
-    agent = lower.get("user-agent", "").lower()
-    if "claude-cli" in agent or "claude-code" in agent:
-        hint = "claude-code"
-    elif "codex" in agent or lower.get("originator", "").startswith("codex"):
-        hint = "codex"
+        if hint is None and session:
+            hint, why = "claude-code", "metadata.user_id session part"
+    if not clawviz.get("harness"):  # the recorder's word wins: no marker search
+        marked, evidence = identity.wire_harness(lower, body)
+        if marked is not None:
+            hint, why = marked, evidence
     turn_type = clawviz.get("role") or turn_type
     episode = clawviz.get("episode_id") or session
-    return Identity(str(episode) if episode else None, session, turn_type, hint)
+    return Identity(str(episode) if episode else None, session, turn_type, hint, why)
 
 
 def _int_or_none(v: Any) -> int | None:
@@ -918,6 +927,10 @@ def _parse_exchange(
         extra["note"] = record["note"]
     if response is not None and isinstance(response.get("headers"), dict):
         extra["response_headers"] = redact_headers(response["headers"])
+    if clawviz.get("harness"):
+        extra["harness_evidence"] = "recorder metadata clawviz.harness"
+    elif ident.harness_evidence:
+        extra["harness_evidence"] = ident.harness_evidence
     rest = {k: v for k, v in clawviz.items() if k not in _KNOWN_CLAWVIZ}
     if rest:
         extra["clawviz"] = rest

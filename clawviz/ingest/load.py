@@ -28,7 +28,7 @@ from sqlmodel import Session, col, select
 from clawviz.ingest import bounded
 from clawviz.ingest.exchange import FormatError, MessageCache, ParsedExchange, parse_exchange
 from clawviz.ingest.record import validate_call
-from clawviz.ingest.results import is_result_record, parse_result
+from clawviz.ingest.results import parse_result
 from clawviz.settings import DEFAULT_SETTINGS, Settings, mask_secrets
 from clawviz.store import calls as store
 from clawviz.store import decisions
@@ -423,8 +423,8 @@ class LineReader:
         self.raw.close()
 
 
-def _sniff(path: Path, settings: Settings | None = None) -> tuple[str, list[Any]]:
-    """The file's format from its first parseable records, and those records."""
+def _head_records(path: Path, settings: Settings | None = None) -> list[Any]:
+    """The first `SNIFF_LINES` parseable records of a file (plain or gzip, lines bounded)."""
     records: list[Any] = []
     reader = LineReader(path, settings, verify=False)
     try:
@@ -439,24 +439,17 @@ def _sniff(path: Path, settings: Settings | None = None) -> tuple[str, list[Any]
                 continue
     finally:
         reader.close()
-    for rec in records:
-        if isinstance(rec, dict) and isinstance(rec.get("request"), dict):
-            return "exchange", records
-    from clawviz.review import findings
+    return records
 
-    for rec in records:
-        if findings.is_findings_record(rec):
-            return "findings", records
-    for rec in records:
-        if is_result_record(rec):
-            return "results", records
-    dicts = [r for r in records if isinstance(r, dict)]
-    if dicts:
-        from clawviz.ingest import transcripts
 
-        fmt = transcripts.detect_transcript(dicts)
-        if fmt:
-            return (fmt if fmt.startswith("transcript") else f"transcript_{fmt}"), records
+def _sniff(path: Path, settings: Settings | None = None) -> tuple[str, list[Any]]:
+    """The file's format from its first parseable records, and those records."""
+    records = _head_records(path, settings)
+    from clawviz.ingest import formats
+
+    fmt = formats.detect(records)
+    if fmt is not None:
+        return fmt.name, records
     return "unknown", records
 
 
@@ -470,8 +463,15 @@ def _bad_json_reason(data: bytes, exc: Exception) -> str:
     return f"not valid JSON ({str(exc).splitlines()[0]})"
 
 
-def _fallback_episode(display: str) -> str:
-    """Episode id of a file whose calls carry no identity: the path without its suffix."""
+def _fallback_episode(display: str, path: Path | None = None) -> str:
+    """Episode id of a file whose calls carry no identity: named from the traffic (harness and
+    first request time, `identity.traffic_episode_name`), else the path without its suffix."""
+    if path is not None:
+        from clawviz.ingest import identity
+
+        name = identity.traffic_episode_name(_head_records(path))
+        if name is not None:
+            return name
     for suffix in (".jsonl.gz", ".jsonl", ".gz"):
         if display.endswith(suffix):
             return display[: -len(suffix)]
@@ -548,7 +548,7 @@ def _ingest_exchange(
     resume: _Resume | None = None,
 ) -> None:
     display = fi.target.display
-    fallback = _fallback_episode(display)
+    fallback = _fallback_episode(display, fi.target.path)
     named: set[str] = set(resume.named) if resume else set()
     n_fallback = 0
     batch: list[ParsedExchange] = []
@@ -989,7 +989,7 @@ def _append_file(
         first_id = session.exec(
             select(CallRow.call_id).where(CallRow.source_id == source.id).limit(1)
         ).first()
-        fallback = _fallback_episode(target.display)
+        fallback = _fallback_episode(target.display, target.path)
         named = set(
             session.exec(
                 select(CallRow.episode_id)

@@ -18,11 +18,8 @@ from clawviz.ingest.transcripts.claude_code import FORMAT as CLAUDE_CODE_FORMAT
 from clawviz.ingest.transcripts.claude_code import (
     MAIN_SYSTEM_MARKER,
     SUBAGENT_SYSTEM_MARKER,
-    looks_like_claude_code,
-    read_claude_code,
 )
 from clawviz.ingest.transcripts.codex import FORMAT as CODEX_FORMAT
-from clawviz.ingest.transcripts.codex import looks_like_codex, read_codex
 from clawviz.ingest.transcripts.common import (
     Reject,
     TranscriptRead,
@@ -30,7 +27,6 @@ from clawviz.ingest.transcripts.common import (
     read_lines,
 )
 from clawviz.ingest.transcripts.pi import FORMAT as PI_FORMAT
-from clawviz.ingest.transcripts.pi import looks_like_pi, read_pi
 
 __all__ = [
     "CLAUDE_CODE_FORMAT",
@@ -47,6 +43,7 @@ __all__ = [
 ]
 
 TRANSCRIPT_FORMATS = (PI_FORMAT, CLAUDE_CODE_FORMAT, CODEX_FORMAT)
+"""Names of the transcript formats of `clawviz.ingest.formats.FORMATS`, in detection order."""
 
 TRANSCRIPT_LIMITS = (
     "This episode was replayed from the harness's own transcript, not recorded by a proxy. "
@@ -64,17 +61,11 @@ TRANSCRIPT_LIMITS = (
 
 def detect_transcript(records: list[dict[str, Any]]) -> str | None:
     """'transcript_pi', 'transcript_claude_code', 'transcript_codex' or None, judged from a
-    file's first records."""
-    records = [r for r in records if isinstance(r, dict)]
-    if not records or any("request" in r and "response" in r for r in records):
-        return None
-    if looks_like_pi(records):
-        return PI_FORMAT
-    if looks_like_claude_code(records):
-        return CLAUDE_CODE_FORMAT
-    if looks_like_codex(records):
-        return CODEX_FORMAT
-    return None
+    file's first records: the first transcript format of `formats.FORMATS` that claims them."""
+    from clawviz.ingest import formats
+
+    fmt = formats.detect(list(records), kind="transcript")
+    return fmt.name if fmt is not None else None
 
 
 def read_transcript(path: str | Path, *, records: list[Any] | None = None) -> TranscriptRead:
@@ -87,15 +78,15 @@ def read_transcript(path: str | Path, *, records: list[Any] | None = None) -> Tr
         lines, rejects = read_lines(path)
     else:
         lines, rejects = lines_from_records(records)
-    fmt = detect_transcript([ln.record for ln in lines[:50]])
-    if fmt is None:
-        fmt = detect_transcript([ln.record for ln in lines])
-    if fmt == PI_FORMAT:
-        return read_pi(path, lines, rejects)
-    if fmt == CLAUDE_CODE_FORMAT:
-        return read_claude_code(path, lines, rejects)
-    if fmt == CODEX_FORMAT:
-        return read_codex(path, lines, rejects)
+    from clawviz.ingest import formats
+
+    name = detect_transcript([ln.record for ln in lines[:50]])
+    if name is None:
+        name = detect_transcript([ln.record for ln in lines])
+    fmt = formats.by_name(name) if name is not None else None
+    if fmt is not None:
+        read: TranscriptRead = fmt.read(path, lines, rejects)
+        return read
     reason = "not a transcript: no pi session entries, Claude Code or Codex records found"
     return TranscriptRead(
         calls=[],

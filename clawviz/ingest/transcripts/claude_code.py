@@ -55,6 +55,7 @@ CONTINUATION_PREFIXES = (
     "The summary below covers the earlier portion of the conversation.",
 )
 SPAWN_TOOLS = ("Task", "Agent")
+HARNESS_EVIDENCE = "Claude Code transcript format (uuid / parentUuid / sessionId records)"
 _RECORD_TYPES = {"user", "assistant", "system", "summary"}
 
 
@@ -202,6 +203,9 @@ def read_claude_code(path: str | Path, lines: list[Line], rejects: list[Reject])
         read.extra_files.append(str(sub))
     episode_id = graph.session_id or jsonl_stem(p)
     calls = _Replay(graph, episode_id).run()
+    read.harness_evidence = HARNESS_EVIDENCE
+    for call in calls:
+        call.extra["harness_evidence"] = HARNESS_EVIDENCE
     read.calls = calls
     read.episode_id = episode_id
     read.rejects = sorted(graph.rejects.get(str(p), []))
@@ -819,3 +823,9 @@ class _Replay:
                 },
             )
         )
+
+
+# The Format interface of this module (clawviz.ingest.formats).
+NAME = FORMAT
+detect = looks_like_claude_code
+read = read_claude_code

@@ -32,6 +32,7 @@ from clawviz.ingest.transcripts.common import Line, Reject, TranscriptRead, pars
 from clawviz.types import Call, Message, Usage
 
 FORMAT = "transcript_codex"
+HARNESS_EVIDENCE = "Codex rollout format (session_meta / response_item records)"
 
 COMPACTION_PROMPT = (
     "You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary for another "
@@ -233,11 +234,20 @@ def read_codex(path: str | Path, lines: list[Line], rejects: list[Reject]) -> Tr
         t_before = parse_time(r.get("timestamp"))
     if pending:
         emit(body[-1], None)
+    for call in calls:
+        call.extra["harness_evidence"] = HARNESS_EVIDENCE
     return TranscriptRead(
         calls=calls,
         rejects=sorted(rejects, key=lambda x: x[0]),
         format=FORMAT,
         harness="codex",
+        harness_evidence=HARNESS_EVIDENCE,
         episode_id=episode_id,
         notes=notes,
     )
+
+
+# The Format interface of this module (clawviz.ingest.formats).
+NAME = FORMAT
+detect = looks_like_codex
+read = read_codex

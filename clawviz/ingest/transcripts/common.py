@@ -25,6 +25,8 @@ class TranscriptRead:
     rejects: list[Reject]
     format: str
     harness: str | None = None
+    harness_evidence: str | None = None
+    """What in the file named the harness (e.g. an OpenClaw marker in a pi-format session)."""
     episode_id: str | None = None
     extra_files: list[str] = field(default_factory=list)
     """Other files read with this one: sub-agent files (Claude Code `agent-*.jsonl`, OpenClaw

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clawviz.ingest import identity
 from clawviz.ingest.transcripts.common import (
     Line,
     Reject,
@@ -107,12 +108,6 @@ MESSAGE_ROLES = {
     "compactionSummary",
 }
 _STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "toolUse": "tool_use"}
-_OPENCLAW_HINTS = (
-    ".openclaw",
-    "OpenClaw runtime context",
-    "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>",
-    "[Subagent Context]",
-)
 
 
 def looks_like_pi(records: list[dict[str, Any]]) -> bool:
@@ -195,7 +190,7 @@ def read_pi(path: str | Path, lines: list[Line], rejects: list[Reject]) -> Trans
         )
     session = _parse(str(path), lines, rejects)
     episode_id = _session_id(session)
-    harness = _harness(session)
+    harness, evidence = _harness(session)
     calls = _replay(_Replay(session, episode_id, harness))
     session.rejects.sort(key=lambda r: r[0])
     read = TranscriptRead(
@@ -203,11 +198,14 @@ def read_pi(path: str | Path, lines: list[Line], rejects: list[Reject]) -> Trans
         rejects=session.rejects,
         format=FORMAT,
         harness=harness,
+        harness_evidence=evidence,
         episode_id=episode_id,
         notes=session.notes,
     )
     if links:
         _read_children(read, root, name, episode_id, links, {name})
+    for call in read.calls:
+        call.extra["harness_evidence"] = evidence
     if read.extra_files:
         # Sub-agent calls interleave with the parent's: one order for the whole episode.
         read.calls.sort(key=lambda c: (c.t_request is None, c.t_request or 0.0))
@@ -355,14 +353,11 @@ def _invalid_reason(r: dict[str, Any]) -> str | None:
     return None
 
 
-def _harness(session: _Session) -> str:
-    """'openclaw' when the path, cwd or early user text carries an OpenClaw marker, else 'pi'."""
-    probe = [session.path, str(session.header.get("cwd", ""))]
-    for e in session.entries[:50]:
-        if e.type == "message" and e.record["message"].get("role") == "user":
-            probe.append(text_of(e.record["message"].get("content"))[:4000])
-    joined = "\n".join(probe)
-    return "openclaw" if any(h in joined for h in _OPENCLAW_HINTS) else "pi"
+def _harness(session: _Session) -> tuple[str, str]:
+    """'openclaw' or 'pi' and the evidence (identity.OPENCLAW_SESSION_MARKERS)."""
+    return identity.pi_session_harness(
+        session.path, session.header, (e.record for e in session.entries)
+    )
 
 
 def _endpoint(api: Any) -> str:
@@ -779,3 +774,9 @@ class _Replay:
             "branch_summary",
             {"from_entry_id": from_id},
         )
+
+
+# The Format interface of this module (clawviz.ingest.formats).
+NAME = FORMAT
+detect = looks_like_pi
+read = read_pi
