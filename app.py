@@ -25,7 +25,7 @@ def load_samples_if_empty() -> None:
         return
     if data.store_counts(state.database_url())["sources"] > 0:
         return
-    from clawviz.ingest.load import ingest_paths
+    from clawviz.jobs.ingest import ingest_paths
 
     bar = st.progress(0.0, text="First start: loading the bundled sample_logs/ …")
 

@@ -73,7 +73,7 @@ def run_ingest(paths: list[Path], problem: str | None = None) -> None:
 
     Ends with a rerun, so the sidebar (drawn before this page) shows the new counts.
     """
-    from clawviz.ingest.load import ingest_paths
+    from clawviz.jobs.ingest import ingest_paths
 
     bar = st.progress(0.0, text="Starting…")
 

@@ -34,7 +34,7 @@ from clawviz.settings import (
 if TYPE_CHECKING:
     from sqlmodel import Session
 
-    from clawviz.ingest.load import IngestReport
+    from clawviz.jobs.ingest import IngestReport
 
 # Lean command line (issue 14): this module, cli/tasks.py and cli/review_cmds.py import the
 # store, the ORM, orjson and the pipeline inside the commands that use them, never at module
@@ -84,7 +84,7 @@ def _report_text(report: IngestReport) -> str:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     """Load files and folders; exit 0 if all lines loaded, 2 if some were rejected, 1 on error."""
-    from clawviz.ingest.load import ingest_paths
+    from clawviz.jobs.ingest import ingest_paths
     from clawviz.store.db import session_scope
 
     bar = ProgressBar() if sys.stderr.isatty() and not args.json else None
@@ -113,12 +113,12 @@ def episode_rows(session: Session, settings: Settings = DEFAULT_SETTINGS) -> lis
     import orjson
     from sqlmodel import col, select
 
-    from clawviz.store import decisions
+    from clawviz.jobs import analyse
     from clawviz.store.models import Episode, EpisodeStatus, Result
     from clawviz.store.rewards import result_reward
 
     settings_hash = settings.settings_hash
-    decisions.ensure_analysis(session, settings)
+    analyse.ensure_analysis(session, settings)
     statuses = {
         s.episode_id: s
         for s in session.exec(

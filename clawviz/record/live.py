@@ -64,7 +64,7 @@ class LiveIngest:
     def _ingest(self, paths: list[Path]) -> None:
         from sqlmodel import Session
 
-        from clawviz.ingest.load import ingest_paths
+        from clawviz.jobs.ingest import ingest_paths
 
         try:
             with Session(self._engine) as session:

@@ -70,7 +70,7 @@ def ensure_analysed(url: str, settings_hash: str, _settings: Settings) -> str | 
     Returns an error message instead of raising, so a page can show it and carry on.
     """
     try:
-        from clawviz.store.decisions import ensure_analysis
+        from clawviz.jobs.analyse import ensure_analysis
     except ImportError as exc:
         return f"the analysis module is not available ({exc})"
     with _session(url) as s:
@@ -132,7 +132,7 @@ def episode_view(
         calls = store.load_calls(s, episode_id)
         analysis, error = None, None
         try:
-            from clawviz.store.decisions import episode_analysis
+            from clawviz.jobs.analyse import episode_analysis
 
             analysis = episode_analysis(s, episode_id, _settings)
         except Exception as exc:  # noqa: BLE001 - shown on the page, the calls still display
