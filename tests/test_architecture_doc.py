@@ -8,7 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
-STAGES = "ingest|store|recon|review|figures|ui|cli|settings|types|samples"
+STAGES = "ingest|jobs|store|recon|review|export|record|figures|ui|cli|settings|types|samples"
 
 
 def _resolve(dotted: str) -> object:
