@@ -36,11 +36,8 @@ def _save_uploads(files, folder: Path) -> tuple[list[Path], list[str]]:
         target = target_dir / name
         target.write_bytes(f.getvalue())
         if name.lower().endswith(ARCHIVE_SUFFIXES):
-            try:
-                from clawviz.review.archive import extract_archive
-            except ImportError:
-                problems.append(f"{name}: archives cannot be read (clawviz.review.archive missing)")
-                continue
+            from clawviz.review.archive import extract_archive
+
             out = target_dir / "extracted"
             try:
                 extract_archive(target, out, settings=state.current_settings())
