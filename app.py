@@ -7,9 +7,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from clawviz.settings import mask_secrets, masked_url
+from clawviz.settings import masked_url
 from clawviz.ui import data, pages, state
-from clawviz.ui.inspector import escape_md
 
 HERE = Path(__file__).parent
 SAMPLE_LOGS = HERE / "sample_logs"
@@ -25,7 +24,7 @@ def load_samples_if_empty() -> None:
         return
     if data.store_counts(state.database_url())["sources"] > 0:
         return
-    from clawviz.ingest.load import ingest_paths
+    from clawviz.jobs.ingest import ingest_paths
 
     bar = st.progress(0.0, text="First start: loading the bundled sample_logs/ …")
 
@@ -72,9 +71,7 @@ def main() -> None:
     pg = pages.navigation()
     load_samples_if_empty()
     settings = state.current_settings()
-    error = data.ensure_analysed(state.database_url(), settings.settings_hash, settings)
-    if error:
-        st.warning(f"Decisions could not be computed: {escape_md(mask_secrets(error))}")
+    data.ensure_analysed(state.database_url(), settings.settings_hash, settings)
     sidebar()
     pg.run()
 

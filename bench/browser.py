@@ -222,10 +222,10 @@ def tree_json(url: str, episode: str, out: Path) -> Path:
 
     from clawviz.figures.layout import tree_layout
     from clawviz.figures.tree import tree_figure
+    from clawviz.jobs.analyse import episode_analysis
     from clawviz.settings import DEFAULT_SETTINGS
     from clawviz.store import db
     from clawviz.store.calls import load_calls
-    from clawviz.store.decisions import episode_analysis
 
     with Session(db.get_engine(url)) as s:
         calls = load_calls(s, episode)

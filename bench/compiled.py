@@ -61,7 +61,8 @@ ROOT = Path(__file__).resolve().parent.parent
 MODULES = (
     "clawviz/ingest/exchange.py",
     "clawviz/ingest/sse.py",
-    "clawviz/ingest/load.py",
+    "clawviz/jobs/ingest.py",
+    "clawviz/ingest/lines.py",
     "clawviz/ingest/bounded.py",
     "clawviz/ingest/results.py",
     *sorted(
@@ -248,8 +249,9 @@ from sqlmodel import Session
 sys.path.insert(0, "bench")
 from floor import Meter, xxh3_seconds
 import round2
-from clawviz.store import calls, db, decisions
-from clawviz.ingest import load
+from clawviz.jobs import analyse as decisions
+from clawviz.store import calls, db
+from clawviz.jobs import ingest as load
 log, folder, k_given = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 meter = Meter()
 for owner, attr, name in [
@@ -418,7 +420,7 @@ import sys
 from pathlib import Path
 from sqlmodel import Session
 from clawviz.store import db
-import clawviz.ingest.load as load
+import clawviz.jobs.ingest as load
 log, path, mode = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
 for suffix in ("", "-wal", "-shm"):
     Path(str(path) + suffix).unlink(missing_ok=True)
@@ -454,7 +456,7 @@ STAGES = r"""
 import sys, time
 from pathlib import Path
 import orjson
-from clawviz.ingest import load
+from clawviz.jobs import ingest as load
 from clawviz.ingest.exchange import MessageCache, parse_exchange
 from clawviz.recon.pipeline import analyse_episode
 from clawviz.types import call_order_key

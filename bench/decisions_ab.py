@@ -4,7 +4,7 @@
 
 Each checkout runs in a child process of its own that ingests the log once into a fresh SQLite
 store, keeping the calls ingest holds in memory when it hands them to
-`store.decisions.ensure_analysis`. Then, on each turn, the child times (CPU of its process):
+`jobs.analyse.ensure_analysis`. Then, on each turn, the child times (CPU of its process):
 
 - `analyse`: `recon.pipeline.analyse_episode` of every episode from those calls (pure);
 - `ensure`: `ensure_analysis` as ingest runs it (stale query, analysis, decision rows,
@@ -51,9 +51,10 @@ def child(root: Path, log: Path, inner: int) -> None:
     sys.path.insert(0, str(root))
     from sqlmodel import Session
 
-    from clawviz.ingest.load import ingest_paths
+    from clawviz.jobs import analyse as decisions
+    from clawviz.jobs.ingest import ingest_paths
     from clawviz.settings import DEFAULT_SETTINGS
-    from clawviz.store import db, decisions
+    from clawviz.store import db
 
     captured: dict[str, Any] = {}
     original = decisions.ensure_analysis
@@ -141,8 +142,8 @@ def _ensure(engine: Any, held: dict[str, list[Any]], only: set[str]) -> float:
     from sqlalchemy import delete
     from sqlmodel import Session
 
+    from clawviz.jobs import analyse as decisions
     from clawviz.settings import DEFAULT_SETTINGS
-    from clawviz.store import decisions
     from clawviz.store.models import DecisionRow, EpisodeStatus
 
     h = DEFAULT_SETTINGS.settings_hash

@@ -111,7 +111,7 @@ def dump_session(name: str, session: Any, verbose: bool) -> None:
 def dump_paths(name: str, paths: list[str | os.PathLike[str]], tmp: Path, verbose: bool) -> None:
     from sqlmodel import Session
 
-    from clawviz.ingest.load import ingest_paths
+    from clawviz.jobs.ingest import ingest_paths
     from clawviz.store import db
 
     url = f"sqlite:///{tmp / (name.replace('/', '_') + '.db')}"

@@ -85,9 +85,9 @@ def sft_store(out: Path, db: Path, target: int) -> tuple[str, Path, int]:
     """Template episodes through the real ingest and analysis, copied until the file is big."""
     from sqlmodel import Session
 
-    from clawviz.ingest.load import ingest_paths
+    from clawviz.jobs.analyse import ensure_analysis
+    from clawviz.jobs.ingest import ingest_paths
     from clawviz.store.db import get_engine
-    from clawviz.store.decisions import ensure_analysis
 
     log, results = out / "template.jsonl", out / "template-results.jsonl"
     if gen.read_meta(log) is None or not log.exists():
@@ -121,9 +121,9 @@ def rl_store(db: Path, target: int) -> tuple[str, Path, int]:
     """Token-id episodes written in chunks of 50 until the file is big, then analysed."""
     from sqlmodel import Session
 
+    from clawviz.jobs.analyse import ensure_analysis
     from clawviz.store import calls as store
     from clawviz.store.db import get_engine
-    from clawviz.store.decisions import ensure_analysis
     from clawviz.store.models import Result
 
     url, path = fresh(db, "scale-rl.db")

@@ -95,8 +95,9 @@ def patched(meter: Meter) -> Iterator[None]:
     import orjson
     from sqlalchemy.engine import default
 
-    from clawviz.ingest import load
-    from clawviz.store import calls, decisions
+    from clawviz.jobs import analyse as decisions
+    from clawviz.jobs import ingest as load
+    from clawviz.store import calls
 
     targets: list[tuple[Any, str, str, bool]] = [
         (orjson, "loads", "orjson", False),
@@ -113,8 +114,8 @@ def patched(meter: Meter) -> Iterator[None]:
         fn = getattr(owner, attr)
         saved.append((owner, attr, fn))
         setattr(owner, attr, meter.section(name, fn) if whole else meter.wrap(name, fn))
-    if load.decisions is not decisions:  # pragma: no cover - the module aliases it
-        raise RuntimeError("ingest.load no longer reaches decisions through the module")
+    if load.analyse is not decisions:  # pragma: no cover - the module aliases it
+        raise RuntimeError("jobs.ingest no longer reaches analyse through the module")
     try:
         yield
     finally:
@@ -136,7 +137,7 @@ def xxh3_seconds(log: Path) -> float:
 def instrumented_ingest(log: Path, folder: Path, i: int) -> dict[str, float]:
     from sqlmodel import Session
 
-    from clawviz.ingest.load import ingest_paths
+    from clawviz.jobs.ingest import ingest_paths
     from clawviz.store import db
 
     url = round2.fresh_url(folder, f"floor-{i % 2}.db")

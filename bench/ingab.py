@@ -33,11 +33,11 @@ import sys, time
 from pathlib import Path
 from sqlmodel import Session
 from clawviz.store import db
-from clawviz.ingest.load import ingest_paths
+from clawviz.jobs.ingest import ingest_paths
 log, folder = sys.argv[1], Path(sys.argv[2])
 if sys.argv[3:] == ["--no-decisions"]:
-    import clawviz.ingest.load as load
-    load.decisions.ensure_analysis = lambda *a, **k: None
+    import clawviz.jobs.ingest as load
+    load.analyse.ensure_analysis = lambda *a, **k: None
 i = 0
 for cmd in sys.stdin:
     i += 1
@@ -75,9 +75,9 @@ import sys
 from pathlib import Path
 from sqlmodel import Session
 from clawviz.store import db
-import clawviz.ingest.load as load
+import clawviz.jobs.ingest as load
 log, path, mode = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
-load.decisions.ensure_analysis = lambda *a, **k: None
+load.analyse.ensure_analysis = lambda *a, **k: None
 for suffix in ("", "-wal", "-shm"):
     Path(str(path) + suffix).unlink(missing_ok=True)
 engine = db.get_engine(f"sqlite:///{path}")

@@ -110,9 +110,9 @@ def write_log(path: Path, target_bytes: int, *, seed: int, start: int) -> int:
 def build_store(server: str, out: Path, n_episodes: int) -> tuple[str, dict[str, str]]:
     from sqlmodel import Session
 
-    from clawviz.ingest.load import ingest_paths
+    from clawviz.jobs.analyse import ensure_analysis
+    from clawviz.jobs.ingest import ingest_paths
     from clawviz.store.db import get_engine
-    from clawviz.store.decisions import ensure_analysis
 
     url = new_database(server, "pages")
     log, results = out / "template.jsonl", out / "template-results.jsonl"

@@ -198,7 +198,7 @@ class InProcessIngest:
     def __call__(self) -> Any:
         from sqlmodel import Session
 
-        from clawviz.ingest.load import ingest_paths
+        from clawviz.jobs.ingest import ingest_paths
 
         with Session(self.engine) as s:
             return ingest_paths([self.log], session=s)

@@ -242,7 +242,7 @@ def fresh_db(b: Bench, name: str) -> tuple[str, Path]:
 
 def ingest_into(url: str, paths: list[Path]) -> Any:
     """Ingest `paths` into the store at `url` with the real pipeline; returns the report."""
-    ingest = need("clawviz.ingest.load", "ingest_paths")
+    ingest = need("clawviz.jobs.ingest", "ingest_paths")
     from sqlmodel import Session
 
     from clawviz.store.db import get_engine
@@ -310,7 +310,7 @@ def fig_ingest(b: Bench) -> list[Figure]:
     rows[2].baseline = f"raw log: {size / MB:.1f} MB"
     rows[3].baseline = f"distinct messages: {meta['distinct_bytes'] / MB:.1f} MB"
     try:
-        need("clawviz.ingest.load", "ingest_paths")
+        need("clawviz.jobs.ingest", "ingest_paths")
     except NotBuilt:
         for r in rows:
             r.value = "n/a (not built yet)"
@@ -397,7 +397,7 @@ def fig_peak_rss(b: Bench) -> list[Figure]:
         )
     fig = Figure(f"peak RSS ingesting {log.stat().st_size / MB:.0f} MB log", target="<= 300 MB")
     try:
-        need("clawviz.ingest.load", "ingest_paths")
+        need("clawviz.jobs.ingest", "ingest_paths")
     except NotBuilt:
         fig.value = "n/a (not built yet)"
         return [fig]
@@ -437,7 +437,7 @@ def child_ingest(log: str, url: str) -> None:
     """--child-ingest: ingest one log and print this process's peak RSS (KB) as JSON."""
     # Imports count towards the baseline, not towards the ingest.
     importlib.import_module("clawviz.store.db")
-    importlib.import_module("clawviz.ingest.load")
+    importlib.import_module("clawviz.jobs.ingest")
 
     imports_kb = peak_rss_kb()
     report = ingest_into(url, [Path(log)])
@@ -511,8 +511,8 @@ def fig_analysis(b: Bench) -> list[Figure]:
         f"growth: {sc.long_calls:,}-call vs {sc.short_calls}-call episode", target="<= 12x"
     )
     try:
-        analysis = need("clawviz.store.decisions", "analyse_episode")
-        need("clawviz.ingest.load", "ingest_paths")
+        analysis = need("clawviz.jobs.analyse", "analyse_episode")
+        need("clawviz.jobs.ingest", "ingest_paths")
         need("clawviz.store.calls", "load_calls")
     except NotBuilt:
         big.value = growth.value = "n/a (not built yet)"
@@ -580,7 +580,7 @@ def apptest_median(b: Bench, page: str, url: str, query: dict[str, str], label: 
 
 def analysed_store(b: Bench, name: str, logs: list[Path]) -> tuple[str, Path]:
     """A store holding `logs`, ingested and analysed under the default settings."""
-    analysis = need("clawviz.store.decisions", "ensure_analysis")
+    analysis = need("clawviz.jobs.analyse", "ensure_analysis")
     url, path = fresh_db(b, name)
     ingest_into(url, logs)
     from sqlmodel import Session
@@ -597,8 +597,8 @@ def fig_episode_page(b: Bench) -> list[Figure]:
     n = b.scale.page_calls
     fig = Figure(f"Episode page (AppTest run), {n}-call episode", target="<= 1.5 s")
     try:
-        need("clawviz.store.decisions", "ensure_analysis")
-        need("clawviz.ingest.load", "ingest_paths")
+        need("clawviz.jobs.analyse", "ensure_analysis")
+        need("clawviz.jobs.ingest", "ingest_paths")
         if not (ROOT / "app.py").exists() or not (ROOT / "pages" / "episode.py").exists():
             raise NotBuilt("pages/episode.py")
     except NotBuilt:
@@ -616,8 +616,8 @@ def fig_runs_page(b: Bench) -> list[Figure]:
     n = b.scale.store_episodes
     fig = Figure(f"Runs page (AppTest run), {n:,} episodes", target="<= 2 s")
     try:
-        need("clawviz.store.decisions", "ensure_analysis")
-        need("clawviz.ingest.load", "ingest_paths")
+        need("clawviz.jobs.analyse", "ensure_analysis")
+        need("clawviz.jobs.ingest", "ingest_paths")
         if not (ROOT / "app.py").exists() or not (ROOT / "pages" / "runs.py").exists():
             raise NotBuilt("pages/runs.py")
     except NotBuilt:
@@ -665,7 +665,7 @@ def _r2_row(name: str, target: str, base: Any, measured: Any, limit: float) -> F
 
 def fig_r2_ingest(b: Bench) -> list[Figure]:
     """In-process ingest (decisions included) vs a bare orjson.loads of each line, A B A B."""
-    need("clawviz.ingest.load", "ingest_paths")
+    need("clawviz.jobs.ingest", "ingest_paths")
     sc = b.scale
     logs = [r2_log(b, sc.r2_logs_mb[0])[0]]
     sse, _ = cached_log(
@@ -696,7 +696,7 @@ def fig_r2_ingest(b: Bench) -> list[Figure]:
 
 def fig_r2_commands(b: Bench) -> list[Figure]:
     """`clawviz ingest` then `clawviz episodes` (child processes) vs the orjson parse."""
-    need("clawviz.ingest.load", "ingest_paths")
+    need("clawviz.jobs.ingest", "ingest_paths")
     rows = []
     for mb, limit in zip(b.scale.r2_logs_mb, (5.0, 4.0), strict=False):
         log, meta = r2_log(b, mb)
@@ -768,7 +768,7 @@ def fig_r2_big_episode(b: Bench) -> list[Figure]:
     import bigep
     from sqlmodel import Session
 
-    from clawviz.store import decisions
+    from clawviz.jobs import analyse as decisions
     from clawviz.store.db import get_engine
 
     n = b.scale.big_episode_calls
@@ -821,9 +821,9 @@ def token_store(b: Bench, n_episodes: int) -> str:
     """An analysed store of `n_episodes` token-id episodes (`gen.token_episodes`) with rewards."""
     from sqlmodel import Session
 
+    from clawviz.jobs.analyse import ensure_analysis
     from clawviz.store import calls as store
     from clawviz.store.db import get_engine
-    from clawviz.store.decisions import ensure_analysis
     from clawviz.store.models import Result
 
     url, _ = fresh_db(b, "export-rl.db")
@@ -848,7 +848,7 @@ def fig_export(b: Bench) -> list[Figure]:
     try:
         exp = need("clawviz.export", "run_export")
         src = need("clawviz.export.source", "iter_episodes", "Selection")
-        need("clawviz.store.decisions", "ensure_analysis")
+        need("clawviz.jobs.analyse", "ensure_analysis")
     except NotBuilt:
         return [Figure("export", value="n/a (not built yet)")]
     import orjson

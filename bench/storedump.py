@@ -58,7 +58,7 @@ def ingest(checkout: str, db: str, logs: list[str]) -> None:
         "import sys\n"
         "from sqlmodel import Session\n"
         "from clawviz.store import db\n"
-        "from clawviz.ingest.load import ingest_paths\n"
+        "from clawviz.jobs.ingest import ingest_paths\n"
         "e = db.get_engine('sqlite:///' + sys.argv[1])\n"
         "with Session(e) as s:\n"
         "    ingest_paths(sys.argv[2:], session=s)\n"

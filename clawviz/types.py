@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal, Protocol
 
+import orjson
+
 Message = dict[str, Any]
 
 Endpoint = Literal["anthropic_messages", "openai_chat", "openai_responses", "non_model"]
@@ -268,3 +270,63 @@ def format_value(value: float, against: float | None = None) -> str:
         if against is None or (float(text) == value) or float(text) != against:
             break
     return "0" if text in ("-0", "") else text
+
+
+@dataclass
+class ParsedExchange:
+    """One parsed exchange: the normalised call plus the raw request pieces kept for display."""
+
+    call: Call
+    raw_messages: list[Any] = field(default_factory=list)
+    """Wire messages, aligned with `call.messages` (a list of items for a Responses group)."""
+    message_hashes: list[str] = field(default_factory=list)
+    raw_wire: list[bytes | None] | None = None
+    """The JSON bytes of each raw message where the parser made them (None: not made), so the
+    store writes a new message without serialising it again."""
+    system_raw: Any = None
+    tools_raw: list[Any] = field(default_factory=list)
+    envelope: dict[str, Any] = field(default_factory=dict)
+    """The request body without messages/input, system/instructions and tools."""
+    raw_response: str | None = None
+    has_identity: bool = False
+    """The record names its own episode (not the per-file fallback)."""
+    unknown_endpoint: bool = False
+
+
+def system_text(raw: Any) -> str:
+    """Joined text of a raw system field: string, text blocks, or lifted system messages."""
+    if raw is None:
+        return ""
+    if isinstance(raw, str):
+        return raw
+    parts: list[str] = []
+    if isinstance(raw, list):
+        for item in raw:
+            if isinstance(item, str):
+                parts.append(item)
+            elif isinstance(item, dict):
+                if "role" in item:
+                    parts.append(text_of(item.get("content")))
+                elif item.get("type") in ("text", "input_text") or "text" in item:
+                    parts.append(str(item.get("text", "")))
+    return "\n\n".join(p for p in parts if p)
+
+
+def text_of(content: Any) -> str:
+    """Plain text of a content value (string or list of text-like parts)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        out = []
+        for part in content:
+            if isinstance(part, str):
+                out.append(part)
+            elif isinstance(part, dict):
+                if "text" in part:
+                    out.append(str(part["text"]))
+                elif part.get("type") in ("image", "image_url", "input_image"):
+                    out.append("[image]")
+        return "".join(out)
+    return orjson.dumps(content).decode()

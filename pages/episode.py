@@ -218,10 +218,8 @@ def header(view: data.EpisodeView) -> None:
     if len(view.calls) == 1:
         st.info("This episode has a single call: its tree is one node.")
     if ep.get("source_kind") == "transcript":
-        try:
-            from clawviz.ingest.transcripts import TRANSCRIPT_LIMITS
-        except ImportError:
-            TRANSCRIPT_LIMITS = "Rebuilt from a harness transcript, not from a proxy log."
+        from clawviz.ingest.transcripts import TRANSCRIPT_LIMITS
+
         st.warning(str(TRANSCRIPT_LIMITS), icon=":material/history_edu:")
 
 

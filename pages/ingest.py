@@ -36,11 +36,8 @@ def _save_uploads(files, folder: Path) -> tuple[list[Path], list[str]]:
         target = target_dir / name
         target.write_bytes(f.getvalue())
         if name.lower().endswith(ARCHIVE_SUFFIXES):
-            try:
-                from clawviz.review.archive import extract_archive
-            except ImportError:
-                problems.append(f"{name}: archives cannot be read (clawviz.review.archive missing)")
-                continue
+            from clawviz.review.archive import extract_archive
+
             out = target_dir / "extracted"
             try:
                 extract_archive(target, out, settings=state.current_settings())
@@ -73,7 +70,7 @@ def run_ingest(paths: list[Path], problem: str | None = None) -> None:
 
     Ends with a rerun, so the sidebar (drawn before this page) shows the new counts.
     """
-    from clawviz.ingest.load import ingest_paths
+    from clawviz.jobs.ingest import ingest_paths
 
     bar = st.progress(0.0, text="Starting…")
 

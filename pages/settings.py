@@ -51,9 +51,7 @@ def edit_form() -> None:
     if isinstance(new, Settings):
         state.set_settings_overrides(new.overrides())
         # Decisions are stored per settings hash, so switching back to a hash seen before is free.
-        error = data.ensure_analysed(state.database_url(), new.settings_hash, new)
-        if error:
-            st.error(f"Decisions could not be recomputed: {error}")
+        data.ensure_analysed(state.database_url(), new.settings_hash, new)
         st.rerun()
 
 

@@ -47,9 +47,9 @@ SCRIPT_TEXT = "<script>alert('xss')</script> **not bold** [click](javascript:ale
 @pytest.fixture(scope="session")
 def sample_db_url(tmp_path_factory) -> str:
     """A SQLite file holding sample_logs/ ingested and analysed under the default settings."""
-    from clawviz.ingest.load import ingest_paths
+    from clawviz.jobs.analyse import ensure_analysis
+    from clawviz.jobs.ingest import ingest_paths
     from clawviz.store.db import get_engine
-    from clawviz.store.decisions import ensure_analysis
 
     if not SAMPLE_LOGS.is_dir():
         pytest.skip("sample_logs/ is missing")
@@ -140,10 +140,10 @@ def hostile_calls():
 @pytest.fixture(scope="session")
 def hostile_db_url(tmp_path_factory) -> str:
     """A store whose log text tries HTML and Markdown tricks, plus a one-call episode."""
+    from clawviz.jobs.analyse import ensure_analysis
     from clawviz.store import calls as store
     from clawviz.store import models
     from clawviz.store.db import get_engine
-    from clawviz.store.decisions import ensure_analysis
 
     url = dburl.fresh_url(tmp_path_factory.mktemp("hostile_store"), "clawviz")
     with Session(get_engine(url)) as s:

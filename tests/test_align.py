@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session
 
-from clawviz.ingest.load import ingest_paths
+from clawviz.jobs.analyse import ensure_analysis, episode_analysis
+from clawviz.jobs.ingest import ingest_paths
 from clawviz.recon.align import (
     GROUPS,
     ToolCall,
@@ -28,7 +29,6 @@ from clawviz.recon.align import (
 )
 from clawviz.store import calls as store
 from clawviz.store.db import init_db
-from clawviz.store.decisions import ensure_analysis, episode_analysis
 from clawviz.types import Call
 from tests.dburl import memory_engine
 

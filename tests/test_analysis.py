@@ -8,9 +8,9 @@ from recon_helpers import Ep, tool_result, user
 from sqlmodel import Session, create_engine, select
 
 from clawviz.cli.explain import explain_rows, explain_text
+from clawviz.jobs import analyse as analysis
 from clawviz.settings import DEFAULT_SETTINGS
 from clawviz.store import calls as store
-from clawviz.store import decisions as analysis
 from clawviz.store.db import init_db
 from clawviz.store.models import DecisionRow, EpisodeStatus, Result
 from tests.dburl import fresh_url, memory_engine
@@ -239,7 +239,7 @@ def test_concurrent_writer_is_tolerated(tmp_path):
     with Session(engine) as s1, Session(engine) as s2:
         add_episode(s1, retry_episode("e1"), reward=1.0)
         # s2 decides what is stale, then s1 stores the same decisions before s2 writes.
-        real = analysis._persist
+        real = analysis.persist_analyses
         raced = []
 
         def persist_after_other(session, *a, **kw):
@@ -248,11 +248,11 @@ def test_concurrent_writer_is_tolerated(tmp_path):
                 analysis.ensure_analysis(s1)
             return real(session, *a, **kw)
 
-        analysis._persist = persist_after_other
+        analysis.persist_analyses = persist_after_other
         try:
             analysis.ensure_analysis(s2)
         finally:
-            analysis._persist = real
+            analysis.persist_analyses = real
         assert raced
         assert analysis.episode_analysis(s2, "e1").status == "kept"
 

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from clawviz.ingest.load import ingest_paths
+from clawviz.jobs.analyse import ensure_analysis, episode_analysis
+from clawviz.jobs.ingest import ingest_paths
 from clawviz.recon.calldiff import call_diff, diff_lines, message_lines
 from clawviz.store import calls as store
 from clawviz.store.db import init_db
-from clawviz.store.decisions import ensure_analysis, episode_analysis
 from clawviz.store.models import CallRow
 from clawviz.types import Call
 from tests.dburl import memory_engine

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from test_formats_fixtures import SESSION, claude_code_episode, jsonl, openai_record, user
 
-from clawviz.cli.main import ProgressBar, main
+from clawviz.cli.common import ProgressBar
+from clawviz.cli.main import main
 from clawviz.settings import SETTINGS
 from tests.dburl import fresh_url, query
 

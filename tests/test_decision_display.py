@@ -17,10 +17,10 @@ from sqlmodel import Session
 from clawviz.figures.layout import tree_layout
 from clawviz.figures.palette import KEPT_IN_DROPPED
 from clawviz.figures.tree import tree_figure
+from clawviz.jobs.analyse import episode_analysis
 from clawviz.recon.prune import HARNESS_RETRY, IDENTICAL_RESEND, retry_note
 from clawviz.store import calls as store
 from clawviz.store.db import get_engine
-from clawviz.store.decisions import episode_analysis
 from clawviz.types import State, call_label, format_value
 from clawviz.ui.inspector import replacement_of
 
@@ -241,7 +241,7 @@ def test_recorded_retries_say_what_they_retry_and_how(folder, tmp_path):
     import gzip
 
     from clawviz.cli.explain import explain_rows
-    from clawviz.ingest.load import ingest_paths
+    from clawviz.jobs.ingest import ingest_paths
     from clawviz.store.db import init_db
     from tests.dburl import memory_engine
 

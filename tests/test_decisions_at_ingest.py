@@ -10,8 +10,9 @@ from test_formats_fixtures import claude_code_episode, jsonl
 
 from clawviz.cli import explain
 from clawviz.cli.main import episode_rows
-from clawviz.ingest import load as ingest_mod
-from clawviz.ingest.load import ingest_paths
+from clawviz.jobs import analyse as analyse_job
+from clawviz.jobs import ingest as ingest_mod
+from clawviz.jobs.ingest import ingest_paths
 from clawviz.settings import DEFAULT_SETTINGS
 from clawviz.store import calls as store
 from clawviz.store import decisions
@@ -36,7 +37,7 @@ def _decisions(session):
 def spy(monkeypatch):
     """Counts of reconstructions and of calls reloaded from the store for analysis."""
     counts = {"analysed": 0, "reloaded": 0}
-    real_analyse, real_many = decisions.analyse_episode, store.load_calls_many
+    real_analyse, real_many = analyse_job.analyse_episode, store.load_calls_many
 
     def analyse(*args, **kwargs):
         counts["analysed"] += 1
@@ -46,7 +47,7 @@ def spy(monkeypatch):
         counts["reloaded"] += len(ids)
         return real_many(session, ids)
 
-    monkeypatch.setattr(decisions, "analyse_episode", analyse)
+    monkeypatch.setattr(analyse_job, "analyse_episode", analyse)
     monkeypatch.setattr(store, "load_calls_many", load_many)
     return counts
 
@@ -66,7 +67,7 @@ def test_ingest_analyses_every_episode_from_memory_as_a_reload_would(tmp_path, s
         s.exec(DecisionRow.__table__.delete())  # type: ignore[call-overload]
         s.exec(EpisodeStatus.__table__.delete())  # type: ignore[call-overload]
         s.commit()
-        decisions.ensure_analysis(s)
+        analyse_job.ensure_analysis(s)
         assert spy["reloaded"] == n_episodes
         assert _decisions(s) == at_ingest
 
@@ -169,5 +170,5 @@ def test_ingest_analyses_only_the_episodes_it_touched(tmp_path):
         st = s.exec(select(EpisodeStatus).where(EpisodeStatus.episode_id == second)).one()
         assert st.reward == pytest.approx(1.0)  # its line in sample_logs/results.jsonl: reward 1.0
         assert {x.episode_id for x in s.exec(select(EpisodeStatus)).all()} == {second}
-        decisions.ensure_analysis(s, DEFAULT_SETTINGS)
+        analyse_job.ensure_analysis(s, DEFAULT_SETTINGS)
         assert {x.episode_id for x in s.exec(select(EpisodeStatus)).all()} == {first, second}

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session
 
-from clawviz.ingest.load import ingest_paths
+from clawviz.jobs.ingest import ingest_paths
 from clawviz.review import diagnosis, findings
 from clawviz.review.signoff import add_review
 from clawviz.review.tasks import task_detail, task_queue

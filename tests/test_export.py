@@ -22,11 +22,11 @@ from recon_helpers import Ep, asst, tool_result, tool_use, user, with_rollout
 from sqlmodel import Session, select
 
 from clawviz.export import Selection, report_path, run_export
-from clawviz.ingest.load import ingest_paths
+from clawviz.jobs.analyse import ensure_analysis
+from clawviz.jobs.ingest import ingest_paths
 from clawviz.settings import DEFAULT_SETTINGS
 from clawviz.store import calls as store
 from clawviz.store.db import get_engine, init_db
-from clawviz.store.decisions import ensure_analysis
 from clawviz.store.models import CallRow, Result
 from clawviz.store.queries import EpisodeFilter
 from tests.dburl import fresh_url, memory_engine

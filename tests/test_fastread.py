@@ -9,7 +9,8 @@ from sqlmodel import Session, select
 from test_formats_fixtures import claude_code_episode, jsonl
 
 from clawviz.cli.main import episode_rows, main
-from clawviz.ingest.load import ingest_paths
+from clawviz.jobs import analyse
+from clawviz.jobs.ingest import ingest_paths
 from clawviz.settings import DEFAULT_SETTINGS
 from clawviz.store import calls as store
 from clawviz.store import decisions, fastread, models
@@ -25,7 +26,7 @@ pytestmark = pytest.mark.skipif(on_postgres(), reason="the direct read is for SQ
 
 def _stale(session, settings=DEFAULT_SETTINGS) -> int:
     """What the full path would recompute (its own query), counted as fastread counts."""
-    n = len(decisions._stale_episodes(session, settings))
+    n = len(decisions.stale_episodes(session, settings))
     unattached = session.exec(select(CallRow).where(CallRow.episode_id.is_(None))).all()
     done = session.exec(
         select(DecisionRow).where(
@@ -87,7 +88,7 @@ def test_stale_counts_agree_with_the_full_path_and_a_stale_store_is_not_read(url
         )
         s.commit()
         assert fastread.n_stale(con, DEFAULT_SETTINGS) == _stale(s) == 2
-        decisions.ensure_analysis(s)
+        analyse.ensure_analysis(s)
         assert fastread.n_stale(con, DEFAULT_SETTINGS) == _stale(s) == 0
         assert fastread.episode_rows(url, DEFAULT_SETTINGS) == episode_rows(s)
     con.close()

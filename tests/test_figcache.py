@@ -52,6 +52,9 @@ def test_at_most_max_figures_are_kept(episode, monkeypatch):  # noqa: F811
     calls, a = episode
     monkeypatch.setattr(figcache, "MAX_FIGURES", 2)
     first = figcache.tree_figure(tree_layout(calls, a), height=300)
-    figcache.tree_figure(tree_layout(calls, a), height=301)
+    second = figcache.tree_figure(tree_layout(calls, a), height=301)
+    # Using the first makes the second the least recently used: a third figure evicts it.
+    assert figcache.tree_figure(tree_layout(calls, a), height=300) is first
     figcache.tree_figure(tree_layout(calls, a), height=302)
-    assert figcache.tree_figure(tree_layout(calls, a), height=300) is not first
+    assert figcache.tree_figure(tree_layout(calls, a), height=300) is first
+    assert figcache.tree_figure(tree_layout(calls, a), height=301) is not second

@@ -14,7 +14,7 @@ def test_registry_names_every_format_once_in_detection_order():
 
 def test_sniff_and_detect_transcript_use_the_registry(monkeypatch, tmp_path):
     """A format added to FORMATS is found by both paths, with nothing else changed."""
-    from clawviz.ingest.load import _sniff
+    from clawviz.jobs.ingest import _sniff
 
     new = formats.ModuleFormat("transcript_demo", "transcript", "tests.test_formats_registry")
     monkeypatch.setattr(formats, "FORMATS", (*formats.FORMATS, new))

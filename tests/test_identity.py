@@ -16,8 +16,8 @@ import pytest
 from sqlmodel import Session, select
 
 from clawviz.ingest import identity
-from clawviz.ingest.load import ingest_paths
 from clawviz.ingest.transcripts import read_transcript
+from clawviz.jobs.ingest import ingest_paths
 from clawviz.store.db import init_db
 from clawviz.store.models import CallRow, Episode
 from tests.dburl import memory_engine

@@ -22,8 +22,9 @@ from test_formats_fixtures import (
     user,
 )
 
-from clawviz.ingest import load as ingest_mod
-from clawviz.ingest.load import ingest_paths
+from clawviz.ingest import lines as lines_mod
+from clawviz.jobs import ingest as ingest_mod
+from clawviz.jobs.ingest import ingest_paths
 from clawviz.store import calls as store
 from clawviz.store.db import get_engine
 from clawviz.store.models import (
@@ -131,12 +132,12 @@ def test_fingerprint_of_a_grown_files_old_length_is_its_old_fingerprint(tmp_path
     log = tmp_path / "grows.jsonl"
     first = jsonl(claude_code_episode())
     log.write_text(first)
-    before = ingest_mod.fingerprint(log)
+    before = lines_mod.fingerprint(log)
     with log.open("a") as f:
         f.write(jsonl([openai_record([user("appended")])]))
-    assert ingest_mod.fingerprint(log) != before
-    assert ingest_mod.fingerprint(log, limit=len(first.encode())) == before
-    assert ingest_mod.fingerprint(log, limit=0) == "xxh3-128:" + xxhash.xxh3_128_hexdigest(b"")
+    assert lines_mod.fingerprint(log) != before
+    assert lines_mod.fingerprint(log, limit=len(first.encode())) == before
+    assert lines_mod.fingerprint(log, limit=0) == "xxh3-128:" + xxhash.xxh3_128_hexdigest(b"")
 
 
 def test_a_file_loaded_by_a_store_that_named_files_by_sha256_is_not_loaded_again(session, tmp_path):

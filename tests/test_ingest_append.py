@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import func
 from sqlmodel import Session, select
 
-from clawviz.ingest.load import LineReader, ingest_paths
+from clawviz.jobs.ingest import LineReader, ingest_paths
 from clawviz.store.db import get_engine
 from clawviz.store.models import CallRow, Episode, RejectedLine, Source
 from tests.dburl import fresh_url

@@ -11,11 +11,11 @@ import pytest
 from sqlalchemy import MetaData, create_engine, insert, select, text
 from sqlmodel import Session, SQLModel
 
-from clawviz.ingest.load import ingest_paths
+from clawviz.jobs.analyse import ensure_analysis
+from clawviz.jobs.ingest import ingest_paths
 from clawviz.store import calls as store
 from clawviz.store import migrations
 from clawviz.store.db import get_engine, migrate
-from clawviz.store.decisions import ensure_analysis
 from clawviz.store.models import NUL_PREFIX, NulSafeString
 from tests.dburl import fresh_url, on_postgres, query
 from tests.test_store_backends import RECORD

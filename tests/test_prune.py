@@ -303,12 +303,20 @@ def test_shuffled_input_gives_identical_output():
 def test_pruned_branch_calls_never_on_kept_paths(policy):
     e = Ep()
     root = e.call([user("go")])
-    e.turn(root, user("a"))
-    e.turn(root, user("b"))
+    a1 = e.turn(root, user("a"))
+    a2 = e.turn(a1, user("a again"))
+    b1 = e.turn(root, user("b"))
     a = run(e, branch_policy=policy)
-    for p in a.paths:
-        for cid in p.call_ids:
-            assert (a.decisions[cid].state == "kept") or p.state == "pruned"
+    assert sorted(p.state for p in a.paths) == (
+        ["kept", "pruned"] if policy == "longest" else ["kept", "kept"]
+    )
+    on_kept = {cid for p in a.paths if p.state == "kept" for cid in p.call_ids}
+    # A call is kept exactly when it is on a kept path.
+    for cid, d in a.decisions.items():
+        assert (cid in on_kept) == (d.state == "kept"), cid
+    assert {root.call_id, a1.call_id, a2.call_id} <= on_kept
+    want = ("pruned", "not_longest") if policy == "longest" else ("kept", None)
+    assert state(a, b1) == want
 
 
 def test_failed_auxiliary_call_is_failed_and_non_model_always_auxiliary():

@@ -157,8 +157,8 @@ def test_dataset_stats_count_tool_uses_in_a_reply_holding_nul(tmp_path):
     import copy
     import json
 
-    from clawviz.ingest.load import ingest_paths
-    from clawviz.store.decisions import ensure_analysis
+    from clawviz.jobs.analyse import ensure_analysis
+    from clawviz.jobs.ingest import ingest_paths
     from tests.dburl import fresh_url
     from tests.test_store_backends import RECORD
 

@@ -4,7 +4,7 @@ The logs in `tests/data/real_traffic/` are written by `build_fixtures.py` the wa
 writes them (one line per exchange when its response completes, real SSE streams, headers and
 marker strings; FORMATS §1-3). Beside each log, `<name>.expected.json` says, per line, what the
 scenario's author meant that call to be: role, state, reason, segment, parent, link, retry and
-thread, by call name. These tests ingest the logs through `clawviz.ingest.load` into a store and
+thread, by call name. These tests ingest the logs through `clawviz.jobs.ingest` into a store and
 compare `clawviz.cli.explain.explain_rows` with that intent, then check each episode's status,
 reasons and kept paths.
 """
@@ -21,10 +21,10 @@ import pytest
 from sqlmodel import Session, select
 
 from clawviz.cli.explain import explain_rows
-from clawviz.ingest.load import ingest_paths
+from clawviz.jobs.analyse import ensure_analysis, episode_analysis
+from clawviz.jobs.ingest import ingest_paths
 from clawviz.store.calls import list_episodes
 from clawviz.store.db import init_db
-from clawviz.store.decisions import ensure_analysis, episode_analysis
 from clawviz.store.models import CallRow
 from tests.dburl import memory_engine
 from tests.harness.recorded import decision_mismatches

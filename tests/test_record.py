@@ -205,7 +205,7 @@ def test_secrets_never_logged(rig):
 def _store_calls(tmp_path, name, log_path):
     from sqlmodel import Session
 
-    from clawviz.ingest.load import ingest_paths
+    from clawviz.jobs.ingest import ingest_paths
     from clawviz.recon.pipeline import analyse_episode
     from clawviz.store.calls import load_calls
     from clawviz.store.db import get_engine

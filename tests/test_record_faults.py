@@ -46,7 +46,7 @@ def _parse(out: Path, name: str) -> list[dict]:
 def _ingest_calls(tmp_path: Path, out: Path):
     from sqlmodel import Session, select
 
-    from clawviz.ingest.load import ingest_paths
+    from clawviz.jobs.ingest import ingest_paths
     from clawviz.store.db import get_engine
     from clawviz.store.models import CallRow
 
@@ -314,7 +314,7 @@ def test_kill_9_leaves_only_whole_lines(tmp_path, upstream):
 def _ingest_calls_allowing_torn(tmp_path, out, *, torn):
     from sqlmodel import Session, select
 
-    from clawviz.ingest.load import ingest_paths
+    from clawviz.jobs.ingest import ingest_paths
     from clawviz.store.db import get_engine
     from clawviz.store.models import CallRow
 

@@ -10,7 +10,7 @@ import pytest
 from record_support import LoopThread, Scripted
 from sqlmodel import Session, select
 
-from clawviz.ingest.load import ingest_paths
+from clawviz.jobs.ingest import ingest_paths
 from clawviz.store.db import get_engine
 from clawviz.store.models import CallRow, Episode, Source
 from tests.dburl import fresh_url

@@ -110,7 +110,7 @@ def test_ingest_redacts_a_log_not_written_by_the_proxy(tmp_path):
     import orjson
     from sqlmodel import Session
 
-    from clawviz.ingest.load import ingest_paths
+    from clawviz.jobs.ingest import ingest_paths
     from clawviz.store.calls import load_calls
     from clawviz.store.db import get_engine
 

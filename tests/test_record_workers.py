@@ -31,7 +31,7 @@ def upstream():
 def test_four_workers_log_every_exchange_once_in_order(tmp_path, upstream):
     from sqlmodel import Session
 
-    from clawviz.ingest.load import ingest_paths
+    from clawviz.jobs.ingest import ingest_paths
     from clawviz.store.calls import load_calls
     from clawviz.store.db import get_engine
 

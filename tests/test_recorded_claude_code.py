@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from clawviz.ingest.load import ingest_paths
+from clawviz.jobs.ingest import ingest_paths
 from clawviz.recon.canonical import block_text, match_key
 from clawviz.recon.markers import ALL_IGNORE_PATTERNS
 from clawviz.recon.tree import _dropped_tools, _Items, history_messages

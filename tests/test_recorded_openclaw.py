@@ -21,9 +21,9 @@ import pytest
 from sqlmodel import Session, select
 
 from clawviz.cli.explain import explain_rows
-from clawviz.ingest.load import ingest_paths
+from clawviz.jobs.analyse import ensure_analysis, episode_analysis
+from clawviz.jobs.ingest import ingest_paths
 from clawviz.store.db import init_db
-from clawviz.store.decisions import ensure_analysis, episode_analysis
 from clawviz.store.models import CallRow
 from tests.dburl import memory_engine
 from tests.harness import recorded

@@ -13,12 +13,12 @@ import pytest
 from sqlmodel import Session
 
 from clawviz.cli.main import episode_rows
-from clawviz.ingest.load import ingest_paths
+from clawviz.jobs.analyse import ensure_analysis, episode_analysis
+from clawviz.jobs.ingest import ingest_paths
 from clawviz.review.tasks import attempt_workspaces, task_detail, task_queue
 from clawviz.settings import DEFAULT_SETTINGS
 from clawviz.store import queries
 from clawviz.store.db import get_engine
-from clawviz.store.decisions import ensure_analysis, episode_analysis
 from tests import dburl
 
 SAMPLE_LOGS = Path(__file__).resolve().parents[1] / "sample_logs"

@@ -13,8 +13,8 @@ import pytest
 from sqlmodel import Session, select
 
 from clawviz.cli.explain import explain_rows
+from clawviz.jobs.analyse import ensure_analysis, episode_analysis
 from clawviz.store.db import init_db
-from clawviz.store.decisions import ensure_analysis, episode_analysis
 from clawviz.store.models import CallRow
 from tests.dburl import memory_engine
 
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.skipif(not EXPECTED.exists(), reason="sample_logs not g
 
 @pytest.fixture(scope="module")
 def analysed():
-    ingest = pytest.importorskip("clawviz.ingest.load")
+    ingest = pytest.importorskip("clawviz.jobs.ingest")
     engine = memory_engine()
     init_db(engine)
     expected = json.loads(EXPECTED.read_text())

@@ -37,7 +37,17 @@ def _reply(text: str) -> dict:
 def test_tokens_concatenate_back_to_the_text():
     text = 'Hello,  world!\n<tool_call>\n{"a": 1}\n</tool_call>'
     assert "".join(token_strings(text)) == text
-    assert tokenize(text) == tokenize(text)
+
+
+def test_token_ids_are_one_per_token_and_stable_across_processes():
+    text = 'Hello,  world!\n<tool_call>\n{"a": 1}\n</tool_call>'
+    ids = tokenize(text)
+    assert len(ids) == len(token_strings(text))
+    # Pinned: the sample logs store these ids, so they must not depend on the process (a
+    # salted hash() would give other ids in every run). A repeated token has the same id.
+    assert ids[:4] == [4588, 66888, 122372, 27981]
+    assert ids[5] == ids[16] and ids[4] == ids[14]
+    assert min(ids) >= 10
 
 
 def test_prompt_ids_append_cleanly():

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session
 
-from clawviz.ingest.load import ingest_paths
+from clawviz.jobs.ingest import ingest_paths
 from clawviz.store import search
 from clawviz.store.db import get_engine
 from tests.dburl import fresh_url, on_postgres

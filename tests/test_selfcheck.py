@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from clawviz.ingest.load import ingest_paths
+from clawviz.jobs.analyse import ensure_analysis, episode_analysis
+from clawviz.jobs.ingest import ingest_paths
 from clawviz.recon.classify import classify_calls
 from clawviz.recon.pipeline import analyse_episode
 from clawviz.recon.prune import prune_episode
@@ -23,7 +24,6 @@ from clawviz.recon.tree import build_call_tree
 from clawviz.settings import DEFAULT_SETTINGS
 from clawviz.store.calls import load_calls
 from clawviz.store.db import init_db
-from clawviz.store.decisions import ensure_analysis, episode_analysis
 from clawviz.store.models import CallRow
 from tests.dburl import memory_engine
 from tests.recon_helpers import Ep, asst, tool_result, tool_use, user

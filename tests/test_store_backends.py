@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sqlmodel import Session, select
 
-from clawviz.ingest.load import ingest_paths
+from clawviz.jobs.ingest import ingest_paths
 from clawviz.store.db import get_engine
 from clawviz.store.models import NUL_PREFIX, CallRow, RejectedLine
 from clawviz.store.queries import rejected_frame

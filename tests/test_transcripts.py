@@ -522,7 +522,7 @@ def test_cc_call_ids_are_response_ids(cc_read, tmp_path):
 
 
 def test_ingest_folder_of_transcripts():
-    ingest = pytest.importorskip("clawviz.ingest.load")
+    ingest = pytest.importorskip("clawviz.jobs.ingest")
     from clawviz.store import calls as store
     from clawviz.store.db import session_scope
 

@@ -77,7 +77,7 @@ def test_gzipped_session_files_load_like_plain_ones(tmp_path):
     # through ingest too (it detects the format from the decompressed lines)
     from sqlmodel import Session
 
-    from clawviz.ingest.load import ingest_paths
+    from clawviz.jobs.ingest import ingest_paths
     from clawviz.store.db import init_db
     from tests.dburl import memory_engine
 

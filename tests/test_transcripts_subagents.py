@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from clawviz.ingest.load import ingest_paths
 from clawviz.ingest.transcripts import (
     PI_FORMAT,
     SUBAGENT_SYSTEM_MARKER,
@@ -22,6 +21,7 @@ from clawviz.ingest.transcripts.claude_code import (
     COMPACT_PROMPT_OPENING,
 )
 from clawviz.ingest.transcripts.links import folder_links
+from clawviz.jobs.ingest import ingest_paths
 from clawviz.settings import DEFAULT_SETTINGS
 from clawviz.store.db import get_engine
 from clawviz.store.models import CallRow, Episode

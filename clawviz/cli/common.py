@@ -7,6 +7,7 @@ setting by the same name the Settings page and the README use.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from clawviz.settings import DEFAULT_SETTINGS, SETTINGS, Settings, allowed, parse_assignment
 
@@ -47,3 +48,31 @@ def settings_of(args: argparse.Namespace) -> Settings:
 
 
 __all__ = ["add_common", "allowed", "settings_of"]
+
+
+EXIT_OK = 0
+EXIT_FATAL = 1
+EXIT_REJECTED = 2
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr (only used when stderr is a terminal)."""
+
+    def __init__(self, width: int = 30) -> None:
+        self.width = width
+        self.last = -1
+
+    def __call__(self, done: int, total: int, msg: str) -> None:
+        frac = done / total if total else 1.0
+        pct = int(frac * 100)
+        if pct == self.last:
+            return
+        self.last = pct
+        filled = int(frac * self.width)
+        bar = "#" * filled + "-" * (self.width - filled)
+        sys.stderr.write(f"\r[{bar}] {pct:3d}% {msg[-40:]:<40}")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        sys.stderr.write("\n")
+        sys.stderr.flush()

@@ -8,10 +8,10 @@ from typing import Any
 import orjson
 from sqlmodel import Session, col, select
 
+from clawviz.jobs.analyse import episode_analysis
 from clawviz.recon.advantage import importance_ratios
 from clawviz.recon.prune import base_role_reason, retry_note
 from clawviz.settings import DEFAULT_SETTINGS, Settings
-from clawviz.store.decisions import episode_analysis
 from clawviz.store.models import CallRow
 from clawviz.types import (
     EpisodeAnalysis,

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from clawviz.cli.common import settings_of
+from clawviz.cli.common import EXIT_FATAL, EXIT_OK, ProgressBar, settings_of
 from clawviz.settings import SettingsError
 
 FORMATS = ("sft", "rl")
@@ -58,12 +58,10 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    """Export; exit 0 when the file was written, 1 on a usage or store error."""
     from clawviz.export import Selection, report_path, run_export
     from clawviz.store.db import session_scope
     from clawviz.store.queries import EpisodeFilter
-
-    """Export; exit 0 when the file was written, 1 on a usage or store error."""
-    from clawviz.cli.main import EXIT_FATAL, EXIT_OK, ProgressBar
 
     if not args.out.lower().endswith(SUFFIXES):
         print(f"error: --out {args.out!r} must end in .jsonl or .parquet", file=sys.stderr)

@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING, Any
 from clawviz.cli import export as cli_export
 from clawviz.cli import review_cmds
 from clawviz.cli import tasks as cli_tasks
-from clawviz.cli.common import add_common, settings_of
+from clawviz.cli.common import (
+    EXIT_FATAL,
+    EXIT_OK,
+    EXIT_REJECTED,
+    ProgressBar,
+    add_common,
+    settings_of,
+)
 from clawviz.record.cli import register as register_record
 from clawviz.settings import (
     DEFAULT_SETTINGS,
@@ -27,42 +34,15 @@ from clawviz.settings import (
 if TYPE_CHECKING:
     from sqlmodel import Session
 
-    from clawviz.ingest.load import IngestReport
+    from clawviz.jobs.ingest import IngestReport
 
 # Lean command line (issue 14): this module, cli/tasks.py and cli/review_cmds.py import the
 # store, the ORM, orjson and the pipeline inside the commands that use them, never at module
 # level; tests/test_cli_lean.py fails (strict) if one comes back.
 
-EXIT_OK = 0
-EXIT_FATAL = 1
-EXIT_REJECTED = 2
-
 
 def _print_json(obj: Any) -> None:
     print(json.dumps(obj, indent=2, default=str))
-
-
-class ProgressBar:
-    """A one-line progress bar on stderr (only used when stderr is a terminal)."""
-
-    def __init__(self, width: int = 30) -> None:
-        self.width = width
-        self.last = -1
-
-    def __call__(self, done: int, total: int, msg: str) -> None:
-        frac = done / total if total else 1.0
-        pct = int(frac * 100)
-        if pct == self.last:
-            return
-        self.last = pct
-        filled = int(frac * self.width)
-        bar = "#" * filled + "-" * (self.width - filled)
-        sys.stderr.write(f"\r[{bar}] {pct:3d}% {msg[-40:]:<40}")
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        sys.stderr.write("\n")
-        sys.stderr.flush()
 
 
 def _report_text(report: IngestReport) -> str:
@@ -104,7 +84,7 @@ def _report_text(report: IngestReport) -> str:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     """Load files and folders; exit 0 if all lines loaded, 2 if some were rejected, 1 on error."""
-    from clawviz.ingest.load import ingest_paths
+    from clawviz.jobs.ingest import ingest_paths
     from clawviz.store.db import session_scope
 
     bar = ProgressBar() if sys.stderr.isatty() and not args.json else None
@@ -133,12 +113,12 @@ def episode_rows(session: Session, settings: Settings = DEFAULT_SETTINGS) -> lis
     import orjson
     from sqlmodel import col, select
 
-    from clawviz.store import decisions
+    from clawviz.jobs import analyse
     from clawviz.store.models import Episode, EpisodeStatus, Result
     from clawviz.store.rewards import result_reward
 
     settings_hash = settings.settings_hash
-    decisions.ensure_analysis(session, settings)
+    analyse.ensure_analysis(session, settings)
     statuses = {
         s.episode_id: s
         for s in session.exec(

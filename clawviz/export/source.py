@@ -15,10 +15,10 @@ from typing import Any
 import orjson
 from sqlmodel import Session, col, select
 
+from clawviz.jobs.analyse import ensure_analysis
 from clawviz.settings import Settings
 from clawviz.store import calls as store
 from clawviz.store import queries
-from clawviz.store.decisions import ensure_analysis
 from clawviz.store.models import Blob, CallRow, EpisodeStatus
 from clawviz.types import Call, PathInfo, Reason
 

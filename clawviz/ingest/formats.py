@@ -84,10 +84,18 @@ def detect_exchange(records: list[Any]) -> bool:
     return any(is_exchange_record(r) for r in records)
 
 
-def detect_findings(records: list[Any]) -> bool:
-    from clawviz.review import findings
+def is_findings_record(record: Any) -> bool:
+    """A line of a findings JSONL (what `clawviz ingest` recognises); `review.findings` stores
+    them."""
+    if not isinstance(record, dict) or not isinstance(record.get("task_id"), str):
+        return False
+    if isinstance(record.get("findings"), list):
+        return True
+    return {"area", "severity", "problem"} <= set(record)
 
-    return any(findings.is_findings_record(r) for r in records)
+
+def detect_findings(records: list[Any]) -> bool:
+    return any(is_findings_record(r) for r in records)
 
 
 def detect_results(records: list[Any]) -> bool:
@@ -121,10 +129,12 @@ def read_exchange(record: Any, **kwargs: Any) -> Any:
     return parse_exchange(record, **kwargs)
 
 
-def read_findings(*args: Any, **kwargs: Any) -> Any:
-    from clawviz.review import findings
-
-    return findings.import_records(*args, **kwargs)
+def read_findings(record: Any) -> dict[str, Any]:
+    """One findings line as it is stored (`review.findings.import_records` validates and
+    writes it: the store is the review stage's, above this one)."""
+    if not is_findings_record(record):
+        raise ValueError("not a findings record (task_id and findings expected)")
+    return dict(record)
 
 
 def read_result(record: Any, **kwargs: Any) -> Any:

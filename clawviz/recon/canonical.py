@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import re._parser as _sre_parse  # type: ignore[import-not-found]  # stdlib regex parser (3.11+)
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -86,12 +87,6 @@ def block_text(content: Any) -> str:
         elif isinstance(b, dict) and b.get("type") in (None, "text", "input_text", "output_text"):
             parts.append(str(b.get("text", "")))
     return "".join(parts)
-
-
-try:  # the regular-expression parser of the standard library (`sre_parse` before 3.11)
-    import re._parser as _sre_parse  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover (Python < 3.11)
-    import sre_parse as _sre_parse
 
 
 _PREFIXES: dict[int, tuple[re.Pattern[str], str]] = {}

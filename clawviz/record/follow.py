@@ -77,7 +77,7 @@ class Follower:
         """One pass: ingest what changed; returns the calls added."""
         from sqlmodel import Session
 
-        from clawviz.ingest.load import ingest_paths
+        from clawviz.jobs.ingest import ingest_paths
 
         todo = self.changed()
         if not todo:

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 from sqlmodel import Session, col, select
 
+from clawviz.ingest.formats import is_findings_record
 from clawviz.review.diagnosis import Diagnosis, FindingModel
 from clawviz.review.tasks import open_findings_per_task
 from clawviz.store import models
@@ -99,15 +100,6 @@ class ImportReport:
     runs: int = 0
     findings: int = 0
     rejected: list[tuple[int, str]] | None = None
-
-
-def is_findings_record(record: Any) -> bool:
-    """A line of a findings JSONL (what `clawviz ingest` recognises)."""
-    if not isinstance(record, dict) or not isinstance(record.get("task_id"), str):
-        return False
-    if isinstance(record.get("findings"), list):
-        return True
-    return {"area", "severity", "problem"} <= set(record)
 
 
 def import_records(

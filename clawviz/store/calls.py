@@ -20,15 +20,12 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import threading
-import zlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import cache
 from typing import Any
 
 import orjson
-import zstandard
 from sqlalchemy import Table, bindparam, delete, func, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import (
@@ -43,7 +40,6 @@ from sqlalchemy.exc import (
 )
 from sqlmodel import Session, select
 
-from clawviz.ingest.exchange import ParsedExchange, system_text
 from clawviz.recon.canonical import message_hash
 from clawviz.store.models import (
     Blob,
@@ -55,40 +51,19 @@ from clawviz.store.models import (
     Source,
     call_order_by,
 )
-from clawviz.types import Call, Message, Rollout, Usage
+from clawviz.store.packing import (  # noqa: F401 - _local: bench/compiled.py times zstd
+    PACK_LEVEL,
+    ZSTD_MAGIC,
+    _local,
+    _zstd,
+    compress,
+    decompress,
+)
+from clawviz.types import Call, Message, ParsedExchange, Rollout, Usage, system_text
 
 _CHUNK = 500
 PACK_MIN = 256
 """Texts shorter than this stay plain: compression would barely shrink them."""
-PACK_LEVEL = 1
-"""zstd level: the fastest regular one; higher levels save a few percent for twice the time."""
-ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-"""The first bytes of every zstd frame (a zlib stream starts with 0x78)."""
-
-_local = threading.local()
-"""zstd (de)compressor objects are not safe across threads: one pair per thread (app pages)."""
-
-
-def _zstd() -> tuple[zstandard.ZstdCompressor, zstandard.ZstdDecompressor]:
-    pair = getattr(_local, "zstd", None)
-    if pair is None:
-        pair = _local.zstd = (
-            zstandard.ZstdCompressor(level=PACK_LEVEL),
-            zstandard.ZstdDecompressor(),
-        )
-    return pair
-
-
-def compress(data: bytes) -> bytes:
-    """A zstd frame of `data` (it records its size, so `decompress` needs no hint)."""
-    return _zstd()[0].compress(data)
-
-
-def decompress(data: bytes) -> bytes:
-    """The bytes of a stored compressed value: a zstd frame, or a zlib stream (older stores)."""
-    if data[:4] == ZSTD_MAGIC:
-        return _zstd()[1].decompress(data)
-    return zlib.decompress(data)
 
 
 def _dumps(obj: Any) -> str:

@@ -1,13 +1,13 @@
 """The decisions cache in the store: per settings, DecisionRow and EpisodeStatus of each episode.
 
-The decisions themselves are computed by the pure `clawviz.recon.pipeline`. `ensure_analysis`
-persists them for every episode whose inputs (calls, result) or settings changed; when nothing
-changed it costs one query.
+Persistence only. The decisions are computed by the pure `clawviz.recon.pipeline`, and
+`clawviz.jobs.analyse.ensure_analysis` decides what to recompute: it asks `stale_episodes`
+which episodes' inputs (calls, result) or settings changed, and stores the analyses through
+`persist_analyses`, `replace_unattached` and `store_advantages`; `read_analysis` reads one back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Any
@@ -26,13 +26,11 @@ from sqlalchemy import (
     or_,
     update,
 )
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from clawviz.recon.advantage import reward_from_result
-from clawviz.recon.pipeline import UNATTACHED, analyse_episode, apply_grpo
+from clawviz.recon.pipeline import UNATTACHED
 from clawviz.settings import DEFAULT_SETTINGS, Settings
-from clawviz.store import calls as store
 from clawviz.store.fastread import ANALYSIS_VERSION, settings_json_parts
 from clawviz.store.models import (
     NUL_PREFIX,
@@ -44,12 +42,6 @@ from clawviz.store.models import (
     utcnow,
 )
 from clawviz.types import Call, CallDecision, EpisodeAnalysis, PathInfo, Reason
-
-Progress = Callable[[int, int, str], None]
-
-
-BATCH = 200
-"""Episodes loaded, analysed and committed together by `ensure_analysis`."""
 
 _DECISION_FIELDS = tuple(f.name for f in fields(CallDecision))
 
@@ -86,37 +78,6 @@ def _inputs_stamp() -> ColumnElement[str]:
 _settings_json_parts = settings_json_parts
 
 
-def ensure_analysis(
-    session: Session,
-    settings: Settings = DEFAULT_SETTINGS,
-    progress: Progress | None = None,
-    held: dict[str, list[Call]] | None = None,
-    only: set[str] | None = None,
-) -> None:
-    """Compute and persist decisions for every episode not yet analysed under these settings.
-
-    `only`: analyse just these episodes (ingest passes the ones it touched); None: every stale one.
-
-    `held`: calls already in memory by episode (ingest passes what it just wrote). An episode
-    whose held calls are all its stored calls is analysed from them, without a reload; each is
-    removed from `held` once analysed (so memory is released as the analysis goes).
-    """
-    for attempt in range(RETRIES):
-        try:
-            _ensure_analysis(session, settings, progress, held or {}, only)
-            return
-        except IntegrityError:
-            # Another process (an app session, the CLI, a parallel ingest) stored decisions of
-            # the same episodes first: what it finished is skipped on the next attempt.
-            session.rollback()
-            if attempt == RETRIES - 1:
-                raise
-
-
-RETRIES = 5
-"""Attempts of `ensure_analysis` when other processes store the same decisions at once."""
-
-
 def load_order(call: Call) -> tuple[Any, ...]:
     """The order `store.load_calls` returns calls in: seq, request time, file, line (None last)."""
     return (
@@ -130,7 +91,7 @@ def load_order(call: Call) -> tuple[Any, ...]:
 
 
 @dataclass
-class _Stale:
+class Stale:
     """An episode whose stored analysis is missing or was made from other inputs."""
 
     episode_id: str
@@ -141,7 +102,7 @@ class _Stale:
     n_calls: int = 0
 
 
-def _stale_episodes(session: Session, settings: Settings) -> list[_Stale]:
+def stale_episodes(session: Session, settings: Settings) -> list[Stale]:
     """One query: episodes with no status under these settings, or one from other inputs."""
     h = settings.settings_hash
     e, r, st = Episode.__table__.c, Result.__table__.c, EpisodeStatus.__table__.c
@@ -181,121 +142,8 @@ def _stale_episodes(session: Session, settings: Settings) -> list[_Stale]:
                 orjson.loads(rubric or "{}"),
                 weights=settings.reward_weights,
             )
-        out.append(_Stale(eid, (task, harness), stamp_text, bool(stored), reward, n_calls or 0))
+        out.append(Stale(eid, (task, harness), stamp_text, bool(stored), reward, n_calls or 0))
     return out
-
-
-def _calls_of(
-    session: Session, batch: list[_Stale], held: dict[str, list[Call]]
-) -> dict[str, list[Call]]:
-    """Each episode's calls: from `held` when it has all of them, else from the store."""
-    out: dict[str, list[Call]] = {}
-    missing: list[str] = []
-    for item in batch:
-        calls = held.get(item.episode_id)
-        if calls is not None and len(calls) == item.n_calls:
-            out[item.episode_id] = sorted(calls, key=load_order)
-        else:
-            missing.append(item.episode_id)
-    if missing:
-        out.update(store.load_calls_many(session, missing))
-    return out
-
-
-def _ensure_analysis(
-    session: Session,
-    settings: Settings,
-    progress: Progress | None,
-    held: dict[str, list[Call]],
-    only: set[str] | None = None,
-) -> None:
-    stale = _stale_episodes(session, settings)
-    if only is not None:
-        stale = [item for item in stale if item.episode_id in only]
-    _ensure_unattached(session, settings)
-    if not stale:
-        return
-    if held:
-        # Episodes whose calls are in memory first, each released once analysed: memory then
-        # peaks at the held calls or at one reloaded batch, not at both.
-        stale.sort(key=lambda item: item.episode_id not in held)
-    total = len(stale)
-    for start in range(0, total, BATCH):
-        batch = stale[start : start + BATCH]
-        try:
-            calls_of: dict[str, Any] = _calls_of(session, batch, held)
-        except Exception:  # noqa: BLE001 - one unreadable episode must not stop the batch
-            calls_of = {}
-        for item in batch:
-            held.pop(item.episode_id, None)
-        analyses: list[tuple[EpisodeAnalysis, _Stale]] = []
-        for i, item in enumerate(batch, start):
-            eid = item.episode_id
-            if progress:
-                progress(i, total, f"analysing {eid}")
-            try:
-                calls = calls_of[eid] if eid in calls_of else store.load_calls(session, eid)
-                a = analyse_episode(calls, reward=item.reward, settings=settings)
-            except Exception as exc:  # noqa: BLE001 - a poison record costs its own episode
-                a = failed_analysis(eid, settings, item.reward, exc)
-            a.episode_id = eid
-            analyses.append((a, item))
-        _persist(session, analyses, settings)
-        _refresh_groups(session, settings, {item.group for item in batch}, batch)
-        # Each batch is complete (decisions, statuses, its groups' GRPO): an interrupted run
-        # keeps what it finished, and a later run resumes with the rest.
-        session.commit()
-    if progress:
-        progress(total, total, "analysis done")
-
-
-ANALYSIS_ERROR = "analysis_error"
-
-
-def failed_analysis(
-    episode_id: str, settings: Settings, reward: float | None, exc: BaseException
-) -> EpisodeAnalysis:
-    """The verdict of an episode whose analysis raised: dropped as analysis_error, with the
-    error as evidence (shown on its page); the other episodes and the app carry on."""
-    evidence = f"{type(exc).__name__}: {exc}"[:2000]
-    return EpisodeAnalysis(
-        episode_id,
-        settings.settings_hash,
-        ANALYSIS_ERROR,  # type: ignore[arg-type]
-        [Reason(ANALYSIS_ERROR, evidence)],
-        {},
-        [],
-        reward,
-    )
-
-
-def _ensure_unattached(session: Session, settings: Settings) -> None:
-    h = settings.settings_hash
-    n_calls, n_done = session.execute(
-        select(
-            select(func.count())
-            .select_from(CallRow)
-            .where(CallRow.episode_id.is_(None))
-            .scalar_subquery(),
-            select(func.count())
-            .select_from(DecisionRow)
-            .where(DecisionRow.settings_hash == h, DecisionRow.episode_id == UNATTACHED)
-            .scalar_subquery(),
-        )
-    ).one()
-    if n_calls == n_done:
-        return
-    session.execute(
-        delete(DecisionRow).where(
-            DecisionRow.settings_hash == h, DecisionRow.episode_id == UNATTACHED
-        )
-    )
-    calls = store.load_calls(session, None)  # type: ignore[arg-type]
-    a = analyse_episode(calls, reward=None, settings=settings)
-    rows = _decision_rows(a, h, UNATTACHED)
-    if rows:
-        session.execute(insert(DecisionRow.__table__), rows)
-    session.commit()
 
 
 _VALUE_FIELDS = tuple(f for f in _DECISION_FIELDS if f != "match_ignored")
@@ -352,8 +200,8 @@ def _chunks(items: list[str], n: int = 500) -> list[list[str]]:
     return [items[i : i + n] for i in range(0, len(items), n)]
 
 
-def _persist(
-    session: Session, analyses: list[tuple[EpisodeAnalysis, _Stale]], settings: Settings
+def persist_analyses(
+    session: Session, analyses: list[tuple[EpisodeAnalysis, Stale]], settings: Settings
 ) -> None:
     """Replace the stored decisions and statuses of a batch of analysed episodes."""
     h = settings.settings_hash
@@ -393,16 +241,49 @@ def _persist(
     )
 
 
-def _refresh_groups(
-    session: Session,
-    settings: Settings,
-    groups: set[tuple[str | None, str | None]],
-    changed: list[_Stale],
-) -> None:
-    """Recompute GRPO for every group a changed episode belongs to (new attempts move mu)."""
+def unattached_stale(session: Session, settings: Settings) -> bool:
+    """Whether the calls of no episode lack their decisions under these settings."""
+    h = settings.settings_hash
+    n_calls, n_done = session.execute(
+        select(
+            select(func.count())
+            .select_from(CallRow)
+            .where(CallRow.episode_id.is_(None))
+            .scalar_subquery(),
+            select(func.count())
+            .select_from(DecisionRow)
+            .where(DecisionRow.settings_hash == h, DecisionRow.episode_id == UNATTACHED)
+            .scalar_subquery(),
+        )
+    ).one()
+    return bool(n_calls != n_done)
+
+
+def replace_unattached(session: Session, settings: Settings, a: EpisodeAnalysis) -> None:
+    """Store the decisions of the calls of no episode (replacing the old ones) and commit."""
+    h = settings.settings_hash
+    session.execute(
+        delete(DecisionRow).where(
+            DecisionRow.settings_hash == h, DecisionRow.episode_id == UNATTACHED
+        )
+    )
+    rows = _decision_rows(a, h, UNATTACHED)
+    if rows:
+        session.execute(insert(DecisionRow.__table__), rows)
+    session.commit()
+
+
+Group = tuple[str | None, str | None]
+"""(task, harness): the group GRPO compares attempts in."""
+
+
+def group_statuses(
+    session: Session, settings: Settings, groups: set[Group], solo: list[str]
+) -> tuple[list[EpisodeAnalysis], dict[str, Group]]:
+    """The stored statuses (no decisions) of every episode of these groups and of the `solo`
+    episodes (no task), with the group of each."""
     h = settings.settings_hash
     e, st = Episode.__table__.c, EpisodeStatus.__table__.c
-    solo = [item.episode_id for item in changed if item.group[0] is None]
     shared = sorted((t, hn) for t, hn in groups if t is not None)
     conditions = []
     for chunk in _chunks(solo):
@@ -416,7 +297,7 @@ def _refresh_groups(
                 )
             )
         )
-    group_of: dict[str, tuple[str | None, str | None]] = {}
+    group_of: dict[str, Group] = {}
     analyses = []
     for cond in conditions:
         query = (
@@ -441,30 +322,37 @@ def _refresh_groups(
             reasons = [Reason(**r) for r in orjson.loads(reasons_json)]
             paths = [PathInfo(**p) for p in orjson.loads(paths_json)]
             analyses.append(EpisodeAnalysis(eid, h, status, reasons, {}, paths, reward))  # type: ignore[arg-type]
-    apply_grpo(analyses, group_of, settings)
-    if analyses:
-        sts = EpisodeStatus.__table__
-        session.connection().execute(
-            update(sts)
-            .where(sts.c.settings_hash == bindparam("b_h"), sts.c.episode_id == bindparam("b_e"))
-            .values(advantage=bindparam("b_adv"), paths_json=bindparam("b_paths")),
-            [
-                {
-                    "b_h": h,
-                    "b_e": a.episode_id,
-                    "b_adv": a.advantage,
-                    "b_paths": orjson.dumps(a.paths).decode(),
-                }
-                for a in analyses
-            ],
-        )
+    return analyses, group_of
 
 
-def episode_analysis(
+def store_advantages(session: Session, settings: Settings, analyses: list[EpisodeAnalysis]) -> None:
+    """Write back the advantage and paths of each analysis (after GRPO)."""
+    if not analyses:
+        return
+    h = settings.settings_hash
+    sts = EpisodeStatus.__table__
+    session.connection().execute(
+        update(sts)
+        .where(sts.c.settings_hash == bindparam("b_h"), sts.c.episode_id == bindparam("b_e"))
+        .values(advantage=bindparam("b_adv"), paths_json=bindparam("b_paths")),
+        [
+            {
+                "b_h": h,
+                "b_e": a.episode_id,
+                "b_adv": a.advantage,
+                "b_paths": orjson.dumps(a.paths).decode(),
+            }
+            for a in analyses
+        ],
+    )
+
+
+def read_analysis(
     session: Session, episode_id: str, settings: Settings = DEFAULT_SETTINGS
 ) -> EpisodeAnalysis:
-    """Read an episode's analysis back from the store (computing it first if needed)."""
-    ensure_analysis(session, settings)
+    """An episode's stored analysis under these settings (KeyError if there is none).
+
+    `clawviz.jobs.analyse.episode_analysis` computes it first when needed."""
     h = settings.settings_hash
     st = session.get(EpisodeStatus, (h, episode_id))
     if st is None:

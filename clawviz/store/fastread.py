@@ -6,7 +6,7 @@ a SQLite file whose decisions are current under the given settings, the rows are
 the standard library's `sqlite3`. Anything else (another database, a stale or missing analysis,
 an unreadable file) returns None and the caller takes the full path, which analyses first.
 
-The staleness check is the SQL of `clawviz.store.decisions._stale_episodes` written as text;
+The staleness check is the SQL of `clawviz.store.decisions.stale_episodes` written as text;
 tests/test_fastread.py checks both agree on fresh and stale stores.
 """
 

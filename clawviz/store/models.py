@@ -11,6 +11,7 @@ from sqlalchemy.engine import Dialect
 from sqlmodel import AutoString, Field, SQLModel
 from sqlmodel.main import SQLModelConfig
 
+from clawviz.store.packing import compress
 from clawviz.types import CALL_ORDER
 
 
@@ -78,8 +79,6 @@ class PackedText(TypeDecorator):
         if dialect.name != "postgresql":
             return NulSafeString().process_bind_param(value, dialect)
         if isinstance(value, str):
-            from clawviz.store.calls import compress
-
             return compress(value.encode())
         return value
 

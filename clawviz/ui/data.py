@@ -64,18 +64,16 @@ def store_counts(url: str) -> dict[str, int]:
 
 
 @st.cache_data(show_spinner="Analysing episodes…")
-def ensure_analysed(url: str, settings_hash: str, _settings: Settings) -> str | None:
+def ensure_analysed(url: str, settings_hash: str, _settings: Settings) -> None:
     """Compute decisions for every episode not yet analysed under these settings.
 
-    Returns an error message instead of raising, so a page can show it and carry on.
+    An episode whose analysis fails is stored as dropped (analysis_error), so this raises only
+    when the store itself fails.
     """
-    try:
-        from clawviz.store.decisions import ensure_analysis
-    except ImportError as exc:
-        return f"the analysis module is not available ({exc})"
+    from clawviz.jobs.analyse import ensure_analysis
+
     with _session(url) as s:
         ensure_analysis(s, _settings)
-    return None
 
 
 @st.cache_data(show_spinner=False)
@@ -132,7 +130,7 @@ def episode_view(
         calls = store.load_calls(s, episode_id)
         analysis, error = None, None
         try:
-            from clawviz.store.decisions import episode_analysis
+            from clawviz.jobs.analyse import episode_analysis
 
             analysis = episode_analysis(s, episode_id, _settings)
         except Exception as exc:  # noqa: BLE001 - shown on the page, the calls still display

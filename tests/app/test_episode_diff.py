@@ -14,9 +14,9 @@ import pytest
 from apphelpers import no_exception, open_page
 from sqlmodel import Session
 
-from clawviz.ingest.load import ingest_paths
+from clawviz.jobs.analyse import ensure_analysis
+from clawviz.jobs.ingest import ingest_paths
 from clawviz.store.db import get_engine
-from clawviz.store.decisions import ensure_analysis
 from tests.dburl import fresh_url, query
 
 REC = Path(__file__).resolve().parents[1] / "data" / "recorded" / "openclaw-2026.9.6"

@@ -177,9 +177,9 @@ def transcript_db_url(tmp_path_factory) -> str:
     """The real pi transcript fixture (990 messages, 2 compactions) replayed into a store."""
     from sqlmodel import Session
 
-    from clawviz.ingest.load import ingest_paths
+    from clawviz.jobs.analyse import ensure_analysis
+    from clawviz.jobs.ingest import ingest_paths
     from clawviz.store.db import get_engine
-    from clawviz.store.decisions import ensure_analysis
 
     fixture = (
         Path(__file__).resolve().parents[1] / "data" / "transcripts" / "pi-before-compaction.jsonl"

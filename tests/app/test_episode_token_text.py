@@ -13,9 +13,9 @@ import pytest
 from apphelpers import no_exception, open_page
 from sqlmodel import Session
 
-from clawviz.ingest.load import ingest_paths
+from clawviz.jobs.analyse import ensure_analysis
+from clawviz.jobs.ingest import ingest_paths
 from clawviz.store.db import get_engine
-from clawviz.store.decisions import ensure_analysis
 from clawviz.ui.token_view import KEY_TOKEN_COLOUR
 from tests.dburl import fresh_url, query
 

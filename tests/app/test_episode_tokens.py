@@ -68,10 +68,10 @@ def ppo_db_url(tmp_path_factory) -> str:
     """Episode `ppo-ep` logs values and has a reward; `plain-ep` logs no values."""
     from sqlmodel import Session
 
+    from clawviz.jobs.analyse import ensure_analysis
     from clawviz.store import calls as store
     from clawviz.store import models
     from clawviz.store.db import get_engine
-    from clawviz.store.decisions import ensure_analysis
 
     url = fresh_url(tmp_path_factory.mktemp("ppo_store"), "clawviz")
     with Session(get_engine(url)) as s:

@@ -8,7 +8,7 @@ import time
 from apphelpers import no_exception, open_page
 from sqlmodel import Session
 
-from clawviz.ingest.load import ingest_paths
+from clawviz.jobs.ingest import ingest_paths
 from clawviz.store import queries
 from clawviz.store.db import get_engine
 from tests.dburl import fresh_url

@@ -196,8 +196,8 @@ def test_reload_button_sees_rows_written_by_another_process(tmp_path, on_store):
 def _ingest(url, paths, get_engine) -> None:
     from sqlmodel import Session
 
-    from clawviz.ingest.load import ingest_paths
-    from clawviz.store.decisions import ensure_analysis
+    from clawviz.jobs.analyse import ensure_analysis
+    from clawviz.jobs.ingest import ingest_paths
 
     with Session(get_engine(url)) as s:
         ingest_paths(paths, session=s)

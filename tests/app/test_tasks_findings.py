@@ -9,7 +9,7 @@ from pathlib import Path
 from apphelpers import no_exception, open_page
 from sqlmodel import Session
 
-from clawviz.ingest.load import ingest_paths
+from clawviz.jobs.ingest import ingest_paths
 from clawviz.review import findings
 from clawviz.review.signoff import review_history
 from clawviz.store.db import get_engine

@@ -33,9 +33,9 @@ VIEWPORT = {"width": 1500, "height": 1100}
 def build_store(folder: Path) -> str:
     from sqlmodel import Session
 
-    from clawviz.ingest.load import ingest_paths
+    from clawviz.jobs.analyse import ensure_analysis
+    from clawviz.jobs.ingest import ingest_paths
     from clawviz.store.db import get_engine
-    from clawviz.store.decisions import ensure_analysis
 
     url = f"sqlite:///{folder / 'samples.db'}"
     with Session(get_engine(url)) as s:

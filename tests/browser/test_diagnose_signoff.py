@@ -12,7 +12,7 @@ import pytest
 from conftest import REPO, start_app, stop_app, wait_for_app_run  # noqa: I001 - tests/browser
 from sqlmodel import Session
 
-from clawviz.ingest.load import ingest_paths
+from clawviz.jobs.ingest import ingest_paths
 from clawviz.review import findings
 from clawviz.review.signoff import review_history
 from clawviz.store.db import get_engine

@@ -35,9 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     from conftest import CHROMIUM, CHROMIUM_ARGS, start_app, stop_app, wait_for_app_run
     from playwright.sync_api import sync_playwright
 
-    from clawviz.ingest.load import ingest_paths
+    from clawviz.jobs.analyse import ensure_analysis
+    from clawviz.jobs.ingest import ingest_paths
     from clawviz.store.db import get_engine
-    from clawviz.store.decisions import ensure_analysis
     from clawviz.store.models import CallRow
 
     tmp = Path(tempfile.mkdtemp(prefix="clawviz-shot-"))

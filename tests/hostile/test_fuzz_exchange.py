@@ -143,9 +143,9 @@ def test_fuzzed_file_costs_only_its_bad_lines(records):
 
     from sqlmodel import Session, create_engine
 
-    from clawviz.ingest.load import ingest_paths
+    from clawviz.jobs.analyse import ensure_analysis
+    from clawviz.jobs.ingest import ingest_paths
     from clawviz.store.db import init_db
-    from clawviz.store.decisions import ensure_analysis
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "fuzz.jsonl"

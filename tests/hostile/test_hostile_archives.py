@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from clawviz.ingest.load import ingest_paths
+from clawviz.jobs.ingest import ingest_paths
 from clawviz.review import archive as archive_mod
 from clawviz.review.archive import ArchiveError, extract_archive, open_workspace
 from clawviz.review.workspace import diff_workspaces

@@ -15,9 +15,9 @@ from sqlmodel import Session, select
 
 from clawviz.cli.main import main as cli_main
 from clawviz.ingest import exchange
-from clawviz.ingest.load import ingest_paths
+from clawviz.jobs.analyse import ensure_analysis, episode_analysis
+from clawviz.jobs.ingest import ingest_paths
 from clawviz.store.db import get_engine
-from clawviz.store.decisions import ensure_analysis, episode_analysis
 from clawviz.store.models import CallRow, EpisodeStatus, RejectedLine
 from tests.dburl import fresh_url
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from clawviz.ingest.load import ingest_paths
+from clawviz.jobs.ingest import ingest_paths
 from clawviz.settings import DEFAULT_SETTINGS
 from clawviz.store.db import get_engine
 from clawviz.store.models import CallRow

@@ -1,4 +1,5 @@
-"""Load files and folders into the store: exchange logs, results, transcripts and task folders.
+"""The ingest job: load files and folders into the store (exchange logs, results, transcripts and
+task folders), then analyse the episodes they changed (`clawviz.jobs.analyse`).
 
 Each file is read line by line (plain or gzip), its format detected from its first records, and
 loaded in one transaction: a file either loads completely (minus its rejected lines, which are
@@ -10,30 +11,32 @@ lines, continuing from where the last load stopped.
 from __future__ import annotations
 
 import gc
-import gzip
-import hashlib
-import io
 import os
-import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import orjson
-import xxhash
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlmodel import Session, col, select
 
 from clawviz.ingest import bounded
-from clawviz.ingest.exchange import FormatError, MessageCache, ParsedExchange, parse_exchange
+from clawviz.ingest.exchange import FormatError, MessageCache, parse_exchange
+from clawviz.ingest.lines import (
+    FINGERPRINT,
+    LineReader,
+    Rejection,
+    _file_hashes,
+    _file_sha256,
+)
 from clawviz.ingest.record import validate_call
 from clawviz.ingest.results import parse_result
+from clawviz.jobs import analyse
 from clawviz.settings import DEFAULT_SETTINGS, Settings, mask_secrets
 from clawviz.store import calls as store
-from clawviz.store import decisions
 from clawviz.store.models import CallRow, Result, Source, Task, utcnow
-from clawviz.types import Call
+from clawviz.types import Call, ParsedExchange
 
 Progress = Callable[[int, int, str], None]
 
@@ -41,15 +44,6 @@ LOG_SUFFIXES = (".jsonl", ".jsonl.gz")
 SNIFF_LINES = 20
 BATCH_LINES = 500
 BATCH_BYTES = 8 * 1024 * 1024
-
-
-@dataclass
-class Rejection:
-    """A line that was not loaded: file, 1-based line and a one-line reason."""
-
-    file: str
-    line: int
-    reason: str
 
 
 @dataclass
@@ -230,86 +224,6 @@ def _collect(paths: list[str | os.PathLike[str]]) -> list[_Target]:
     return targets
 
 
-FINGERPRINT = "xxh3-128:"
-"""Prefix of a file fingerprint in `Source.sha256` (older stores hold a bare sha256 hex)."""
-
-
-def fingerprint(path: Path, limit: int | None = None) -> str:
-    """The file's identity for idempotent re-ingest: xxh3-128 of its bytes (or its first `limit`).
-
-    A streaming hash, so the fingerprint of a file's first N bytes stays what it was when the
-    file was N bytes long: a file that grew by appends is recognised by hashing its old length.
-    Several times cheaper than sha256 (it runs at memory speed).
-    """
-    h = xxhash.xxh3_128()
-    left = limit if limit is not None else -1
-    with path.open("rb") as f:
-        while left:
-            chunk = f.read(1 << 20 if left < 0 else min(left, 1 << 20))
-            if not chunk:
-                break
-            h.update(chunk)
-            if left > 0:
-                left -= len(chunk)
-    return FINGERPRINT + h.hexdigest()
-
-
-def _file_sha256(path: Path) -> str:
-    """sha256 of a file: how stores written before xxh3 named their sources."""
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def _file_hashes(path: Path, prefixes: Iterable[int]) -> tuple[int, str, dict[int, str]]:
-    """(size, fingerprint, {n: fingerprint of the first n bytes}) in one pass over the bytes the
-    file had when it was opened (a log that grows meanwhile is read up to that size). Each is
-    what `fingerprint` gives for those bytes, so a grown log's old head matches its stored
-    source."""
-    h = xxhash.xxh3_128()
-    heads: dict[int, str] = {}
-    with path.open("rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        pos = 0
-        for stop in [*sorted({n for n in prefixes if 0 < n < size}), size]:
-            while pos < stop:
-                chunk = f.read(min(1 << 20, stop - pos))
-                if not chunk:  # truncated meanwhile: hash what there is
-                    size = stop = pos
-                    break
-                h.update(chunk)
-                pos += len(chunk)
-            heads[stop] = FINGERPRINT + h.copy().hexdigest()
-    return size, FINGERPRINT + h.hexdigest(), heads
-
-
-class _Window(io.RawIOBase):
-    """Bytes `start` to `end` of a file (a log's new tail, up to the size that was hashed)."""
-
-    def __init__(self, path: Path, start: int, end: int | None) -> None:
-        self.f = path.open("rb", buffering=0)
-        self.f.seek(start)
-        self.pos = start
-        self.end = end
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b: Any) -> int:
-        n = len(b) if self.end is None else min(len(b), self.end - self.pos)
-        if n <= 0:
-            return 0
-        got = self.f.readinto(memoryview(b)[:n]) or 0
-        self.pos += got
-        return got
-
-    def close(self) -> None:
-        self.f.close()
-        super().close()
-
-
 def _previous_source(session: Session, path: Path, fp: str) -> Source | None:
     """The source row of a file with these bytes, if it was loaded before.
 
@@ -329,98 +243,6 @@ def _previous_source(session: Session, path: Path, fp: str) -> Source | None:
         sha = _file_sha256(path)
         return next((s for s in old if s.sha256 == sha), None)
     return None
-
-
-class LineReader:
-    """Lines of a plain or gzip file as (1-based number, bytes), bounded (`ingest.bounded`).
-
-    Lines over `max_line_bytes` are skipped while streaming; a gzip file is checked first
-    (CRC, decompression budget) unless `verify` is off (the format sniff reads a few lines).
-    `problems()` lists what was not read, each naming its line.
-
-    `start` / `end` / `first_line` read only a window of a plain file (the new part of a grown
-    log), numbering its lines from `first_line`.
-    """
-
-    def __init__(
-        self,
-        path: Path,
-        settings: Settings | None = None,
-        *,
-        verify: bool = True,
-        start: int = 0,
-        end: int | None = None,
-        first_line: int = 1,
-    ) -> None:
-        settings = settings or DEFAULT_SETTINGS
-        self.max_line = int(settings.max_line_bytes)
-        self.window = _Window(path, start, end)
-        # A large buffer: exchange lines are tens of kilobytes each.
-        self.raw: BinaryIO = io.BufferedReader(self.window, 1 << 20)
-        magic = self.raw.peek(2)[:2]
-        self.gzipped = magic == b"\x1f\x8b"
-        self.stream: BinaryIO = (
-            gzip.GzipFile(fileobj=self.raw) if self.gzipped else self.raw  # type: ignore[assignment]
-        )
-        self.scan = (
-            bounded.scan_gzip(path, int(settings.gzip_max_bytes))
-            if self.gzipped and verify
-            else None
-        )
-        self.error: Rejection | None = None
-        self.rejections: list[Rejection] = []
-        self.path = path
-        self.first_line = first_line
-        self.n_lines = first_line - 1
-        """Number of the last line read (set when the iteration ends)."""
-
-    def position(self) -> int:
-        return self.window.pos
-
-    def problems(self) -> list[Rejection]:
-        """Lines not read: too long, in a corrupt gzip member, past the budget, cut short."""
-        return self.rejections + ([self.error] if self.error else [])
-
-    def lines(self, display: str) -> Iterator[tuple[int, bytes]]:
-        n = self.first_line - 1
-        scan = self.scan
-        reported: set[str] = set()
-        try:
-            while True:
-                if scan is not None and scan.stop_line is not None and n + 1 >= scan.stop_line:
-                    self.rejections.append(Rejection(display, n + 1, scan.budget_reason))
-                    break
-                data, long_size = bounded.read_line(self.stream, self.max_line)
-                if not data and not long_size:
-                    break
-                n += 1
-                bad = scan.bad_reason(n) if scan is not None and scan.bad else None
-                if bad is not None:
-                    if bad not in reported:
-                        reported.add(bad)
-                        self.rejections.append(Rejection(display, n, bad))
-                    continue
-                if long_size:
-                    self.rejections.append(
-                        Rejection(
-                            display,
-                            n,
-                            f"line of {long_size} bytes is longer than {self.max_line} "
-                            "(max_line_bytes); skipped",
-                        )
-                    )
-                    continue
-                yield n, data
-        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-            if not (scan is not None and scan.bad):
-                what = "gzip CRC check failed" if "CRC" in str(exc) else "gzip stream ends early"
-                self.error = Rejection(display, n + 1, f"{what} ({exc})")
-        finally:
-            self.n_lines = n
-
-    def close(self) -> None:
-        self.stream.close()
-        self.raw.close()
 
 
 def _head_records(path: Path, settings: Settings | None = None) -> list[Any]:
@@ -804,7 +626,7 @@ def _ingest_targets(
     try:
         # Only the episodes this ingest touched (its calls, its results): a parallel ingest
         # analyses its own, and nothing else is recomputed.
-        decisions.ensure_analysis(session, settings, held=held.calls, only=episodes | held.rewarded)
+        analyse.ensure_analysis(session, settings, held=held.calls, only=episodes | held.rewarded)
     except SQLAlchemyError as exc:
         # The calls are committed; their decisions are then made on first view instead.
         session.rollback()
