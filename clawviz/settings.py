@@ -372,11 +372,23 @@ class Settings:
     diagnose_timeout_s: float = field(
         default=120.0,
         metadata=_meta(
-            "Time limit of one diagnosis request (the SDK also retries 429 / 5xx answers).",
+            "Total deadline of one diagnosis request, its SDK retries of 429 / 5xx answers "
+            "included, however slowly the server sends.",
             "float",
             affects_decisions=False,
             minimum=1.0,
             maximum=3600.0,
+        ),
+    )
+    diagnose_max_findings: int = field(
+        default=200,
+        metadata=_meta(
+            "Findings kept from one diagnosis answer; the rest are dropped and counted (an "
+            "answer once held 20,000).",
+            "int",
+            affects_decisions=False,
+            minimum=1,
+            maximum=10000,
         ),
     )
     diagnose_file_budget: int = field(
