@@ -558,6 +558,22 @@ def parse_value(name: str, text: str) -> Any:
     return text
 
 
+def positive_seconds(text: str) -> float:
+    """A time limit from the command line (`--timeout`): a finite number of seconds above 0.
+
+    Raises argparse.ArgumentTypeError with a clear message for `nan`, `inf`, `0`, `-5` or text;
+    argparse shows it as `argument --timeout: ...` (use it as the argument's `type`)."""
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive, finite number of seconds")
+    return value
+
+
 def parse_assignment(text: str) -> tuple[str, Any]:
     """`name=value` (the CLI's `--set`) as a name and a typed value."""
     name, sep, value = text.partition("=")

@@ -18,7 +18,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from clawviz.settings import DEFAULT_SETTINGS
+from clawviz.settings import DEFAULT_SETTINGS, positive_seconds
 
 # Lean command line (issue 14): the store and the review modules are imported inside the
 # commands, so building the parser loads neither (tests/test_cli_lean.py).
@@ -41,7 +41,9 @@ def register(subparsers: Any) -> None:
     )
     c.add_argument("task_id")
     c.add_argument("--workspace", required=True, help="a folder or .zip/.tar.gz/.tgz/.tar")
-    c.add_argument("--timeout", type=float, default=None, help="seconds (checker_timeout_s)")
+    c.add_argument(
+        "--timeout", type=positive_seconds, default=None, help="seconds (checker_timeout_s)"
+    )
     c.set_defaults(func=cmd_check)
 
 

@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from clawviz.cli.common import add_common, settings_of
+from clawviz.settings import positive_seconds
 
 # The sign-off decisions (clawviz.review.signoff.DECISIONS, which imports the ORM): written out
 # so building the parser stays lean; tests/test_cli_lean.py checks the two agree.
@@ -44,7 +45,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     d.add_argument("--concurrency", type=int, default=4, help="requests in flight at once")
     d.add_argument(
         "--timeout",
-        type=float,
+        type=positive_seconds,
         default=120.0,
         help="total seconds per request, however slowly the server sends",
     )

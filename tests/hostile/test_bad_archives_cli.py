@@ -128,3 +128,28 @@ def test_cli_diff_and_check_refuse_each_bad_archive(
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err + captured.out
     assert captured.err.startswith("error: ") and reason in captured.err
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "0", "-5", "soon"])
+@pytest.mark.parametrize("command", ["check", "diagnose"])
+def test_timeout_must_be_positive_and_finite(tmp_path, capsys, command, value):
+    if command == "check":
+        argv = ["check", "task_0001", "--workspace", str(tmp_path), "--timeout", value]
+    else:
+        argv = ["diagnose", "t1", "--base-url", "http://127.0.0.1:9", "--model", "m"]
+        argv += ["--timeout", value]
+    with pytest.raises(SystemExit) as exc:
+        cli_main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument --timeout: {value!r} is not a" in err and "Traceback" not in err
+
+
+def test_run_checker_refuses_a_non_finite_timeout(tmp_path):
+    from clawviz.review.checker import CheckerError, run_checker
+
+    (tmp_path / "reward").mkdir()
+    (tmp_path / "reward" / "check.py").write_text("print('{}')\n")
+    for bad in (float("nan"), 0.0, -5.0):
+        with pytest.raises(CheckerError, match="positive, finite"):
+            run_checker(tmp_path, tmp_path, bad)
