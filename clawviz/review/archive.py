@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gzip
 import lzma
+import os
 import shutil
 import stat
 import tarfile
@@ -389,6 +390,52 @@ def _extract_zip(archive: Path, target: Path, budget: _Budget) -> ExtractReport:
                 with zf.open(info) as fh:
                     budget.write(info.filename, fh, dest)
                 n_files += 1
+    return ExtractReport(n_files, n_dirs, n_links, budget.n_bytes)
+
+
+def copy_workspace(
+    src: str | Path, dest: str | Path, *, settings: Settings = DEFAULT_SETTINGS
+) -> ExtractReport:
+    """Copy a workspace folder (links kept as links) under the archive limits.
+
+    A folder workspace obeys the same archive_max_bytes / archive_max_files as an archive:
+    entries and apparent sizes are counted before anything is copied (a sparse 1 GB file
+    counts 1 GB), and the bytes actually copied are counted again while copying."""
+    src, dest = Path(src), Path(dest)
+    budget = _Budget(src, int(settings.archive_max_bytes), int(settings.archive_max_files))
+    plan: list[tuple[Path, Path, str]] = []
+    for dirpath, dirnames, filenames in os.walk(src):
+        base = Path(dirpath)
+        dirnames.sort()
+        for name in [*sorted(dirnames), *sorted(filenames)]:
+            path = base / name
+            rel = path.relative_to(src).as_posix()
+            budget.entry(rel)
+            st = path.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                kind = "link"
+            elif stat.S_ISDIR(st.st_mode):
+                kind = "dir"
+            elif stat.S_ISREG(st.st_mode):
+                kind = "file"
+                budget.declared(rel, st.st_size)
+            else:
+                raise ArchiveError(f"{src.name}: {rel!r} is a device, fifo or socket")
+            plan.append((path, dest / rel, kind))
+    dest.mkdir(parents=True, exist_ok=True)
+    n_files = n_dirs = n_links = 0
+    for path, out, kind in plan:
+        if kind == "dir":
+            out.mkdir(exist_ok=True)
+            n_dirs += 1
+        elif kind == "link":
+            out.symlink_to(os.readlink(path))
+            n_links += 1
+        else:
+            with path.open("rb") as fh:
+                budget.write(path.relative_to(src).as_posix(), fh, out)
+            shutil.copymode(path, out)
+            n_files += 1
     return ExtractReport(n_files, n_dirs, n_links, budget.n_bytes)
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from clawviz.review import sandbox
-from clawviz.review.archive import ArchiveError, open_workspace
+from clawviz.review.archive import ArchiveError, copy_workspace, open_workspace
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 
 CheckerStatus = Literal["ok", "timeout", "crash", "bad_output"]
@@ -200,7 +200,7 @@ def run_checker(
         shutil.copytree(check_py.parent, reward_dir, symlinks=True)
         work = tmp / "workspace"
         with open_workspace(workspace, settings=settings) as folder:
-            shutil.copytree(folder, work, symlinks=True)
+            copy_workspace(folder, work, settings=settings)
         if problem is None:
             sandbox.prepare_for_sandbox(tmp, python)
             cmd = sandbox.bwrap_command(python, reward_dir, work, check_py.name, limits)
