@@ -105,11 +105,12 @@ def _report_text(report: IngestReport) -> str:
 def cmd_ingest(args: argparse.Namespace) -> int:
     """Load files and folders; exit 0 if all lines loaded, 2 if some were rejected, 1 on error."""
     from clawviz.ingest.load import ingest_paths
-    from clawviz.store.db import session_scope
+    from clawviz.store.db import require_writable, session_scope
 
     bar = ProgressBar() if sys.stderr.isatty() and not args.json else None
     try:
         with session_scope(args.db) as session:
+            require_writable(session.get_bind().engine)
             report = ingest_paths(
                 args.paths, session=session, settings=settings_of(args), progress=bar
             )
@@ -400,6 +401,14 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
     except Exception as exc:
+        db = sys.modules.get("clawviz.store.db")
+        if db is not None and isinstance(exc, db.StoreReadOnly):
+            print(f"error: store: {exc}", file=sys.stderr)
+            return EXIT_FATAL
+        if _is_store_error(exc) and "readonly database" in str(exc):
+            msg = "error: store: the store is read-only: it can be read, not written"
+            print(msg, file=sys.stderr)
+            return EXIT_FATAL
         if not _is_store_error(exc):
             raise
         # A store that cannot be opened: one line, never the URL's password or an SQL dump.
