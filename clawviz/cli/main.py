@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from clawviz.cli import export as cli_export
 from clawviz.cli import review_cmds
 from clawviz.cli import tasks as cli_tasks
-from clawviz.cli.common import add_common, settings_of
+from clawviz.cli.common import add_common, settings_of, visible
 from clawviz.record.cli import register as register_record
 from clawviz.settings import (
     DEFAULT_SETTINGS,
@@ -197,10 +197,10 @@ def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
         if v is None:
             return "-"
         if isinstance(v, list):
-            return ",".join(str(x) for x in v) or "-"
+            return visible(",".join(str(x) for x in v)) or "-"
         if isinstance(v, float):
             return f"{v:.3f}"
-        return str(v)
+        return visible(str(v))
 
     cells = [[cell(r.get(c)) for c in columns] for r in rows]
     widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
@@ -299,7 +299,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         if args.json:
             _print_json(explain.explain_rows(session, args.episode_id, settings))
         else:
-            print(explain.explain_text(session, args.episode_id, settings))
+            print(visible(explain.explain_text(session, args.episode_id, settings)))
     return EXIT_OK
 
 
