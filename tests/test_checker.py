@@ -178,3 +178,18 @@ def test_non_zero_exit_is_a_crash_with_no_reward_whatever_was_printed():
     assert res.status == "crash" and res.returncode == 3
     assert res.reward is None and res.scores == {}
     assert "code 3: boom" in res.message
+
+
+def test_ci_makes_a_sandbox_that_cannot_start_a_failure(monkeypatch):
+    from pathlib import Path
+
+    from tests import sandbox_support
+
+    assert (
+        "export CLAWVIZ_REQUIRE_SANDBOX=1" in (Path(__file__).parent.parent / ".ci/run").read_text()
+    )
+    monkeypatch.setattr(sandbox_support, "sandbox_problem", lambda: "no user namespaces")
+    monkeypatch.delenv("CLAWVIZ_REQUIRE_SANDBOX", raising=False)
+    assert sandbox_support.needs_sandbox().args == (True,)
+    monkeypatch.setenv("CLAWVIZ_REQUIRE_SANDBOX", "1")
+    assert sandbox_support.needs_sandbox().args == (False,)
