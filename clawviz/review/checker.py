@@ -301,8 +301,8 @@ def _interpret(
     elif obj is None:
         result.status = "bad_output"
         result.message = (
-            "Checker printed no score object on stdout (a JSON object whose values are all "
-            "numeric: numbers or booleans)."
+            "Checker printed no JSON object of sub-scores on stdout (one whose values are "
+            "all numeric: numbers or booleans)."
         )
     else:
         result.message = f"{len(scores)} checks, reward {reward:.3f}."
