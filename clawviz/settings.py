@@ -372,11 +372,23 @@ class Settings:
     diagnose_timeout_s: float = field(
         default=120.0,
         metadata=_meta(
-            "Time limit of one diagnosis request (the SDK also retries 429 / 5xx answers).",
+            "Total deadline of one diagnosis request, its SDK retries of 429 / 5xx answers "
+            "included, however slowly the server sends.",
             "float",
             affects_decisions=False,
             minimum=1.0,
             maximum=3600.0,
+        ),
+    )
+    diagnose_max_findings: int = field(
+        default=200,
+        metadata=_meta(
+            "Findings kept from one diagnosis answer; the rest are dropped and counted (an "
+            "answer once held 20,000).",
+            "int",
+            affects_decisions=False,
+            minimum=1,
+            maximum=10000,
         ),
     )
     diagnose_file_budget: int = field(
@@ -544,6 +556,22 @@ def parse_value(name: str, text: str) -> Any:
     except ValueError as exc:
         raise SettingsError(f"setting {name}: cannot read {text!r} as {s.kind}") from exc
     return text
+
+
+def positive_seconds(text: str) -> float:
+    """A time limit from the command line (`--timeout`): a finite number of seconds above 0.
+
+    Raises argparse.ArgumentTypeError with a clear message for `nan`, `inf`, `0`, `-5` or text;
+    argparse shows it as `argument --timeout: ...` (use it as the argument's `type`)."""
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive, finite number of seconds")
+    return value
 
 
 def parse_assignment(text: str) -> tuple[str, Any]:

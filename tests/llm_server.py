@@ -2,8 +2,9 @@
 
 Each request takes the next step of the script (the last one repeats): ("json", obj) answers
 with obj as the message content, ("text", s) with raw text, ("status", code, retry_after) with
-an error, ("hang", seconds) sleeps before answering. Every request body is kept, and the server
-counts how many requests were in flight at once.
+an error, ("hang", seconds) sleeps before answering, ("trickle", seconds, obj) sends the
+answer for obj one byte every `seconds` (each read returns in time, the whole never does).
+Every request body is kept, and the server counts how many requests were in flight at once.
 """
 
 from __future__ import annotations
@@ -49,9 +50,28 @@ class ScriptedLLM:
                 headers = {"retry-after": str(step[2])} if len(step) > 2 else {}
                 err = {"error": {"message": "slow down", "type": "rate_limit", "code": step[1]}}
                 return web.json_response(err, status=step[1], headers=headers)
+            if step[0] == "trickle":
+                return await self._trickle(request, step[1], self._completion(body, step[2]))
             content = json.dumps(step[1]) if step[0] == "json" else step[1]
-            return web.json_response(
-                {
+            return web.json_response(self._completion(body, content))
+        finally:
+            self.in_flight -= 1
+
+    async def _trickle(self, request: web.Request, every: float, obj: dict) -> web.StreamResponse:
+        data = json.dumps(obj).encode()
+        resp = web.StreamResponse(headers={"content-type": "application/json"})
+        resp.content_length = len(data)
+        await resp.prepare(request)
+        for i in range(len(data)):
+            await resp.write(data[i : i + 1])
+            await asyncio.sleep(every)
+        await resp.write_eof()
+        return resp
+
+    def _completion(self, body: dict, content: Any) -> dict:
+        if not isinstance(content, str):
+            content = json.dumps(content)
+        return {
                     "id": f"chatcmpl-{len(self.requests)}",
                     "object": "chat.completion",
                     "created": 0,
@@ -65,9 +85,6 @@ class ScriptedLLM:
                     ],
                     "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
                 }  # fmt: skip
-            )
-        finally:
-            self.in_flight -= 1
 
     def __enter__(self) -> ScriptedLLM:
         def serve() -> None:

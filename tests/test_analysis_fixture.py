@@ -14,7 +14,7 @@ FIXTURE = Path(__file__).parent / "data" / "transcripts" / "pi-before-compaction
 
 @pytest.fixture(scope="module")
 def analysed():
-    transcripts = pytest.importorskip("clawviz.ingest.transcripts")
+    from clawviz.ingest import transcripts
     if not FIXTURE.exists():
         pytest.skip("fixture not copied")
     read = transcripts.read_transcript(FIXTURE)

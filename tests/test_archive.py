@@ -210,3 +210,48 @@ def test_open_workspace_folder_and_archive(tmp_path):
     with pytest.raises(FileNotFoundError):
         with open_workspace(tmp_path / "missing.zip"):
             pass
+
+
+def test_folder_workspace_obeys_the_archive_limits(tmp_path):
+    from clawviz.review.archive import copy_workspace
+
+    settings = DEFAULT_SETTINGS.with_(archive_max_bytes=10_000_000, archive_max_files=50)
+    big = tmp_path / "sparse"
+    big.mkdir()
+    with (big / "huge.bin").open("wb") as fh:
+        fh.truncate(1 << 30)  # 1 GB apparent, nothing on disk
+    with pytest.raises(ArchiveError, match="archive_max_bytes"):
+        copy_workspace(big, tmp_path / "out1", settings=settings)
+    assert not (tmp_path / "out1" / "huge.bin").exists()
+
+    many = tmp_path / "many"
+    many.mkdir()
+    for i in range(60):
+        (many / f"f{i}").write_text("x")
+    with pytest.raises(ArchiveError, match="archive_max_files"):
+        copy_workspace(many, tmp_path / "out2", settings=settings)
+
+    ok = tmp_path / "ok"
+    (ok / "d").mkdir(parents=True)
+    (ok / "d" / "a.sh").write_text("echo\n")
+    (ok / "d" / "a.sh").chmod(0o755)
+    (ok / "link").symlink_to("d/a.sh")
+    report = copy_workspace(ok, tmp_path / "out3", settings=settings)
+    assert (report.n_files, report.n_dirs, report.n_links) == (1, 1, 1)
+    assert (tmp_path / "out3" / "link").readlink().as_posix() == "d/a.sh"
+    assert (tmp_path / "out3" / "d" / "a.sh").stat().st_mode & 0o111
+
+
+def test_checker_copies_a_folder_workspace_under_the_limits(tmp_path, monkeypatch):
+    from clawviz.review import checker, sandbox
+
+    (tmp_path / "task" / "reward").mkdir(parents=True)
+    (tmp_path / "task" / "reward" / "check.py").write_text("print('{\"a\": 1}')\n")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with (ws / "huge.bin").open("wb") as fh:
+        fh.truncate(1 << 30)
+    monkeypatch.setattr(sandbox, "bwrap_problem", lambda python=None: None)
+    settings = DEFAULT_SETTINGS.with_(archive_max_bytes=10_000_000)
+    with pytest.raises(ArchiveError, match="archive_max_bytes"):
+        checker.run_checker(tmp_path / "task", ws, 5, settings=settings)

@@ -178,3 +178,33 @@ def test_diagnosis_runs_inside_a_running_event_loop(session):
     worker.join(120)
     (d,) = out
     assert d.error is None and len(d.findings) == 2
+
+
+def test_a_trickling_server_meets_one_total_deadline(session):
+    # One byte every 0.2 s: each read returns well within the timeout, the answer never does.
+    with ScriptedLLM([("trickle", 0.2, GOOD)]) as server:
+        (d,) = diagnosis.diagnose_tasks(
+            [task_detail(session, "task_0001")], _ep(server, timeout_s=1.0, max_retries=0)
+        )
+    assert d.findings == []
+    assert d.error is not None and "1 s" in d.error and "deadline" in d.error
+    assert d.seconds < 3.0
+
+
+def test_findings_per_answer_are_capped(session):
+    many = {"findings": [GOOD["findings"][0]] * 500}
+    with ScriptedLLM([("json", many)]) as server:
+        (d,) = diagnosis.diagnose_tasks(
+            [task_detail(session, "task_0001")], _ep(server, max_findings=10)
+        )
+    assert len(d.findings) == 10 and d.findings_dropped == 490
+    assert diagnosis.Endpoint("u", "m").max_findings == 200
+
+
+def test_max_findings_is_a_setting():
+    from clawviz.settings import DEFAULT_SETTINGS, SETTINGS_BY_NAME, SettingsError, parse_value
+
+    assert DEFAULT_SETTINGS.diagnose_max_findings == 200
+    assert SETTINGS_BY_NAME["diagnose_max_findings"].minimum == 1
+    with pytest.raises(SettingsError):
+        DEFAULT_SETTINGS.with_(diagnose_max_findings=parse_value("diagnose_max_findings", "0"))

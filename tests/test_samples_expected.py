@@ -26,7 +26,7 @@ pytestmark = pytest.mark.skipif(not EXPECTED.exists(), reason="sample_logs not g
 
 @pytest.fixture(scope="module")
 def analysed():
-    ingest = pytest.importorskip("clawviz.jobs.ingest")
+    from clawviz.jobs import ingest
     engine = memory_engine()
     init_db(engine)
     expected = json.loads(EXPECTED.read_text())

@@ -473,8 +473,8 @@ def test_cc_subagent_file_rejects_reported_by_file(tmp_path):
 
 
 def _analyse(read):
-    analysis = pytest.importorskip("clawviz.store.decisions")
     from clawviz.settings import DEFAULT_SETTINGS
+    from clawviz.store import decisions as analysis
 
     a = analysis.analyse_episode(read.calls, reward=1.0, settings=DEFAULT_SETTINGS)
     keys = {c.call_id: _key(c) for c in read.calls}
@@ -522,7 +522,7 @@ def test_cc_call_ids_are_response_ids(cc_read, tmp_path):
 
 
 def test_ingest_folder_of_transcripts():
-    ingest = pytest.importorskip("clawviz.jobs.ingest")
+    from clawviz.jobs import ingest
     from clawviz.store import calls as store
     from clawviz.store.db import session_scope
 

@@ -115,7 +115,7 @@ def test_context_after_compaction_keeps_from_first_kept_entry(read, entries):
 
 @pytest.fixture(scope="module")
 def analysis(read):
-    module = pytest.importorskip("clawviz.store.decisions")
+    from clawviz.store import decisions as module
     return module.analyse_episode(read.calls, reward=None, settings=DEFAULT_SETTINGS)
 
 

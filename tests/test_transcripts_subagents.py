@@ -46,7 +46,7 @@ def _ids(read) -> list[str]:
 
 
 def _analyse(calls):
-    analysis = pytest.importorskip("clawviz.store.decisions")
+    from clawviz.store import decisions as analysis
     return analysis.analyse_episode(calls, reward=1.0, settings=DEFAULT_SETTINGS).decisions
 
 

@@ -7,9 +7,28 @@ setting by the same name the Settings page and the README use.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from clawviz.settings import DEFAULT_SETTINGS, SETTINGS, Settings, allowed, parse_assignment
+
+# C0 controls but tab and newline, DEL, C1 controls (ESC, CSI, OSC...), and the Unicode
+# bidirectional overrides and isolates that reorder what a terminal shows.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    c = m.group()
+    if c == "\r":
+        return "\\r"
+    return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+
+
+def visible(text: str) -> str:
+    """Text safe for a terminal: control characters and escape sequences shown as visible
+    escapes (`\\x1b`, `\\r`, `\\u202e`); newlines and tabs are kept."""
+    return _UNSAFE.sub(_escape, text)
+
 
 SET_HELP = (
     "override a setting, e.g. --set max_leaves=12 (repeatable; `clawviz settings` lists "

@@ -19,6 +19,7 @@ from clawviz.cli.common import (
     ProgressBar,
     add_common,
     settings_of,
+    visible,
 )
 from clawviz.record.cli import register as register_record
 from clawviz.settings import (
@@ -85,11 +86,12 @@ def _report_text(report: IngestReport) -> str:
 def cmd_ingest(args: argparse.Namespace) -> int:
     """Load files and folders; exit 0 if all lines loaded, 2 if some were rejected, 1 on error."""
     from clawviz.jobs.ingest import ingest_paths
-    from clawviz.store.db import session_scope
+    from clawviz.store.db import require_writable, session_scope
 
     bar = ProgressBar() if sys.stderr.isatty() and not args.json else None
     try:
         with session_scope(args.db) as session:
+            require_writable(session.get_bind().engine)
             report = ingest_paths(
                 args.paths, session=session, settings=settings_of(args), progress=bar
             )
@@ -176,10 +178,10 @@ def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
         if v is None:
             return "-"
         if isinstance(v, list):
-            return ",".join(str(x) for x in v) or "-"
+            return visible(",".join(str(x) for x in v)) or "-"
         if isinstance(v, float):
             return f"{v:.3f}"
-        return str(v)
+        return visible(str(v))
 
     cells = [[cell(r.get(c)) for c in columns] for r in rows]
     widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
@@ -278,7 +280,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         if args.json:
             _print_json(explain.explain_rows(session, args.episode_id, settings))
         else:
-            print(explain.explain_text(session, args.episode_id, settings))
+            print(visible(explain.explain_text(session, args.episode_id, settings)))
     return EXIT_OK
 
 
@@ -380,6 +382,14 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
     except Exception as exc:
+        db = sys.modules.get("clawviz.store.db")
+        if db is not None and isinstance(exc, db.StoreReadOnly):
+            print(f"error: store: {exc}", file=sys.stderr)
+            return EXIT_FATAL
+        if _is_store_error(exc) and "readonly database" in str(exc):
+            msg = "error: store: the store is read-only: it can be read, not written"
+            print(msg, file=sys.stderr)
+            return EXIT_FATAL
         if not _is_store_error(exc):
             raise
         # A store that cannot be opened: one line, never the URL's password or an SQL dump.

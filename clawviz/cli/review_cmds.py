@@ -18,7 +18,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from clawviz.settings import DEFAULT_SETTINGS
+from clawviz.cli.common import visible
+from clawviz.settings import DEFAULT_SETTINGS, positive_seconds
 
 # Lean command line (issue 14): the store and the review modules are imported inside the
 # commands, so building the parser loads neither (tests/test_cli_lean.py).
@@ -41,7 +42,9 @@ def register(subparsers: Any) -> None:
     )
     c.add_argument("task_id")
     c.add_argument("--workspace", required=True, help="a folder or .zip/.tar.gz/.tgz/.tar")
-    c.add_argument("--timeout", type=float, default=None, help="seconds (checker_timeout_s)")
+    c.add_argument(
+        "--timeout", type=positive_seconds, default=None, help="seconds (checker_timeout_s)"
+    )
     c.set_defaults(func=cmd_check)
 
 
@@ -83,7 +86,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         try:
             rows = diff_rows(session, args.episode_id)
         except (ArchiveError, FileNotFoundError, OSError) as exc:
-            print(f"error: cannot open the workspace: {exc}", file=sys.stderr)
+            print(visible(f"error: cannot open the workspace: {exc}"), file=sys.stderr)
             return EXIT_FATAL
     if rows is None:
         print(f"error: no attempt {args.episode_id!r} in the store", file=sys.stderr)
@@ -97,11 +100,11 @@ def cmd_diff(args: argparse.Namespace) -> int:
         counts = (
             f" (+{r['lines_added']} -{r['lines_removed']})" if r["change"] == "modified" else ""
         )
-        print(f"{r['change']:<9} {r['path']}{counts}")
+        print(visible(f"{r['change']:<9} {r['path']}{counts}"))
         if r["notice"]:
-            print(f"          {r['notice']}")
+            print(visible(f"          {r['notice']}"))
         if r["diff"]:
-            print(r["diff"])
+            print(visible(r["diff"]))
     return EXIT_OK
 
 
@@ -127,7 +130,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     try:
         res = run_checker(Path(folder), args.workspace, args.timeout, settings=DEFAULT_SETTINGS)
     except (CheckerError, ArchiveError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(visible(f"error: {exc}"), file=sys.stderr)
         return EXIT_FATAL
     out = {
         "task_id": args.task_id,
@@ -146,13 +149,13 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(json.dumps(out, indent=2))
     else:
         if res.warning:
-            print(f"WARNING: {res.warning}")
+            print(visible(f"WARNING: {res.warning}"))
         reward = "-" if res.reward is None else f"{res.reward:.3f}"
-        print(f"{args.task_id}: {res.status} · reward {reward} · {res.message}")
+        print(visible(f"{args.task_id}: {res.status} · reward {reward} · {res.message}"))
         for name, score in res.scores.items():
-            print(f"  {score:6.3f}  {name}")
+            print(f"  {score:6.3f}  {visible(name)}")
         for label, text in (("stdout", out["stdout_tail"]), ("stderr", out["stderr_tail"])):
             if text:
                 print(f"--- {label} (last {TAIL_LINES} lines) ---")
-                print(text)
+                print(visible(text))
     return EXIT_OK if res.status == "ok" else EXIT_CHECK_FAILED

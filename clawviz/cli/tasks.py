@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from clawviz.cli.common import add_common, settings_of
+from clawviz.settings import positive_seconds
 
 # The sign-off decisions (clawviz.review.signoff.DECISIONS, which imports the ORM): written out
 # so building the parser stays lean; tests/test_cli_lean.py checks the two agree.
@@ -42,7 +43,12 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     d.add_argument("--api", choices=("openai", "anthropic"), default="openai")
     d.add_argument("--api-key-env", default=None, help="environment variable holding the key")
     d.add_argument("--concurrency", type=int, default=4, help="requests in flight at once")
-    d.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
+    d.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        default=120.0,
+        help="total seconds per request, however slowly the server sends",
+    )
     d.add_argument("--file-budget", type=int, default=40_000, help="characters of input files")
     d.set_defaults(func=cmd_diagnose)
 
@@ -59,11 +65,11 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     from clawviz.review.tasks import task_detail, task_queue
     from clawviz.store.db import session_scope
 
+    settings = settings_of(args)
     ep = diagnosis.Endpoint(
         base_url=args.base_url, model=args.model, api=args.api, api_key_env=args.api_key_env,
-        timeout_s=args.timeout,
+        timeout_s=args.timeout, max_findings=settings.diagnose_max_findings,
     )  # fmt: skip
-    settings = settings_of(args)
     with session_scope(getattr(args, "db", None)) as session:
         ids = list(args.task_ids)
         if args.all_pending:

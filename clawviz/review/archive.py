@@ -10,11 +10,15 @@ it is written, as a second line of defence.
 
 from __future__ import annotations
 
+import gzip
+import lzma
+import os
 import shutil
 import stat
 import tarfile
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,6 +29,15 @@ from clawviz.settings import DEFAULT_SETTINGS, Settings
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
 _CHUNK = 1 << 16
+# Zip compression methods this Python can inflate; anything else is refused before writing.
+_ZIP_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
+try:
+    import bz2  # noqa: F401
+
+    _ZIP_METHODS[zipfile.ZIP_BZIP2] = "bzip2"
+except ImportError:  # pragma: no cover - Python built without bz2
+    pass
+_ZIP_METHODS[zipfile.ZIP_LZMA] = "lzma"
 
 
 class ArchiveError(ValueError):
@@ -115,6 +128,8 @@ class _Tree:
     def check_links(self) -> None:
         for key, target in self.links.items():
             rel = PurePosixPath(key)
+            if "\x00" in target:
+                raise ArchiveError(f"{self.archive.name}: symlink {key!r} has a target holding NUL")
             if target.startswith("/") or "\\" in target or not target:
                 raise ArchiveError(
                     f"{self.archive.name}: symlink {key!r} -> {target!r} points outside"
@@ -207,7 +222,20 @@ def extract_archive(
             return _extract_zip(archive, target, budget)
         if name.endswith((".tar.gz", ".tgz", ".tar")):
             return _extract_tar(archive, target, budget)
-    except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as exc:
+    except ArchiveError:
+        raise
+    except (
+        tarfile.TarError,
+        zipfile.BadZipFile,
+        EOFError,
+        OSError,
+        zlib.error,
+        lzma.LZMAError,
+        RuntimeError,
+        NotImplementedError,
+        ValueError,
+    ) as exc:
+        # Second line: whatever the zip/tar/gzip modules raise on corrupt data is a refusal.
         raise ArchiveError(f"{archive.name}: unreadable archive ({exc})") from exc
     raise ArchiveError(f"{archive.name}: not a supported archive ({', '.join(ARCHIVE_SUFFIXES)})")
 
@@ -225,8 +253,35 @@ def _prepare(target: Path, rel: PurePosixPath, archive: Path, member: str) -> Pa
     return dest
 
 
+def _check_gzip(archive: Path, budget: _Budget) -> None:
+    """Inflate a gzip stream to its end so its CRC and length trailer are checked.
+
+    tarfile stops at the tar end marker and never reads the trailer, so a corrupt .tar.gz would
+    extract silently. The inflated size is bounded: member data within archive_max_bytes plus
+    two 512-byte headers per allowed entry and the end blocks.
+    """
+    with archive.open("rb") as fh:
+        if fh.read(2) != b"\x1f\x8b":
+            return
+    bound = budget.max_bytes + 1024 * (budget.max_files + 1) + 20 * 512
+    inflated = 0
+    try:
+        with gzip.open(archive, "rb") as gz:
+            while chunk := gz.read(_CHUNK):
+                inflated += len(chunk)
+                if inflated > bound:
+                    raise ArchiveError(
+                        f"{archive.name}: inflates past {bound} bytes (archive_max_bytes)"
+                    )
+    except (gzip.BadGzipFile, zlib.error, EOFError) as exc:
+        raise ArchiveError(
+            f"{archive.name}: corrupt gzip data, CRC or length check ({exc})"
+        ) from exc
+
+
 def _extract_tar(archive: Path, target: Path, budget: _Budget) -> ExtractReport:
     n_files = n_dirs = n_links = 0
+    _check_gzip(archive, budget)
     with tarfile.open(archive, "r:*") as tf:
         members = []
         tree = _Tree(archive)
@@ -294,6 +349,15 @@ def _extract_zip(archive: Path, target: Path, budget: _Budget) -> ExtractReport:
         for info in infos:
             budget.entry(info.filename)
             rel = _safe_relpath(archive, info.filename)
+            if info.flag_bits & 0x1:
+                raise ArchiveError(
+                    f"{archive.name}: member {info.filename!r} is encrypted (no password is used)"
+                )
+            if info.compress_type not in _ZIP_METHODS:
+                raise ArchiveError(
+                    f"{archive.name}: member {info.filename!r} uses unsupported compression "
+                    f"method {info.compress_type} (supported: {', '.join(_ZIP_METHODS.values())})"
+                )
             mode = info.external_attr >> 16
             if stat.S_ISLNK(mode):
                 if info.file_size > 4096:
@@ -326,6 +390,52 @@ def _extract_zip(archive: Path, target: Path, budget: _Budget) -> ExtractReport:
                 with zf.open(info) as fh:
                     budget.write(info.filename, fh, dest)
                 n_files += 1
+    return ExtractReport(n_files, n_dirs, n_links, budget.n_bytes)
+
+
+def copy_workspace(
+    src: str | Path, dest: str | Path, *, settings: Settings = DEFAULT_SETTINGS
+) -> ExtractReport:
+    """Copy a workspace folder (links kept as links) under the archive limits.
+
+    A folder workspace obeys the same archive_max_bytes / archive_max_files as an archive:
+    entries and apparent sizes are counted before anything is copied (a sparse 1 GB file
+    counts 1 GB), and the bytes actually copied are counted again while copying."""
+    src, dest = Path(src), Path(dest)
+    budget = _Budget(src, int(settings.archive_max_bytes), int(settings.archive_max_files))
+    plan: list[tuple[Path, Path, str]] = []
+    for dirpath, dirnames, filenames in os.walk(src):
+        base = Path(dirpath)
+        dirnames.sort()
+        for name in [*sorted(dirnames), *sorted(filenames)]:
+            path = base / name
+            rel = path.relative_to(src).as_posix()
+            budget.entry(rel)
+            st = path.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                kind = "link"
+            elif stat.S_ISDIR(st.st_mode):
+                kind = "dir"
+            elif stat.S_ISREG(st.st_mode):
+                kind = "file"
+                budget.declared(rel, st.st_size)
+            else:
+                raise ArchiveError(f"{src.name}: {rel!r} is a device, fifo or socket")
+            plan.append((path, dest / rel, kind))
+    dest.mkdir(parents=True, exist_ok=True)
+    n_files = n_dirs = n_links = 0
+    for path, out, kind in plan:
+        if kind == "dir":
+            out.mkdir(exist_ok=True)
+            n_dirs += 1
+        elif kind == "link":
+            out.symlink_to(os.readlink(path))
+            n_links += 1
+        else:
+            with path.open("rb") as fh:
+                budget.write(path.relative_to(src).as_posix(), fh, out)
+            shutil.copymode(path, out)
+            n_files += 1
     return ExtractReport(n_files, n_dirs, n_links, budget.n_bytes)
 
 

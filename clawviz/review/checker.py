@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from clawviz.review import sandbox
-from clawviz.review.archive import ArchiveError, open_workspace
+from clawviz.review.archive import ArchiveError, copy_workspace, open_workspace
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 
 CheckerStatus = Literal["ok", "timeout", "crash", "bad_output"]
@@ -91,6 +91,49 @@ def parse_scores(stdout: str) -> dict[str, Any] | None:
     return None
 
 
+def _is_score_object(obj: Any) -> bool:
+    """The documented score format: a non-empty JSON object whose every value is a finite
+    number or a boolean (named sub-scores). Anything else is text, not a score line."""
+    return (
+        isinstance(obj, dict)
+        and bool(obj)
+        and all(
+            isinstance(v, bool) or (isinstance(v, (int, float)) and math.isfinite(v))
+            for v in obj.values()
+        )
+    )
+
+
+def last_score_object(stdout: str) -> dict[str, Any] | None:
+    """The checker's own last score object on stdout (one line or pretty-printed), or None.
+
+    Only objects in the documented format count, so JSON the checker echoes after its scores
+    (agent text, logs, nested reports) never replaces them."""
+    text = stdout.strip()
+    if not text:
+        return None
+    decoder = json.JSONDecoder()
+    lines = text.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+    for i in range(len(lines) - 1, -1, -1):
+        stripped = lines[i].lstrip()
+        if not stripped.startswith("{"):
+            continue
+        start = offsets[i] + len(lines[i]) - len(stripped)
+        try:
+            obj, end = decoder.raw_decode(text, start)
+        except ValueError:
+            continue
+        # The object must end its line: `{"a": 1} trailing text` is not a score line.
+        if text[end:].split("\n", 1)[0].strip():
+            continue
+        if _is_score_object(obj):
+            return obj
+    return None
+
+
 def _numeric_scores(obj: dict[str, Any]) -> dict[str, float]:
     out: dict[str, float] = {}
     for k, v in obj.items():
@@ -144,6 +187,8 @@ def run_checker(
     """
     check_py = find_checker(task_folder)
     timeout = float(timeout_s if timeout_s is not None else settings.checker_timeout_s)
+    if not math.isfinite(timeout) or timeout <= 0:
+        raise CheckerError(f"timeout {timeout_s!r}: give a positive, finite number of seconds")
     python = sandbox._python_for(settings)
     problem = sandbox.bwrap_problem(python)
     if problem is not None and not settings.checker_allow_unsandboxed:
@@ -155,7 +200,7 @@ def run_checker(
         shutil.copytree(check_py.parent, reward_dir, symlinks=True)
         work = tmp / "workspace"
         with open_workspace(workspace, settings=settings) as folder:
-            shutil.copytree(folder, work, symlinks=True)
+            copy_workspace(folder, work, settings=settings)
         if problem is None:
             sandbox.prepare_for_sandbox(tmp, python)
             cmd = sandbox.bwrap_command(python, reward_dir, work, check_py.name, limits)
@@ -232,13 +277,15 @@ def _interpret(
     scores_text: str | None = None,
     limits: sandbox.Limits | None = None,
 ) -> CheckerResult:
-    obj = parse_scores(stdout if scores_text is None else scores_text)
+    obj = last_score_object(stdout if scores_text is None else scores_text)
     scores = _numeric_scores(obj) if obj else {}
     reward = sum(scores.values()) / len(scores) if scores else None
     result = CheckerResult(
         "ok", scores, reward, stdout, stderr, returncode, duration, "Checker finished."
     )
     if returncode != 0:
+        # A crash counts no reward, whatever the checker printed before it failed.
+        result.scores, result.reward = {}, None
         result.status = "crash"
         last = stderr.strip().splitlines()[-1] if stderr.strip() else "no stderr"
         result.message = f"Checker exited with code {returncode}: {last}"
@@ -253,10 +300,10 @@ def _interpret(
                 result.message += f" ({why})"
     elif obj is None:
         result.status = "bad_output"
-        result.message = "Checker printed no JSON object of sub-scores on stdout."
-    elif not scores:
-        result.status = "bad_output"
-        result.message = "Checker's JSON object holds no numeric sub-scores."
+        result.message = (
+            "Checker printed no JSON object of sub-scores on stdout (one whose values are "
+            "all numeric: numbers or booleans)."
+        )
     else:
         result.message = f"{len(scores)} checks, reward {reward:.3f}."
     return result

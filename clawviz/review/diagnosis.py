@@ -59,6 +59,8 @@ class Endpoint:
     timeout_s: float = 120.0
     max_retries: int = 2
     max_tokens: int = 2000
+    max_findings: int = 200
+    """Findings kept from one answer (setting diagnose_max_findings); the rest are counted."""
 
     def api_key(self) -> str:
         if self.api_key_env:
@@ -87,6 +89,8 @@ class Diagnosis:
     output_tokens: int | None = None
     attempts: int = 0
     seconds: float = 0.0
+    findings_dropped: int = 0
+    """Findings past the cap (Endpoint.max_findings) that were not kept."""
 
 
 # --- the prompt -----------------------------------------------------------------------------
@@ -148,9 +152,10 @@ def prompt_hash(messages: list[dict[str, str]], model: str) -> str:
 
 
 # --- the answer -----------------------------------------------------------------------------
-def parse_answer(text: str) -> list[dict[str, str]]:
+def parse_answer(text: str, max_findings: int | None = None) -> list[dict[str, str]]:
     """The validated findings of an answer (a JSON object, possibly fenced); raises ValueError
-    with a message the model can act on."""
+    with a message the model can act on. With `max_findings`, only the first that many are
+    validated and kept (see `count_findings` for how many the answer held)."""
     body = text.strip()
     if body.startswith("```"):
         body = body.strip("`")
@@ -159,13 +164,38 @@ def parse_answer(text: str) -> list[dict[str, str]]:
     if start < 0 or end < start:
         raise ValueError("the answer holds no JSON object")
     try:
-        answer = AnswerModel.model_validate_json(body[start : end + 1])
+        if max_findings is None:
+            answer = AnswerModel.model_validate_json(body[start : end + 1])
+        else:
+            answer = AnswerModel.model_validate(_capped(body[start : end + 1], max_findings))
     except ValidationError as exc:
         errors = "; ".join(
             f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5]
         )
         raise ValueError(f"the JSON does not match the schema ({errors})") from None
     return [f.model_dump() for f in answer.findings]
+
+
+def _capped(body: str, max_findings: int) -> Any:
+    try:
+        obj = json.loads(body)
+    except ValueError as exc:
+        raise ValueError(f"the answer is not valid JSON ({exc})") from None
+    if isinstance(obj, dict) and isinstance(obj.get("findings"), list):
+        obj = {**obj, "findings": obj["findings"][:max_findings]}
+    return obj
+
+
+def count_findings(text: str) -> int:
+    """How many findings an answer's JSON object lists (0 when it lists none)."""
+    body = text.strip().strip("`")
+    start, end = body.find("{"), body.rfind("}")
+    try:
+        obj = json.loads(body[start : end + 1])
+    except ValueError:
+        return 0
+    found = obj.get("findings") if isinstance(obj, dict) else None
+    return len(found) if isinstance(found, list) else 0
 
 
 # --- calling the model ----------------------------------------------------------------------
@@ -188,6 +218,22 @@ async def _complete(client: Any, ep: Endpoint, messages: list[dict[str, str]]) -
         getattr(usage, "prompt_tokens", None),
         getattr(usage, "completion_tokens", None),
     )
+
+
+class TotalTimeout(DiagnosisError):
+    pass
+
+
+async def _within_deadline(client: Any, ep: Endpoint, messages: list[dict[str, str]]) -> tuple:
+    """One request, SDK retries included, within `ep.timeout_s` in total: the SDK's own timeout
+    applies per read, so a server trickling a byte at a time would otherwise never time out."""
+    try:
+        return await asyncio.wait_for(_complete(client, ep, messages), ep.timeout_s)
+    except TimeoutError:
+        raise TotalTimeout(
+            f"no complete answer within the deadline of {ep.timeout_s:g} s "
+            "(setting diagnose_timeout_s)"
+        ) from None
 
 
 def _client(ep: Endpoint) -> Any:
@@ -214,11 +260,12 @@ async def _diagnose_one(client: Any, ep: Endpoint, detail: TaskDetail, budget: i
     try:
         for attempt in (1, 2):
             out.attempts = attempt
-            text, n_in, n_out = await _complete(client, ep, messages)
+            text, n_in, n_out = await _within_deadline(client, ep, messages)
             out.input_tokens = _add(out.input_tokens, n_in)
             out.output_tokens = _add(out.output_tokens, n_out)
             try:
-                out.findings = parse_answer(text)
+                out.findings = parse_answer(text, ep.max_findings)
+                out.findings_dropped = max(0, count_findings(text) - len(out.findings))
                 break
             except ValueError as exc:
                 if attempt == 2:

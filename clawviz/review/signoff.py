@@ -117,6 +117,17 @@ def _as_dict(r: models.Review) -> dict:
     }
 
 
+_FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_safe(value: object) -> object:
+    """A text cell a spreadsheet would evaluate (leading =, +, -, @, tab or CR) gets a leading
+    apostrophe, the OWASP neutralisation for CSV injection; the JSON export keeps the text."""
+    if isinstance(value, str) and value.startswith(_FORMULA_LEADS):
+        return "'" + value
+    return value
+
+
 def export_reviews(session: Session, fmt: str = "csv", task_id: str | None = None) -> str:
     """Every decision (or one task's) as CSV or JSON text, oldest first."""
     stmt = select(models.Review).order_by(col(models.Review.created_at), col(models.Review.id))
@@ -130,5 +141,5 @@ def export_reviews(session: Session, fmt: str = "csv", task_id: str | None = Non
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=EXPORT_FIELDS)
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows({k: csv_safe(v) for k, v in row.items()} for row in rows)
     return buf.getvalue()

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import fcntl
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import quote
 
 from sqlalchemy import Column, MetaData, PrimaryKeyConstraint, String, Table, event, inspect, text
 from sqlalchemy.engine import Connection, Engine
@@ -19,6 +21,24 @@ from clawviz.store import models
 # runs: a new store is stamped, and an up-to-date one checked, with plain SQL below.
 
 _ENGINES: dict[str, Engine] = {}
+_READ_ONLY: dict[int, str] = {}  # id() of engines on a store in a read-only folder: its URL
+
+
+class StoreReadOnly(RuntimeError):
+    """A write to a store that can only be read (its folder cannot be written)."""
+
+
+def is_read_only(engine: Engine) -> bool:
+    return id(engine) in _READ_ONLY
+
+
+def require_writable(engine: Engine) -> None:
+    """Raise StoreReadOnly, in one line, before a command writes to a read-only store."""
+    if is_read_only(engine):
+        raise StoreReadOnly(
+            f"the store {mask_url(_READ_ONLY[id(engine)])} is read-only (its folder cannot be "
+            "written): it can be read, not written"
+        )
 
 
 def get_engine(url: str | None = None, *, check_schema: bool = True) -> Engine:
@@ -29,6 +49,8 @@ def get_engine(url: str | None = None, *, check_schema: bool = True) -> Engine:
     if url in _ENGINES:
         return _ENGINES[url]
     kwargs: dict = {}
+    read_only = False
+    engine_url = url
     if url.startswith("sqlite"):
         kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
         if url in ("sqlite://", "sqlite:///:memory:"):
@@ -37,13 +59,33 @@ def get_engine(url: str | None = None, *, check_schema: bool = True) -> Engine:
             path = url.split("sqlite:///", 1)[-1]
             if path:
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url, **kwargs)
+                read_only = _read_only_file(path)
+            if read_only:
+                # Its folder cannot be written, so SQLite could make no -wal/-shm files: open
+                # it immutable (nobody can write there either), and every write is refused.
+                engine_url = f"sqlite:///file:{quote(path)}?mode=ro&immutable=1&uri=true"
+    engine = create_engine(engine_url, **kwargs)
     if url.startswith("sqlite"):
-        event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "connect", _sqlite_read_only if read_only else _sqlite_pragmas)
+    if read_only:
+        _READ_ONLY[id(engine)] = url
     if check_schema:
         init_db(engine)
         _ENGINES[url] = engine
     return engine
+
+
+def _read_only_file(path: str) -> bool:
+    """An existing SQLite file in a folder this process cannot write (read-only mount or
+    permissions)."""
+    p = Path(path)
+    return "?" not in path and p.is_file() and not os.access(p.parent, os.W_OK)
+
+
+def _sqlite_read_only(dbapi_conn, _record) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
@@ -94,9 +136,22 @@ class StoreOutdated(RuntimeError):
     """The store's schema is older than this clawviz: `clawviz migrate` brings it up."""
 
 
+def _ready(engine: Engine) -> bool:
+    """True when the store already holds every table at the newest revision: checked with a
+    plain read, so a store in a read-only folder (no lock file can be made) can be read."""
+    with engine.connect() as conn:
+        names = set(inspect(conn).get_table_names())
+        if not names.issuperset(SQLModel.metadata.tables):
+            return False
+        return _current(conn) == _head()
+
+
 def init_db(engine: Engine) -> None:
     """Create a new store (stamped at the newest migration), or check that an existing one is
-    at it. Safe when several processes do it at once."""
+    at it. Safe when several processes do it at once; an up-to-date store needs no lock."""
+    if _ready(engine):
+        return
+    require_writable(engine)
     with _schema_lock(engine) as conn:
         revision, head = _current(conn), _head()
         if not inspect(conn).has_table("call"):

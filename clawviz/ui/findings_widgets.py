@@ -158,6 +158,7 @@ def endpoint_form(d: TaskDetail) -> None:
         base_url=base_url.strip(), model=model.strip(),
         api="anthropic" if api == "anthropic" else "openai",
         api_key_env=key_env.strip() or None, timeout_s=settings.diagnose_timeout_s,
+        max_findings=settings.diagnose_max_findings,
     )  # fmt: skip
     bar = st.progress(0.0, text=f"Asking {model} about {d.task.task_id}…")
 

@@ -14,7 +14,7 @@ import pytest
 
 from clawviz.cli.main import main as cli_main
 from clawviz.review import sandbox
-from clawviz.settings import DEFAULT_SETTINGS
+from tests.sandbox_support import needs_sandbox
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_logs"
 EPISODE = "t0001-claude-code-a1"
@@ -81,10 +81,7 @@ def test_diff_unknown_episode(sample_db_url, capsys):
     assert "no attempt 'no-such-episode'" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(
-    sandbox.bwrap_problem(sandbox._python_for(DEFAULT_SETTINGS)) is not None,
-    reason="bubblewrap cannot run here",
-)
+@needs_sandbox()
 def test_check_reproduces_the_recorded_checks(sample_db_url, capsys):
     row = _result(EPISODE)
     ws = SAMPLES / row["workspace_after"]

@@ -23,11 +23,9 @@ import clawviz
 from clawviz.review import sandbox
 from clawviz.review.checker import CheckerError, run_checker
 from clawviz.settings import DEFAULT_SETTINGS
+from tests.sandbox_support import needs_sandbox
 
-pytestmark = pytest.mark.skipif(
-    sandbox.bwrap_problem(sandbox._python_for(DEFAULT_SETTINGS)) is not None,
-    reason=f"bubblewrap cannot run here: {sandbox.bwrap_problem()}",
-)
+pytestmark = needs_sandbox()
 REPO = Path(__file__).resolve().parents[2]
 
 
