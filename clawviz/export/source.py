@@ -15,12 +15,13 @@ from typing import Any
 import orjson
 from sqlmodel import Session, col, select
 
+from clawviz.ingest.exchange import system_text
 from clawviz.settings import Settings
 from clawviz.store import calls as store
 from clawviz.store import queries
 from clawviz.store.decisions import ensure_analysis
-from clawviz.store.models import Blob, CallRow, EpisodeStatus
-from clawviz.types import Call, PathInfo, Reason
+from clawviz.store.models import Blob, CallRow, EpisodeStatus, restore_nul
+from clawviz.types import Call, PathInfo, Reason, Rollout, Usage
 
 Progress = Callable[[int, int, str], None]
 
@@ -105,6 +106,65 @@ def _tools_of(session: Session, call_ids: Sequence[str]) -> dict[str, Any]:
     return out
 
 
+_EXPORT_COLS = (
+    "call_id",
+    "system_hash",
+    "message_hashes",
+    "response_json",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+    "rollout_json",
+)
+"""The call columns an export reads: what the row builders and the report use of a `Call`."""
+
+
+def load_path_calls(session: Session, call_ids: Sequence[str]) -> dict[str, Call]:
+    """The calls named by kept paths, by id, with only the fields an export reads.
+
+    Unlike `store.load_calls_many` (the analysis's loader), only the calls on kept paths are
+    read, and only their messages, system prompt, reply, usage and rollout: the other `Call`
+    fields keep their defaults (headers, tools, extra and the log position are never part of
+    a row). Columns are read without the ORM's per-value type processing; the one text column
+    that can carry an escaped NUL into a row (`call_id`) is restored here.
+    """
+    table = CallRow.__table__
+    cols = [table.c[name] for name in _EXPORT_COLS]
+    rows: list[Any] = []
+    for i in range(0, len(call_ids), 500):
+        chunk = list(call_ids[i : i + 500])
+        rows.extend(session.execute(select(*cols).where(table.c.call_id.in_(chunk))))
+    hashes_of = [store._unpack_json(r.message_hashes) for r in rows]
+    messages = store._load_messages(session, {h for hs in hashes_of for h in hs}, "canonical_json")
+    systems: dict[str, str] = {
+        h: system_text(raw)
+        for h, raw in store._load_blobs(session, {r.system_hash for r in rows if r.system_hash})
+        .items()
+    }
+    out: dict[str, Call] = {}
+    for r, hashes in zip(rows, hashes_of, strict=True):
+        cid = restore_nul(r.call_id)
+        rollout = orjson.loads(r.rollout_json) if r.rollout_json else None
+        out[cid] = Call(
+            call_id=cid,
+            source_file="",
+            line=0,
+            endpoint="anthropic_messages",
+            system=systems.get(r.system_hash, "") if r.system_hash else "",
+            messages=[messages[h] for h in hashes],
+            response=orjson.loads(r.response_json) if r.response_json else None,
+            usage=Usage(
+                _int_or_none(r.input_tokens),
+                _int_or_none(r.output_tokens),
+                _int_or_none(r.cache_read_input_tokens),
+                _int_or_none(r.cache_creation_input_tokens),
+            ),
+            rollout=Rollout(**rollout) if rollout else None,
+        )
+    return out
+
+
 def batches(rows: list[dict], max_episodes: int, max_calls: int) -> Iterator[tuple[int, list]]:
     """(start index, rows) of consecutive batches within both limits (at least one episode)."""
     start, n_calls = 0, 0
@@ -143,14 +203,22 @@ def iter_episodes(
                 )
             )
         }
-        calls_of = store.load_calls_many(session, ids)
+        paths_of = {
+            eid: [PathInfo(**p) for p in orjson.loads(st.paths_json)]
+            for eid, st in statuses.items()
+        }
+        wanted = sorted(
+            {c for ps in paths_of.values() for p in ps if p.state == "kept" for c in p.call_ids}
+        )
+        calls = load_path_calls(session, wanted)
         eps: list[EpisodeData] = []
         for r in batch:
             eid = str(r["episode_id"])
             st = statuses.get(eid)
             if st is None:
                 continue
-            paths = [PathInfo(**p) for p in orjson.loads(st.paths_json)]
+            paths = paths_of[eid]
+            mine = {c for p in paths if p.state == "kept" for c in p.call_ids}
             eps.append(
                 EpisodeData(
                     episode_id=eid,
@@ -163,7 +231,7 @@ def iter_episodes(
                     reward=st.reward,
                     advantage=st.advantage,
                     paths=paths,
-                    calls={c.call_id: c for c in calls_of.get(eid, [])},
+                    calls={c: calls[c] for c in mine if c in calls},
                 )
             )
         lasts = [p.call_ids[-1] for e in eps for p in e.kept_paths if p.call_ids]
