@@ -74,15 +74,36 @@ class Selection:
     its table); an empty tuple selects none."""
 
 
+ROW_COLS = ("episode_id", "task_id", "harness", "model", "attempt", "n_calls")
+"""The Runs table columns an export reads from an episode's row."""
+
+
 def selected_episodes(session: Session, settings: Settings, selection: Selection) -> list[dict]:
-    """The episode rows (Runs table columns) an export covers, in Runs table order."""
+    """The episode rows an export covers, in Runs table order.
+
+    Each row keeps only the columns the export reads (`ROW_COLS`, plain Python values), and the
+    Runs table frame is dropped once filtered: what the selection holds is ~100 bytes per
+    selected episode (and what a sharded export sends its workers)."""
     frame = queries.episodes_frame(session, settings.settings_hash)
     if selection.episode_ids is not None:
         frame = frame[frame["episode_id"].isin(selection.episode_ids)]
     frame = queries.filter_episodes(frame, selection.filter)
     if not selection.include_dropped:
         frame = frame[frame["status"] == "kept"]
-    return frame.to_dict("records")
+    out = []
+    for r in frame.to_dict("records"):
+        out.append(
+            {
+                "episode_id": str(r["episode_id"]),
+                "task_id": _str_or_none(r.get("task_id")),
+                "harness": _str_or_none(r.get("harness")),
+                "model": _str_or_none(r.get("model")),
+                "attempt": _int_or_none(r.get("attempt")),
+                "n_calls": _int_or_none(r.get("n_calls")),
+            }
+        )
+    del frame
+    return out
 
 
 def _tools_of(session: Session, call_ids: Sequence[str]) -> dict[str, Any]:
@@ -187,10 +208,15 @@ def iter_episodes(
     progress: Progress | None = None,
     *,
     max_calls: int = BATCH_CALLS,
+    rows: list[dict] | None = None,
 ) -> Iterator[EpisodeData]:
-    """The selected episodes with calls and stored decisions, one batch of calls in memory."""
-    ensure_analysis(session, settings)
-    rows = selected_episodes(session, settings, selection)
+    """The selected episodes with calls and stored decisions, one batch of calls in memory.
+
+    With `rows` (episode rows as `selected_episodes` returns them, e.g. one shard of a sharded
+    export), those episodes are read and the selection is not queried again."""
+    if rows is None:
+        ensure_analysis(session, settings)
+        rows = selected_episodes(session, settings, selection)
     total = len(rows)
     h = settings.settings_hash
     for start, batch in batches(rows, BATCH, max_calls):
