@@ -117,7 +117,9 @@ def test_engine_ray_without_ray_names_the_extra(sample_db_url, tmp_path, monkeyp
     assert len(err) == 1 and "pip install -r requirements-ray.txt" in err[0]
 
 
-@pytest.mark.skipif(not HAS_RAY, reason="ray is not installed (pip install -r requirements-ray.txt)")
+@pytest.mark.skipif(
+    not HAS_RAY, reason="ray is not installed (pip install -r requirements-ray.txt)"
+)
 def test_engine_ray_local_parts_hold_the_single_export_rows(sample_db_url, tmp_path):
     manifest = check_same(sample_db_url, "sft", tmp_path, workers=2, engine="ray")
     assert manifest["engine"] == "ray"

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from clawviz.cli.common import settings_of
 from clawviz.settings import SettingsError
@@ -162,7 +162,7 @@ def _sharded(args: argparse.Namespace, selection: Any, settings: Any, bar: Any) 
     from clawviz.export.shard import MANIFEST, RayMissing, run_sharded_export
     from clawviz.store.db import get_engine
 
-    engine = args.engine or "process"
+    engine: Literal["process", "ray"] = "ray" if args.engine == "ray" else "process"
     workers = args.workers or 2
     try:
         url = get_engine(args.db).url.render_as_string(hide_password=False)

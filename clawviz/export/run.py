@@ -82,7 +82,10 @@ def _account(report: ExportReport, ep: EpisodeData, got: PathRows, fmt: Format) 
 
 
 def new_report(
-    fmt: Format, out: str | os.PathLike[str], selection: Selection, settings: Settings,
+    fmt: Format,
+    out: str | os.PathLike[str],
+    selection: Selection,
+    settings: Settings,
     advantage: AdvantageKind,
 ) -> ExportReport:
     """An empty report of an export of `selection` to `out`."""

@@ -228,8 +228,6 @@ def run_sharded_export(
         "report": report.to_dict(),
     }
     tmp = out / (MANIFEST + ".partial")
-    tmp.write_bytes(
-        orjson.dumps(manifest, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
-    )
+    tmp.write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
     os.replace(tmp, out / MANIFEST)
     return report

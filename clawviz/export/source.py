@@ -150,7 +150,7 @@ def load_path_calls(session: Session, call_ids: Sequence[str]) -> dict[str, Call
     a row). Columns are read without the ORM's per-value type processing; the one text column
     that can carry an escaped NUL into a row (`call_id`) is restored here.
     """
-    table = CallRow.__table__
+    table: Any = CallRow.__table__  # type: ignore[attr-defined]
     cols = [table.c[name] for name in _EXPORT_COLS]
     rows: list[Any] = []
     for i in range(0, len(call_ids), 500):
@@ -160,8 +160,9 @@ def load_path_calls(session: Session, call_ids: Sequence[str]) -> dict[str, Call
     messages = store._load_messages(session, {h for hs in hashes_of for h in hs}, "canonical_json")
     systems: dict[str, str] = {
         h: system_text(raw)
-        for h, raw in store._load_blobs(session, {r.system_hash for r in rows if r.system_hash})
-        .items()
+        for h, raw in store._load_blobs(
+            session, {r.system_hash for r in rows if r.system_hash}
+        ).items()
     }
     out: dict[str, Call] = {}
     for r, hashes in zip(rows, hashes_of, strict=True):
