@@ -135,3 +135,18 @@ def test_settings_reach_the_workers(sample_db_url, tmp_path):
     got, manifest, _ = parts_of(tmp_path / "p")
     assert got == pq.read_table(tmp_path / "one.parquet").to_pylist()
     assert manifest["report"]["settings_hash"] == report.settings_hash
+
+
+def test_docs_pyarrow_reader_reads_the_parts(sample_db_url, tmp_path, monkeypatch, capsys):
+    import re
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "EXPORT.md").read_text()
+    section = text.split("A plain pyarrow reader", 1)[1]
+    code = re.findall(r"```python\n(.*?)```", section, re.S)[0]
+    run_sharded_export(sample_db_url, "rl", tmp_path / "rl", selection=ALL, workers=2)
+    monkeypatch.chdir(tmp_path)
+    scope: dict = {}
+    exec(compile(code, "EXPORT.md", "exec"), scope)
+    want, _ = single(sample_db_url, "rl", tmp_path / "one.parquet")
+    assert scope["whole"].num_rows == len(want) > 0
+    assert f"{len(want)} rows from" in capsys.readouterr().out
