@@ -1,15 +1,15 @@
 """Sharded export: the selected episodes split into batches, each written as one Parquet part.
 
-`python -m clawviz export ... --out DIR --workers N` runs the batches in a process pool on
-this machine; `--engine ray [--ray-address ADDR]` runs them as Ray tasks (a local Ray with
-`num_cpus=2` and no dashboard when no address is given). Either way the driver selects the
-episodes once (the Runs page's filters, as a single-file export does), cuts them into
+`python -m clawviz export ... --out DIR --workers N` runs the batches in a process pool on this
+machine; `--engine ray [--ray-address ADDR]` runs them as Ray tasks (without an address, a local
+Ray with `num_cpus` = workers, 2 by default, and no dashboard). Either way the driver selects
+the episodes once (the Runs page's filters, as a single-file export does), cuts them into
 consecutive batches, and each task opens the store itself, builds its episodes' rows with the
 same code as `run_export`, and writes `DIR/part-NNNNN.parquet` (one schema for every part,
 `writer._parquet_schema`). The rows are the single-file export's rows, in the same order once
 the parts are read in order. The driver merges the tasks' reports and writes
-`DIR/_manifest.json` (rows, episodes, parts, report) last: a directory without a manifest is
-an export that did not finish.
+`DIR/_manifest.json` (rows, episodes, parts, report) last: a directory without a manifest is an
+export that did not finish.
 
 Workers on other machines (Ray) need the same store URL (PostgreSQL) and `DIR` on a shared
 filesystem.
