@@ -752,7 +752,7 @@ def test_export_docs_loaders_are_python_and_name_real_columns():
 
     text = (REPO / "docs" / "EXPORT.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
-    assert len(blocks) == 4  # TRL, slime, verl SFT, verl RL
+    assert len(blocks) == 6  # sharded parts (datasets, pyarrow), TRL, slime, verl SFT, verl RL
     columns = set(SCHEMA["$defs"]["common"]["properties"]) | {"format"}
     for kind in ("sft_row", "rl_row"):
         columns |= set(SCHEMA["$defs"][kind]["properties"])

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 from clawviz.cli.common import EXIT_FATAL, EXIT_OK, ProgressBar, settings_of
 from clawviz.settings import SettingsError
@@ -27,7 +28,12 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         "the file as FILE.report.json.",
     )
     p.add_argument("--format", required=True, choices=FORMATS, dest="fmt")
-    p.add_argument("--out", required=True, help="output file, .jsonl or .parquet")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="output file, .jsonl or .parquet; with --workers or --engine ray, a directory of "
+        "Parquet parts (part-00000.parquet ...) and _manifest.json",
+    )
     p.add_argument("--task", action="append", default=[], help="task id (repeatable)")
     p.add_argument("--harness", action="append", default=[], help="harness (repeatable)")
     p.add_argument("--model", action="append", default=[], help="model (repeatable)")
@@ -54,6 +60,24 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         default="grpo",
         help="RL rows: GRPO per attempt, or the PPO return per path (per token with values)",
     )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="write sharded Parquet into the --out directory with N worker processes",
+    )
+    p.add_argument(
+        "--engine",
+        choices=("process", "ray"),
+        default=None,
+        help="sharded export engine: a process pool (default) or Ray tasks "
+        "(pip install -r requirements-ray.txt)",
+    )
+    p.add_argument(
+        "--ray-address",
+        default=None,
+        help="with --engine ray: the cluster to join (default: a local Ray with 2 CPUs)",
+    )
     p.set_defaults(func=cmd_export)
 
 
@@ -63,7 +87,21 @@ def cmd_export(args: argparse.Namespace) -> int:
     from clawviz.store.db import session_scope
     from clawviz.store.queries import EpisodeFilter
 
-    if not args.out.lower().endswith(SUFFIXES):
+    sharded = args.workers is not None or args.engine is not None
+    if sharded and args.out.lower().endswith(SUFFIXES):
+        print(
+            f"error: --out {args.out!r}: a sharded export (--workers, --engine) writes a "
+            "directory of Parquet parts; give a directory",
+            file=sys.stderr,
+        )
+        return EXIT_FATAL
+    if args.workers is not None and args.workers < 1:
+        print("error: --workers must be at least 1", file=sys.stderr)
+        return EXIT_FATAL
+    if args.ray_address and args.engine != "ray":
+        print("error: --ray-address needs --engine ray", file=sys.stderr)
+        return EXIT_FATAL
+    if not sharded and not args.out.lower().endswith(SUFFIXES):
         print(f"error: --out {args.out!r} must end in .jsonl or .parquet", file=sys.stderr)
         return EXIT_FATAL
     if "dropped" in args.status and not args.include_dropped:
@@ -89,6 +127,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         episode_ids=tuple(args.episode) or None,
     )
     bar = ProgressBar() if sys.stderr.isatty() and not args.json else None
+    if sharded:
+        return _sharded(args, selection, settings, bar)
     try:
         with session_scope(args.db) as session:
             report = run_export(
@@ -111,4 +151,42 @@ def cmd_export(args: argparse.Namespace) -> int:
     else:
         print(report.text())
         print(f"  report: {report_path(args.out)}")
+    return EXIT_OK
+
+
+def _sharded(args: argparse.Namespace, selection: Any, settings: Any, bar: Any) -> int:
+    """`--workers N` / `--engine ray`: Parquet parts and `_manifest.json` in the --out dir."""
+    from clawviz.export.shard import MANIFEST, RayMissing, run_sharded_export
+    from clawviz.store.db import get_engine
+
+    engine: Literal["process", "ray"] = "ray" if args.engine == "ray" else "process"
+    workers = args.workers or 2
+    try:
+        url = get_engine(args.db).url.render_as_string(hide_password=False)
+        report = run_sharded_export(
+            url,
+            args.fmt,
+            args.out,
+            selection=selection,
+            settings=settings,
+            advantage=args.advantage,
+            workers=workers,
+            engine=engine,
+            ray_address=args.ray_address,
+            progress=bar,
+        )
+    except RayMissing as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FATAL
+    except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FATAL
+    finally:
+        if bar is not None:
+            bar.close()
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2, default=str))
+    else:
+        print(report.text())
+        print(f"  engine {engine}, {workers} workers; manifest: {Path(args.out) / MANIFEST}")
     return EXIT_OK

@@ -117,6 +117,33 @@ class ExportReport:
         self._n_traj += 1
         self._cur = None
 
+    def merge(self, other: ExportReport) -> None:
+        """Add the counts of another report of the same export (one shard's) to this one."""
+        self._fold()
+        other._fold()
+        for name in (
+            "episodes_selected",
+            "episodes_exported",
+            "paths_exported",
+            "rows",
+            "bytes",
+            "trained_tokens",
+            "trained_messages",
+            "context_tokens",
+            "rows_shared_prefix_only",
+            "calls_without_logprobs",
+        ):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.skipped.update(other.skipped)
+        self.splits.update(other.splits)
+        self.omitted_blocks.update(other.omitted_blocks)
+        for code, examples in other.skipped_examples.items():
+            mine = self.skipped_examples.setdefault(code, [])
+            mine.extend(examples[: max(0, 5 - len(mine))])
+        for k, v in other._sums.items():
+            self._sums[k] = self._sums.get(k, 0.0) + v
+        self._n_traj += other._n_traj
+
     @property
     def trajectories(self) -> int:
         """Episodes with at least one exported row."""

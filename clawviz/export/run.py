@@ -81,21 +81,15 @@ def _account(report: ExportReport, ep: EpisodeData, got: PathRows, fmt: Format) 
             )
 
 
-def run_export(
-    session: Session,
+def new_report(
     fmt: Format,
     out: str | os.PathLike[str],
-    *,
-    selection: Selection | None = None,
-    settings: Settings = DEFAULT_SETTINGS,
-    advantage: AdvantageKind = "grpo",
-    progress: Progress | None = None,
+    selection: Selection,
+    settings: Settings,
+    advantage: AdvantageKind,
 ) -> ExportReport:
-    """Write the selected episodes' kept paths as `fmt` rows to `out` (.jsonl or .parquet)."""
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown export format {fmt!r} (choose sft or rl)")
-    selection = selection or Selection()
-    report = ExportReport(
+    """An empty report of an export of `selection` to `out`."""
+    return ExportReport(
         format=fmt,
         path=str(out),
         settings_hash=settings.settings_hash,
@@ -105,10 +99,28 @@ def run_export(
             "include_dropped": selection.include_dropped,
         },
     )
+
+
+def write_rows(
+    session: Session,
+    fmt: Format,
+    out: str | os.PathLike[str],
+    report: ExportReport,
+    *,
+    selection: Selection,
+    settings: Settings,
+    advantage: AdvantageKind = "grpo",
+    progress: Progress | None = None,
+    rows: list[dict] | None = None,
+) -> ExportReport:
+    """Write the rows of the selected episodes (or of these episode `rows`) to `out`, adding
+    what was written and skipped to `report`; the file appears only when complete."""
     writer = RowWriter(out, fmt)
     try:
         max_calls = RL_BATCH_CALLS if fmt == "rl" else BATCH_CALLS
-        for ep in iter_episodes(session, settings, selection, progress, max_calls=max_calls):
+        for ep in iter_episodes(
+            session, settings, selection, progress, max_calls=max_calls, rows=rows
+        ):
             report.episodes_selected += 1
             try:
                 got = episode_rows(ep, fmt, settings, advantage)
@@ -126,7 +138,35 @@ def run_export(
     except BaseException:
         writer.abort()
         raise
-    report.bytes = writer.close()
+    report.bytes += writer.close()
+    return report
+
+
+def run_export(
+    session: Session,
+    fmt: Format,
+    out: str | os.PathLike[str],
+    *,
+    selection: Selection | None = None,
+    settings: Settings = DEFAULT_SETTINGS,
+    advantage: AdvantageKind = "grpo",
+    progress: Progress | None = None,
+) -> ExportReport:
+    """Write the selected episodes' kept paths as `fmt` rows to `out` (.jsonl or .parquet)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown export format {fmt!r} (choose sft or rl)")
+    selection = selection or Selection()
+    report = new_report(fmt, out, selection, settings, advantage)
+    write_rows(
+        session,
+        fmt,
+        out,
+        report,
+        selection=selection,
+        settings=settings,
+        advantage=advantage,
+        progress=progress,
+    )
     report_path(out).write_bytes(
         orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
     )

@@ -81,7 +81,24 @@ def _merge(into: dict[str, int], more: dict[str, int]) -> None:
         into[k] = into.get(k, 0) + v
 
 
-def _reply_position(call: Call, later: Call) -> int | None:
+class KeyMemo:
+    """`match_key` of messages already keyed in one episode, by object identity.
+
+    The calls of an episode share their message objects (loaded once per hash), so each
+    message of a path is keyed once however many later requests hold it. The memo keeps the
+    messages alive, so an id is never reused while it is held."""
+
+    def __init__(self) -> None:
+        self._keys: dict[int, tuple[Message, str]] = {}
+
+    def key(self, m: Message) -> str:
+        got = self._keys.get(id(m))
+        if got is None:
+            got = self._keys[id(m)] = (m, _key(m))
+        return got[1]
+
+
+def _reply_position(call: Call, later: Call, memo: KeyMemo | None = None) -> int | None:
     """Where `call`'s reply sits in `later`'s request, or None when it is not there as sent.
 
     The reply follows the messages of `call`'s request that the harness re-sends: all of them,
@@ -93,13 +110,21 @@ def _reply_position(call: Call, later: Call) -> int | None:
     """
     if call.response is None:
         return None
-    want = _key(call.response)
+    memo = memo if memo is not None else KeyMemo()
+    response = call.response
+    want: str | None = None
     p = len(call.messages)
     while True:
         if p < len(later.messages):
             m = later.messages[p]
-            if m.get("role") == "assistant" and _key(m) == want:
-                return p
+            if m.get("role") == "assistant":
+                # Equal messages have equal keys: the tolerant key only for those that differ.
+                if m is response or m == response:
+                    return p
+                if want is None:
+                    want = memo.key(response)
+                if memo.key(m) == want:
+                    return p
         if p == 0 or match_view(call.messages[p - 1 : p])[0]:
             return None
         p -= 1  # that message was sent with `call`'s request only (may be left out later)
@@ -109,12 +134,14 @@ def _key(m: Message) -> str:
     return match_key(m, ignore_patterns=ALL_IGNORE_PATTERNS)
 
 
-def _trained_positions(calls: list[Call]) -> tuple[list[int], str | None]:
+def _trained_positions(
+    calls: list[Call], memo: KeyMemo | None = None
+) -> tuple[list[int], str | None]:
     """Position of each call's reply in the last call's messages + reply, or why not."""
     last = calls[-1]
     positions = []
     for c in calls[:-1]:
-        pos = _reply_position(c, last)
+        pos = _reply_position(c, last, memo)
         if pos is None:
             return [], f"call {c.call_id}'s reply is not in the request of {last.call_id}"
         positions.append(pos)
@@ -124,28 +151,31 @@ def _trained_positions(calls: list[Call]) -> tuple[list[int], str | None]:
     return positions, None
 
 
-def split_path(calls: list[Call]) -> list[tuple[int, int]]:
+def split_path(calls: list[Call], memo: KeyMemo | None = None) -> list[tuple[int, int]]:
     """The path's calls as [start, end) runs, each one conversation that holds every reply.
 
     A run grows while the next call's request still holds each reply of the run where the
     tree places it; where it does not (the harness rewrote its history), the run ends and the
     next starts, so every reply is trained once, in a context the model saw.
     """
-    if _trained_positions(calls)[1] is None:
+    memo = memo if memo is not None else KeyMemo()
+    if _trained_positions(calls, memo)[1] is None:
         return [(0, len(calls))]  # the usual case: one conversation holds the whole path
     runs: list[tuple[int, int]] = []
     start = 0
     for k in range(1, len(calls)):
-        if _trained_positions(calls[start : k + 1])[1] is not None:
+        if _trained_positions(calls[start : k + 1], memo)[1] is not None:
             runs.append((start, k))
             start = k
     runs.append((start, len(calls)))
     return runs
 
 
-def path_messages(calls: list[Call]) -> tuple[list[dict], list[bool], list[int], dict, str | None]:
+def path_messages(
+    calls: list[Call], memo: KeyMemo | None = None
+) -> tuple[list[dict], list[bool], list[int], dict, str | None]:
     """OpenAI messages, train flags, the end index of each call's reply, omitted blocks."""
-    positions, why = _trained_positions(calls)
+    positions, why = _trained_positions(calls, memo)
     if why is not None:
         return [], [], [], {}, why
     last = calls[-1]
@@ -185,6 +215,7 @@ def sft_rows(ep: EpisodeData, settings_hash: str) -> PathRows:
     """SFT rows of one episode's kept paths (one per path; each segment has its own paths)."""
     out = PathRows()
     done: list[PathInfo] = []
+    memo = KeyMemo()
     for path in ep.kept_paths:
         calls = [ep.calls.get(cid) for cid in path.call_ids]
         if not calls or any(c is None for c in calls):
@@ -196,9 +227,9 @@ def sft_rows(ep: EpisodeData, settings_hash: str) -> PathRows:
             continue
         n_shared = shared_prefix(path, done)
         done.append(path)
-        runs = split_path(ready)
+        runs = split_path(ready, memo)
         for k, (start, end) in enumerate(runs):
-            row = _row(ep, path, ready[start:end], settings_hash, out, start, n_shared)
+            row = _row(ep, path, ready[start:end], settings_hash, out, start, n_shared, memo)
             if row is None:
                 continue
             if len(runs) > 1:
@@ -217,10 +248,11 @@ def _row(
     out: PathRows,
     start: int,
     n_shared: int,
+    memo: KeyMemo | None = None,
 ) -> dict[str, Any] | None:
     """The SFT row of the run of a path's calls from `start`; None when an earlier row trains
     all of it (`n_shared`: leading calls of the path an earlier path trains)."""
-    messages, train, ends, omitted, why = path_messages(calls)
+    messages, train, ends, omitted, why = path_messages(calls, memo)
     if why is not None:
         out.skipped.append(Skip(ep.episode_id, path.path_id, "history_mismatch", why))
         return None

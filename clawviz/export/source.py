@@ -19,8 +19,8 @@ from clawviz.jobs.analyse import ensure_analysis
 from clawviz.settings import Settings
 from clawviz.store import calls as store
 from clawviz.store import queries
-from clawviz.store.models import Blob, CallRow, EpisodeStatus
-from clawviz.types import Call, PathInfo, Reason
+from clawviz.store.models import Blob, CallRow, EpisodeStatus, restore_nul
+from clawviz.types import Call, PathInfo, Reason, Rollout, Usage, system_text
 
 Progress = Callable[[int, int, str], None]
 
@@ -73,15 +73,36 @@ class Selection:
     its table); an empty tuple selects none."""
 
 
+ROW_COLS = ("episode_id", "task_id", "harness", "model", "attempt", "n_calls")
+"""The Runs table columns an export reads from an episode's row."""
+
+
 def selected_episodes(session: Session, settings: Settings, selection: Selection) -> list[dict]:
-    """The episode rows (Runs table columns) an export covers, in Runs table order."""
+    """The episode rows an export covers, in Runs table order.
+
+    Each row keeps only the columns the export reads (`ROW_COLS`, plain Python values), and the
+    Runs table frame is dropped once filtered: what the selection holds is ~100 bytes per
+    selected episode (and what a sharded export sends its workers)."""
     frame = queries.episodes_frame(session, settings.settings_hash)
     if selection.episode_ids is not None:
         frame = frame[frame["episode_id"].isin(selection.episode_ids)]
     frame = queries.filter_episodes(frame, selection.filter)
     if not selection.include_dropped:
         frame = frame[frame["status"] == "kept"]
-    return frame.to_dict("records")
+    out = []
+    for r in frame.to_dict("records"):
+        out.append(
+            {
+                "episode_id": str(r["episode_id"]),
+                "task_id": _str_or_none(r.get("task_id")),
+                "harness": _str_or_none(r.get("harness")),
+                "model": _str_or_none(r.get("model")),
+                "attempt": _int_or_none(r.get("attempt")),
+                "n_calls": _int_or_none(r.get("n_calls")),
+            }
+        )
+    del frame
+    return out
 
 
 def _tools_of(session: Session, call_ids: Sequence[str]) -> dict[str, Any]:
@@ -102,6 +123,66 @@ def _tools_of(session: Session, call_ids: Sequence[str]) -> dict[str, Any]:
             blobs[h] = orjson.loads(store.unpack_text(text) or "null")
     for cid, h in hash_of.items():
         out[cid] = blobs.get(h)
+    return out
+
+
+_EXPORT_COLS = (
+    "call_id",
+    "system_hash",
+    "message_hashes",
+    "response_json",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+    "rollout_json",
+)
+"""The call columns an export reads: what the row builders and the report use of a `Call`."""
+
+
+def load_path_calls(session: Session, call_ids: Sequence[str]) -> dict[str, Call]:
+    """The calls named by kept paths, by id, with only the fields an export reads.
+
+    Unlike `store.load_calls_many` (the analysis's loader), only the calls on kept paths are
+    read, and only their messages, system prompt, reply, usage and rollout: the other `Call`
+    fields keep their defaults (headers, tools, extra and the log position are never part of
+    a row). Columns are read without the ORM's per-value type processing; the one text column
+    that can carry an escaped NUL into a row (`call_id`) is restored here.
+    """
+    table: Any = CallRow.__table__  # type: ignore[attr-defined]
+    cols = [table.c[name] for name in _EXPORT_COLS]
+    rows: list[Any] = []
+    for i in range(0, len(call_ids), 500):
+        chunk = list(call_ids[i : i + 500])
+        rows.extend(session.execute(select(*cols).where(table.c.call_id.in_(chunk))))
+    hashes_of = [store._unpack_json(r.message_hashes) for r in rows]
+    messages = store._load_messages(session, {h for hs in hashes_of for h in hs}, "canonical_json")
+    systems: dict[str, str] = {
+        h: system_text(raw)
+        for h, raw in store._load_blobs(
+            session, {r.system_hash for r in rows if r.system_hash}
+        ).items()
+    }
+    out: dict[str, Call] = {}
+    for r, hashes in zip(rows, hashes_of, strict=True):
+        cid = restore_nul(r.call_id)
+        rollout = orjson.loads(r.rollout_json) if r.rollout_json else None
+        out[cid] = Call(
+            call_id=cid,
+            source_file="",
+            line=0,
+            endpoint="anthropic_messages",
+            system=systems.get(r.system_hash, "") if r.system_hash else "",
+            messages=[messages[h] for h in hashes],
+            response=orjson.loads(r.response_json) if r.response_json else None,
+            usage=Usage(
+                _int_or_none(r.input_tokens),
+                _int_or_none(r.output_tokens),
+                _int_or_none(r.cache_read_input_tokens),
+                _int_or_none(r.cache_creation_input_tokens),
+            ),
+            rollout=Rollout(**rollout) if rollout else None,
+        )
     return out
 
 
@@ -127,10 +208,15 @@ def iter_episodes(
     progress: Progress | None = None,
     *,
     max_calls: int = BATCH_CALLS,
+    rows: list[dict] | None = None,
 ) -> Iterator[EpisodeData]:
-    """The selected episodes with calls and stored decisions, one batch of calls in memory."""
-    ensure_analysis(session, settings)
-    rows = selected_episodes(session, settings, selection)
+    """The selected episodes with calls and stored decisions, one batch of calls in memory.
+
+    With `rows` (episode rows as `selected_episodes` returns them, e.g. one shard of a sharded
+    export), those episodes are read and the selection is not queried again."""
+    if rows is None:
+        ensure_analysis(session, settings)
+        rows = selected_episodes(session, settings, selection)
     total = len(rows)
     h = settings.settings_hash
     for start, batch in batches(rows, BATCH, max_calls):
@@ -143,14 +229,22 @@ def iter_episodes(
                 )
             )
         }
-        calls_of = store.load_calls_many(session, ids)
+        paths_of = {
+            eid: [PathInfo(**p) for p in orjson.loads(st.paths_json)]
+            for eid, st in statuses.items()
+        }
+        wanted = sorted(
+            {c for ps in paths_of.values() for p in ps if p.state == "kept" for c in p.call_ids}
+        )
+        calls = load_path_calls(session, wanted)
         eps: list[EpisodeData] = []
         for r in batch:
             eid = str(r["episode_id"])
             st = statuses.get(eid)
             if st is None:
                 continue
-            paths = [PathInfo(**p) for p in orjson.loads(st.paths_json)]
+            paths = paths_of[eid]
+            mine = {c for p in paths if p.state == "kept" for c in p.call_ids}
             eps.append(
                 EpisodeData(
                     episode_id=eid,
@@ -163,7 +257,7 @@ def iter_episodes(
                     reward=st.reward,
                     advantage=st.advantage,
                     paths=paths,
-                    calls={c.call_id: c for c in calls_of.get(eid, [])},
+                    calls={c: calls[c] for c in mine if c in calls},
                 )
             )
         lasts = [p.call_ids[-1] for e in eps for p in e.kept_paths if p.call_ids]
