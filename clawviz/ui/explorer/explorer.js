@@ -25,6 +25,7 @@ function clawvizExplorer(host, payload, opts) {
     return e;
   }
   function on(target, ev, fn) { target.addEventListener(ev, fn); listeners.push([target, ev, fn]); }
+  function num(v) { return typeof v === "number" ? (Number.isInteger(v) ? String(v) : v.toFixed(3)) : v; }
   function dash(v) { return v === null || v === undefined || v === "" ? "\u2014" : String(v); }
 
   // ---------- layout ----------
@@ -35,7 +36,7 @@ function clawvizExplorer(host, payload, opts) {
   var ep = payload.episode || {};
   head.appendChild(el("strong", "cvx-title", ep.title || ep.id));
   head.appendChild(el("span", "cvx-badge cvx-st-" + (ep.status || "none"), dash(ep.status)));
-  head.appendChild(el("span", "cvx-muted", "reward " + dash(ep.reward) + " \u00b7 " + calls.length + " calls"));
+  head.appendChild(el("span", "cvx-muted", "reward " + dash(num(ep.reward)) + " \u00b7 " + calls.length + " calls"));
   (ep.reasons || []).forEach(function (r) {
     var b = el("button", "cvx-reason", "\u2691 " + r.code);
     b.title = r.evidence || "";
@@ -210,7 +211,7 @@ function clawvizExplorer(host, payload, opts) {
     if (c.error) kv(tbl, "error", c.error);
     kv(tbl, "parent", c.parent ? "call " + byId[c.parent].label : null);
     if (c.retry_of && byId[c.retry_of]) kv(tbl, "retry of", "call " + byId[c.retry_of].label);
-    kv(tbl, "reward / advantage", dash(c.reward) + " / " + dash(c.advantage));
+    kv(tbl, "reward / advantage", dash(num(c.reward)) + " / " + dash(num(c.advantage)));
     kv(tbl, "source", c.source);
     content.appendChild(tbl);
 
@@ -383,6 +384,9 @@ function clawvizExplorer(host, payload, opts) {
   });
 
   host.appendChild(root);
+  var fit = treePane.clientWidth ? (treePane.clientWidth - 8) / W : 1;
+  zoom = Math.max(0.5, Math.min(1.6, fit));
+  applyZoom();
   var first = urlCall();
   if (!first || !byId[first]) first = opts.initial && byId[opts.initial] ? opts.initial : (payload.kept_path || [])[0];
   if (!first || !byId[first]) first = calls.length ? calls[0].id : null;
