@@ -1,6 +1,6 @@
 // clawviz Episode explorer (issue 25): tree on the left, call inspector on the right, all in the
 // browser. Plain ES2017, no dependencies, no network. Every log text goes in with textContent
-// (or createTextNode), never innerHTML. Licence: the project's own (see the repository).
+// (or createTextNode), never as markup. Licence: the project's own (see the repository).
 function clawvizExplorer(host, payload, opts) {
   "use strict";
   opts = opts || {};
