@@ -71,8 +71,9 @@ def _message_text(index: int, message: Message) -> str:
     return "\n".join(message_lines(index, message))
 
 
-def _diff_payload(call: Call, parent: Call, ignored: list[dict[str, Any]],
-                  parent_ignored: list[dict[str, Any]]) -> dict[str, Any]:
+def _diff_payload(
+    call: Call, parent: Call, ignored: list[dict[str, Any]], parent_ignored: list[dict[str, Any]]
+) -> dict[str, Any]:
     d = call_diff(call, parent, call_ignored=ignored, parent_ignored=parent_ignored)
     out: dict[str, Any] = {"parent": parent.call_id}
     for sec in d.sections:

@@ -35,7 +35,10 @@ def _store(tmp_path) -> str:
     calls = hostile_calls()
     for c in calls:
         if c.call_id == "xss:2":
-            c.messages = [*c.messages, {"role": "user", "content": [{"type": "text", "text": HOSTILE}]}]
+            c.messages = [
+                *c.messages,
+                {"role": "user", "content": [{"type": "text", "text": HOSTILE}]},
+            ]
             c.system = c.system + " " + HOSTILE
     with Session(get_engine(url)) as s:
         source = models.Source(path="hostile.jsonl", sha256="hostile-share", format="exchange")
@@ -68,7 +71,9 @@ def test_share_writes_one_inert_file(tmp_path, capsys):
     assert any(HOSTILE in t for t in payload["texts"]), "the hostile text is kept, as data"
     code = before + after
     assert "src=" not in code and "://" not in code.replace("http://www.w3.org/2000/svg", "")
-    assert ".innerHTML" not in code and "insertAdjacentHTML" not in code, "the explorer inserts log text with textContent only"
+    assert ".innerHTML" not in code and "insertAdjacentHTML" not in code, (
+        "the explorer inserts log text with textContent only"
+    )
 
 
 def test_share_redact_and_unknown_episode(tmp_path, capsys):

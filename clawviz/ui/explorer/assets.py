@@ -38,12 +38,15 @@ def safe_json(payload: Any) -> str:
     )
 
 
+CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
+"""No network at all: the file's own inline style and script only."""
+
 PAGE = """<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
+<meta http-equiv="Content-Security-Policy" content="{csp}">
 <title>{title}</title>
 <style>
 body {{ margin: 0; padding: 10px 14px; background: #fff; }}
@@ -71,6 +74,7 @@ def share_html(payload: dict[str, Any]) -> str:
     title = "clawviz · " + str(payload.get("episode", {}).get("title", ""))
     return PAGE.format(
         title=html.escape(title),
+        csp=CSP,
         css=explorer_css(),
         js=explorer_js(),
         payload=safe_json(payload),
