@@ -432,11 +432,11 @@ def main() -> None:
     init_selection(episode_id, call_ids, default_call)
 
     header(view)
+    explorer_section(view, url, settings, default_call)
     export_panel(
         url, settings, Selection(episode_ids=(episode_id,)), key="episode_export", scope=episode_id
     )
     workspace_link(view)
-    explorer_section(view, url, settings, default_call)
     tree_section(view, call_ids)
     section = sections.section_control()
     if section != sections.SECTION_PATHS:
