@@ -96,6 +96,12 @@ def test_shared_file_click_keys_find_back(sample_db_url, page, tmp_path):
         "([sel, c]) => document.querySelector(sel).getAttribute('data-call-id') === c",
         arg=[INSPECTOR, kept[3]],
     )
+    for _ in range(2):  # back past every pick: the call the file opened on
+        page.go_back()
+    page.wait_for_function(
+        "([sel, c]) => document.querySelector(sel).getAttribute('data-call-id') === c",
+        arg=[INSPECTOR, first],
+    )
     assert errors == []
     assert all(u.startswith("file:") for u in requests), requests
 

@@ -340,6 +340,7 @@ function clawvizExplorer(host, payload, opts) {
   }
   on(window, "popstate", function () {
     var id = urlCall();
+    if (!id || !byId[id]) id = initialId;  // back to the entry before any pick: the default
     if (id && byId[id] && (!current || current.id !== id)) select(id, false);
   });
 
@@ -387,9 +388,10 @@ function clawvizExplorer(host, payload, opts) {
   var fit = treePane.clientWidth ? (treePane.clientWidth - 8) / W : 1;
   zoom = Math.max(0.5, Math.min(1.6, fit));
   applyZoom();
+  var initialId = opts.initial && byId[opts.initial] ? opts.initial : (payload.kept_path || [])[0];
+  if (!initialId || !byId[initialId]) initialId = calls.length ? calls[0].id : null;
   var first = urlCall();
-  if (!first || !byId[first]) first = opts.initial && byId[opts.initial] ? opts.initial : (payload.kept_path || [])[0];
-  if (!first || !byId[first]) first = calls.length ? calls[0].id : null;
+  if (!first || !byId[first]) first = initialId;
   if (first) select(first, false);
   else insp.appendChild(el("div", "cvx-muted", "This episode has no calls."));
 
