@@ -17,8 +17,8 @@ _JS = (
     + """
 export default function (component) {
   const { data, parentElement } = component;
-  if (!data || !data.payload) return;
-  return clawvizExplorer(parentElement, data.payload, { initial: data.initial });
+  if (!Array.isArray(data) || !data[0]) return;
+  return clawvizExplorer(parentElement, data[0], { initial: data[1] });
 }
 """
 )
@@ -28,7 +28,9 @@ _mount = st.components.v2.component(NAME, html="", css=explorer_css(), js=_JS)
 
 def episode_explorer(payload: dict[str, Any], *, initial: str | None, key: str) -> None:
     """Mount the explorer for one episode's payload (`clawviz.explorer.build_payload`)."""
-    _mount(key=key, data={"payload": payload, "initial": initial}, height="content")
+    # A list, not a dict: Streamlit scans a dict's values for data frames, importing pandas
+    # (the first view of the Episode page imports none, tests/app/test_first_view_lean.py).
+    _mount(key=key, data=[payload, initial], height="content")
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

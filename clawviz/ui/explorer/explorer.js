@@ -99,8 +99,10 @@ function clawvizExplorer(host, payload, opts) {
     var title = svg("title", {});
     title.textContent = "call " + c.label + " \u00b7 " + c.role + " \u00b7 " + c.state + (c.reason ? " (" + c.reason + ")" : "");
     g.appendChild(title);
-    if (showAllLabels || c.pins.length || c.failed) {
-      var t = svg("text", { x: px(c), y: py(c) + 3.5, class: "cvx-label" });
+    if (calls.length <= 2000) {
+      // Big trees: only failed and pinned calls are labelled until zoomed in (no overlaps).
+      var keep = showAllLabels || c.pins.length || c.failed;
+      var t = svg("text", { x: px(c), y: py(c) + 3.5, class: "cvx-label" + (keep ? "" : " cvx-thin") });
       t.textContent = c.label;
       g.appendChild(t);
     }
@@ -118,6 +120,7 @@ function clawvizExplorer(host, payload, opts) {
   });
   treePane.appendChild(svgEl);
   function applyZoom() {
+    svgEl.classList.toggle("cvx-zoomed", zoom >= 1.4);
     svgEl.setAttribute("width", String(W * zoom));
     svgEl.setAttribute("height", String(H * zoom));
   }
@@ -386,6 +389,7 @@ function clawvizExplorer(host, payload, opts) {
 
   host.appendChild(root);
   var fit = treePane.clientWidth ? (treePane.clientWidth - 8) / W : 1;
+  if (treePane.clientHeight && H * fit > treePane.clientHeight) fit = Math.min(fit, 1);
   zoom = Math.max(0.5, Math.min(1.6, fit));
   applyZoom();
   var initialId = opts.initial && byId[opts.initial] ? opts.initial : (payload.kept_path || [])[0];
