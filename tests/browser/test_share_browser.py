@@ -119,3 +119,21 @@ def test_shared_file_shows_hostile_text_as_text(hostile_db_url, page, tmp_path):
     assert "<script>alert('xss')</script>" in text
     assert page.locator(f"{INSPECTOR} script, {INSPECTOR} img").count() == 0
     assert dialogs == []
+
+
+def test_shared_file_jump_keys(sample_db_url, page, tmp_path):
+    out = tmp_path / "a4.html"
+    payload = _write(sample_db_url, "t0001-claude-code-a4", out)
+    by_id = {c["id"]: c for c in payload["calls"]}
+    page.goto(out.as_uri())
+    page.wait_for_selector(f"{INSPECTOR}[data-call-id]")
+    page.keyboard.press("f")
+    assert by_id[_shown(page)]["failed"], "f: the next failed call"
+    page.keyboard.press("p")
+    assert by_id[_shown(page)]["pins"], "p: the next call with a pinned reason"
+    shown = by_id[_shown(page)]
+    if shown["parent"]:
+        page.keyboard.press("u")
+        assert _shown(page) == shown["parent"], "u: the parent"
+        page.keyboard.press("d")
+        assert by_id[_shown(page)]["parent"] == shown["parent"], "d: a child of that parent"
