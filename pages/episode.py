@@ -430,6 +430,7 @@ def main() -> None:
     init_selection(episode_id, call_ids, default_call)
 
     header(view)
+    explorer_section(view, url, settings, default_call)
     export_panel(
         url, settings, Selection(episode_ids=(episode_id,)), key="episode_export", scope=episode_id
     )
@@ -449,6 +450,35 @@ def main() -> None:
         from clawviz.ui import compare
 
         compare.compare_section(view, settings, on_change=on_compare_select)
+
+
+def explorer_section(view: data.EpisodeView, url: str, settings, default_call: str) -> None:
+    """The client-side explorer (tree and inspector side by side, issue 25), and the download
+    of the same explorer as one offline HTML file (`clawviz share`)."""
+    from clawviz.ui.explorer import component
+
+    episode_id = view.episode["episode_id"]
+    payload = component.explorer_payload(url, episode_id, settings.settings_hash, settings)
+    if payload is None:
+        return
+    component.episode_explorer(payload, initial=default_call, key="episode_explorer")
+    row = st.container(horizontal=True, vertical_alignment="center")
+    redact = row.toggle(
+        "Redact", key="episode_share_redact", help="Leave out system prompts and tool results."
+    )
+    row.download_button(
+        "Download as one HTML file",
+        data=component.share_file(url, episode_id, settings.settings_hash, settings, redact),
+        file_name=f"clawviz-{episode_id}{'-redacted' if redact else ''}.html",
+        mime="text/html",
+        icon=":material/download:",
+        key="episode_share_download",
+        on_click="ignore",
+    )
+    row.caption(
+        "Click a node, or press j / k / u / d / f / p / c (? lists the keys). The classic tree "
+        "with Paths and Compare is below."
+    )
 
 
 def workspace_link(view: data.EpisodeView) -> None:

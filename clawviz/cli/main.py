@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from clawviz.cli import export as cli_export
 from clawviz.cli import review_cmds
+from clawviz.cli import share as cli_share
 from clawviz.cli import tasks as cli_tasks
 from clawviz.cli.common import (
     EXIT_FATAL,
@@ -357,6 +358,7 @@ def build_parser() -> argparse.ArgumentParser:
     review_cmds.register(sub)
     register_record(sub)
     cli_export.register(sub, common)
+    cli_share.register(sub, common)
     return parser
 
 

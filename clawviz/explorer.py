@@ -1,0 +1,222 @@
+"""The Episode explorer's payload: one episode as plain JSON for the client-side explorer
+(`clawviz/ui/explorer/`) and the self-contained file of `clawviz share` (issue 25).
+
+Pure core: no Streamlit. The payload holds the tree (nodes with x/y and edges), and per call its
+summary, its request diffed against its parent, its response and its decision. Every distinct
+text (a message, a system prompt, a response) is stored once in `texts`; calls refer to it by
+index. All text is data: the client inserts it with textContent only.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from clawviz.figures.layout import tree_layout
+from clawviz.recon.calldiff import call_diff, message_lines
+from clawviz.types import Call, EpisodeAnalysis, Message, Role, State, call_label
+
+PAYLOAD_VERSION = 1
+REDACTED_TOOL_RESULT = "[tool result redacted]"
+REDACTED_SYSTEM = "[system prompt redacted]"
+MAX_TEXT = 200_000
+"""Characters of one text kept in the payload; longer texts are cut with a visible note."""
+
+
+@dataclass
+class _Texts:
+    """Distinct texts, each stored once; `ref` returns its index."""
+
+    items: list[str]
+    index: dict[str, int]
+
+    def ref(self, text: str) -> int:
+        if len(text) > MAX_TEXT:
+            cut = len(text) - MAX_TEXT
+            text = text[:MAX_TEXT] + f"\n… {cut:,} more characters not included …"
+        i = self.index.get(text)
+        if i is None:
+            i = self.index[text] = len(self.items)
+            self.items.append(text)
+        return i
+
+
+def _redact_message(message: Message) -> Message:
+    """The message without tool results (a tool-role message becomes one note)."""
+    if message.get("role") == "tool":
+        return {"role": "tool", "content": REDACTED_TOOL_RESULT}
+    content = message.get("content")
+    if not isinstance(content, list):
+        return message
+    out = copy.copy(message)
+    out["content"] = [
+        {"type": "text", "text": REDACTED_TOOL_RESULT}
+        if isinstance(b, dict) and b.get("type") == "tool_result"
+        else b
+        for b in content
+    ]
+    return out
+
+
+def redact_call(call: Call) -> Call:
+    """A copy of the call with no system prompt and no tool results."""
+    out = copy.copy(call)
+    out.system = REDACTED_SYSTEM if call.system else ""
+    out.messages = [_redact_message(m) for m in call.messages]
+    return out
+
+
+def _message_text(index: int, message: Message) -> str:
+    return "\n".join(message_lines(index, message))
+
+
+def _diff_payload(
+    call: Call, parent: Call, ignored: list[dict[str, Any]], parent_ignored: list[dict[str, Any]]
+) -> dict[str, Any]:
+    d = call_diff(call, parent, call_ignored=ignored, parent_ignored=parent_ignored)
+    out: dict[str, Any] = {"parent": parent.call_id}
+    for sec in d.sections:
+        out[sec.name] = {
+            "added": sec.added,
+            "removed": sec.removed,
+            "lines": [
+                [ln.kind, ln.folded if ln.kind == "fold" else ln.text, 1 if ln.ignored else 0]
+                for ln in sec.lines
+            ],
+        }
+    return out
+
+
+def _num(v: Any) -> Any:
+    if isinstance(v, float) and v != v:  # NaN is not JSON
+        return None
+    return v
+
+
+def build_payload(
+    episode_id: str,
+    calls: list[Call],
+    analysis: EpisodeAnalysis | None,
+    *,
+    redact: bool = False,
+    title: str | None = None,
+) -> dict[str, Any]:
+    """The explorer's JSON payload for one episode (see the module docstring)."""
+    if redact:
+        calls = [redact_call(c) for c in calls]
+    layout = tree_layout(calls, analysis)
+    by_id = {c.call_id: c for c in calls}
+    decisions = analysis.decisions if analysis else {}
+    texts = _Texts([], {})
+    pins: dict[str, list[dict[str, str]]] = {}
+    for p in layout.pins:
+        pins.setdefault(p.call_id, []).append({"code": p.code, "evidence": p.evidence})
+    children: dict[str, list[str]] = {}
+    parent_of: dict[str, str | None] = {}
+    for n in layout.nodes:
+        d = decisions.get(n.call_id)
+        parent = d.parent_call if d and d.parent_call in by_id else None
+        parent_of[n.call_id] = parent
+        if parent:
+            children.setdefault(parent, []).append(n.call_id)
+    out_calls: list[dict[str, Any]] = []
+    for n in sorted(layout.nodes, key=lambda n: n.index):
+        c = by_id[n.call_id]
+        d = decisions.get(n.call_id)
+        parent = parent_of[n.call_id]
+        diff = None
+        if parent is not None:
+            pd = decisions.get(parent)
+            diff = _diff_payload(
+                c,
+                by_id[parent],
+                list(d.match_ignored) if d else [],
+                list(pd.match_ignored) if pd else [],
+            )
+        response = None
+        if c.response is not None:
+            response = texts.ref(_message_text(len(c.messages), c.response))
+        duration = (
+            c.t_response - c.t_request
+            if c.t_response is not None and c.t_request is not None
+            else None
+        )
+        out_calls.append(
+            {
+                "id": c.call_id,
+                "label": call_label(c),
+                "x": n.x,
+                "y": n.y,
+                "state": str(n.state),
+                "role": str(n.role),
+                "category": str(n.category),
+                "reason": str(n.reason) if n.reason else None,
+                "role_reason": d.role_reason if d else "",
+                "note": n.note,
+                "parent": parent,
+                "children": children.get(n.call_id, []),
+                "retry_of": d.retry_of if d else None,
+                "segment": n.segment,
+                "failed": str(n.state) == State.FAILED,
+                "compaction": str(n.role) == Role.AUX_SUMMARY,
+                "pins": pins.get(n.call_id, []),
+                "model": c.model,
+                "endpoint": str(c.endpoint),
+                "http_status": c.http_status,
+                "stop_reason": c.stop_reason,
+                "error": c.error,
+                "source": f"{c.source_file}:{c.line}",
+                "duration_s": _num(duration),
+                "usage": {
+                    "input": c.usage.input_tokens,
+                    "output": c.usage.output_tokens,
+                    "cache_read": c.usage.cache_read_input_tokens,
+                    "cache_write": c.usage.cache_creation_input_tokens,
+                },
+                "system": texts.ref(c.system) if c.system else None,
+                "messages": [texts.ref(_message_text(i, m)) for i, m in enumerate(c.messages)],
+                "response": response,
+                "diff": diff,
+                "paths": list(n.path_ids),
+                "reward": _num(n.reward),
+                "advantage": _num(n.advantage),
+            }
+        )
+    kept = next(
+        (list(p.call_ids) for p in (analysis.paths if analysis else []) if p.state == "kept"),
+        [],
+    )
+    return {
+        "version": PAYLOAD_VERSION,
+        "episode": {
+            "id": episode_id,
+            "title": title or episode_id,
+            "status": analysis.status if analysis else None,
+            "reward": _num(analysis.reward) if analysis else None,
+            "reasons": [
+                {"code": str(r.code), "evidence": r.evidence, "call_id": r.call_id}
+                for r in (analysis.reasons if analysis else [])
+            ],
+            "redacted": redact,
+        },
+        "texts": texts.items,
+        "calls": out_calls,
+        "edges": [{"src": e.src, "dst": e.dst, "kind": e.kind} for e in layout.edges],
+        "paths": layout.paths,
+        "kept_path": kept,
+        "boundaries": list(layout.boundaries),
+    }
+
+
+def load_payload(session: Any, episode_id: str, settings: Any, *, redact: bool = False) -> dict:
+    """The payload of a stored episode (raises KeyError for an unknown id)."""
+    from clawviz.store import calls as store
+    from clawviz.store import models
+    from clawviz.store.decisions import episode_analysis
+
+    if session.get(models.Episode, episode_id) is None:
+        raise KeyError(episode_id)
+    calls = store.load_calls(session, episode_id)
+    analysis = episode_analysis(session, episode_id, settings)
+    return build_payload(episode_id, calls, analysis, redact=redact)

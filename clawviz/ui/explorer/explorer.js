@@ -1,0 +1,406 @@
+// clawviz Episode explorer (issue 25): tree on the left, call inspector on the right, all in the
+// browser. Plain ES2017, no dependencies, no network. Every log text goes in with textContent
+// (or createTextNode), never as markup. Licence: the project's own (see the repository).
+function clawvizExplorer(host, payload, opts) {
+  "use strict";
+  opts = opts || {};
+  var SVGNS = "http://www.w3.org/2000/svg";
+  var calls = payload.calls || [];
+  var texts = payload.texts || [];
+  var byId = {};
+  calls.forEach(function (c, i) { c._i = i; byId[c.id] = c; });
+  var listeners = [];
+  var current = null;
+  var findTerm = "";
+
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+  function svg(tag, attrs) {
+    var e = document.createElementNS(SVGNS, tag);
+    for (var k in attrs) e.setAttribute(k, String(attrs[k]));
+    return e;
+  }
+  function on(target, ev, fn) { target.addEventListener(ev, fn); listeners.push([target, ev, fn]); }
+  function num(v) { return typeof v === "number" ? (Number.isInteger(v) ? String(v) : v.toFixed(3)) : v; }
+  function dash(v) { return v === null || v === undefined || v === "" ? "\u2014" : String(v); }
+
+  // ---------- layout ----------
+  var root = el("div", "cvx");
+  root.setAttribute("data-testid", "episode-explorer");
+  root.tabIndex = 0;
+  var head = el("div", "cvx-head");
+  var ep = payload.episode || {};
+  head.appendChild(el("strong", "cvx-title", ep.title || ep.id));
+  head.appendChild(el("span", "cvx-badge cvx-st-" + (ep.status || "none"), dash(ep.status)));
+  head.appendChild(el("span", "cvx-muted", "reward " + dash(num(ep.reward)) + " \u00b7 " + calls.length + " calls"));
+  (ep.reasons || []).forEach(function (r) {
+    var b = el("button", "cvx-reason", "\u2691 " + r.code);
+    b.title = r.evidence || "";
+    if (r.call_id) on(b, "click", function () { select(r.call_id, true); });
+    head.appendChild(b);
+  });
+  if (ep.redacted) head.appendChild(el("span", "cvx-muted", "(redacted: no system prompts, no tool results)"));
+  var tools = el("span", "cvx-tools");
+  var zin = el("button", "cvx-btn", "+"); zin.title = "Zoom in";
+  var zout = el("button", "cvx-btn", "\u2212"); zout.title = "Zoom out";
+  var helpBtn = el("button", "cvx-btn", "?"); helpBtn.title = "Keyboard shortcuts";
+  helpBtn.setAttribute("data-testid", "explorer-help");
+  tools.appendChild(zout); tools.appendChild(zin); tools.appendChild(helpBtn);
+  head.appendChild(tools);
+  var help = el("div", "cvx-help");
+  help.setAttribute("data-testid", "explorer-help-popover");
+  help.hidden = true;
+  [["j / k", "next / previous call on the path"], ["u", "parent call"], ["d", "first child call"],
+   ["f", "next failed call"], ["p", "next pinned call (\u2691 reason)"], ["c", "next compaction call"],
+   ["/", "find in the inspector"], ["Esc", "close this help"], ["?", "show / hide this help"]]
+    .forEach(function (kv) {
+      var row = el("div", "cvx-help-row");
+      row.appendChild(el("kbd", "", kv[0])); row.appendChild(el("span", "", kv[1]));
+      help.appendChild(row);
+    });
+  head.appendChild(help);
+  root.appendChild(head);
+
+  var body = el("div", "cvx-body");
+  var treePane = el("div", "cvx-tree");
+  var insp = el("div", "cvx-insp");
+  insp.setAttribute("data-testid", "call-inspector");
+  body.appendChild(treePane); body.appendChild(insp);
+  root.appendChild(body);
+
+  // ---------- tree ----------
+  var DX = 46, DY = 34, PAD = 24;
+  var maxX = 0, maxY = 0;
+  calls.forEach(function (c) { maxX = Math.max(maxX, c.x); maxY = Math.max(maxY, c.y); });
+  var W = maxX * DX + 2 * PAD + 40, H = maxY * DY + 2 * PAD + 20;
+  var zoom = 1;
+  var svgEl = svg("svg", { width: W, height: H, viewBox: "0 0 " + W + " " + H, class: "cvx-svg" });
+  function px(c) { return PAD + c.x * DX; }
+  function py(c) { return PAD + c.y * DY; }
+  (payload.boundaries || []).forEach(function (bx) {
+    svgEl.appendChild(svg("line", { x1: PAD + bx * DX, x2: PAD + bx * DX, y1: 0, y2: H, class: "cvx-boundary" }));
+  });
+  (payload.edges || []).forEach(function (e) {
+    var a = byId[e.src], b = byId[e.dst];
+    if (!a || !b) return;
+    var d = "M" + px(a) + "," + py(a) + " L" + (px(b) - DX / 2) + "," + py(a) + " L" + (px(b) - DX / 2) + "," + py(b) + " L" + px(b) + "," + py(b);
+    if (a.y === b.y) d = "M" + px(a) + "," + py(a) + " L" + px(b) + "," + py(b);
+    svgEl.appendChild(svg("path", { d: d, class: "cvx-edge cvx-edge-" + e.kind }));
+  });
+  var nodeEls = {};
+  var showAllLabels = calls.length <= 80;
+  calls.forEach(function (c) {
+    var g = svg("g", { class: "cvx-node cvx-st-" + c.state + (c.failed ? " cvx-failed" : ""), "data-call-id": c.id, tabindex: -1 });
+    g.appendChild(svg("circle", { cx: px(c), cy: py(c), r: 9 }));
+    var title = svg("title", {});
+    title.textContent = "call " + c.label + " \u00b7 " + c.role + " \u00b7 " + c.state + (c.reason ? " (" + c.reason + ")" : "");
+    g.appendChild(title);
+    if (calls.length <= 2000) {
+      // Big trees: only failed and pinned calls are labelled until zoomed in (no overlaps).
+      var keep = showAllLabels || c.pins.length || c.failed;
+      var t = svg("text", { x: px(c), y: py(c) + 3.5, class: "cvx-label" + (keep ? "" : " cvx-thin") });
+      t.textContent = c.label;
+      g.appendChild(t);
+    }
+    if (c.pins.length) {
+      var pin = svg("text", { x: px(c) + 8, y: py(c) - 9, class: "cvx-pin" });
+      pin.textContent = "\u2691";
+      g.appendChild(pin);
+    }
+    if (c.compaction) {
+      g.appendChild(svg("rect", { x: px(c) - 12, y: py(c) - 12, width: 24, height: 24, class: "cvx-compaction" }));
+    }
+    on(g, "click", function (ev) { ev.preventDefault(); select(c.id, true); });
+    nodeEls[c.id] = g;
+    svgEl.appendChild(g);
+  });
+  treePane.appendChild(svgEl);
+  function applyZoom() {
+    svgEl.classList.toggle("cvx-zoomed", zoom >= 1.4);
+    svgEl.setAttribute("width", String(W * zoom));
+    svgEl.setAttribute("height", String(H * zoom));
+  }
+  on(zin, "click", function () { zoom = Math.min(4, zoom * 1.25); applyZoom(); });
+  on(zout, "click", function () { zoom = Math.max(0.25, zoom / 1.25); applyZoom(); });
+  on(helpBtn, "click", function () { help.hidden = !help.hidden; });
+
+  // ---------- inspector ----------
+  function pane(titleText, open) {
+    var d = el("details", "cvx-sec");
+    if (open) d.open = true;
+    d.appendChild(el("summary", "", titleText));
+    return d;
+  }
+  function pre(text, cls) {
+    var p = el("pre", "cvx-pre" + (cls ? " " + cls : ""));
+    p.textContent = text;
+    return p;
+  }
+  function textOf(i) { return i === null || i === undefined ? null : texts[i]; }
+
+  function diffBlock(sec) {
+    var box = el("div", "cvx-pre cvx-diff");
+    sec.lines.forEach(function (ln) {
+      var kind = ln[0];
+      var row;
+      if (kind === "fold") {
+        row = el("div", "cvx-fold", "\u2026 " + ln[1] + " unchanged lines \u2026");
+      } else {
+        var mark = kind === "add" ? "+ " : kind === "del" ? "- " : "  ";
+        row = el("div", "cvx-d-" + kind + (ln[2] ? " cvx-ignored" : ""), mark + ln[1]);
+      }
+      box.appendChild(row);
+    });
+    return box;
+  }
+
+  function outline(text) {
+    var heads = [];
+    text.split("\n").forEach(function (line, i) {
+      if (/^#{1,4} \S/.test(line) || /^<[a-z_-]+>$/i.test(line.trim())) heads.push([i, line.trim()]);
+    });
+    return heads;
+  }
+
+  function kv(tbl, k, v) {
+    var tr = el("tr");
+    tr.appendChild(el("th", "", k));
+    tr.appendChild(el("td", "", dash(v)));
+    tbl.appendChild(tr);
+  }
+
+  function render(c) {
+    insp.textContent = "";
+    insp.setAttribute("data-call-id", c.id);
+    var h = el("div", "cvx-insp-head");
+    h.appendChild(el("strong", "", "Call " + c.label));
+    h.appendChild(el("span", "cvx-badge cvx-st-" + c.state, c.state + (c.reason ? " (" + c.reason + ")" : "")));
+    h.appendChild(el("span", "cvx-muted", c.role));
+    insp.appendChild(h);
+
+    var find = el("div", "cvx-find");
+    var input = el("input", "cvx-find-input");
+    input.type = "search"; input.placeholder = "Find in this call";
+    input.setAttribute("data-testid", "explorer-find");
+    input.value = findTerm;
+    var count = el("span", "cvx-find-count");
+    count.setAttribute("data-testid", "explorer-find-count");
+    find.appendChild(input); find.appendChild(count);
+    insp.appendChild(find);
+
+    var content = el("div", "cvx-content");
+    insp.appendChild(content);
+
+    c.pins.forEach(function (p) {
+      var box = el("div", "cvx-pinbox");
+      box.appendChild(el("strong", "", "\u2691 " + p.code + ": "));
+      box.appendChild(document.createTextNode(p.evidence));
+      content.appendChild(box);
+    });
+    var tbl = el("table", "cvx-kv");
+    kv(tbl, "model", c.model);
+    kv(tbl, "endpoint", c.endpoint);
+    kv(tbl, "HTTP", c.http_status);
+    kv(tbl, "stop", c.stop_reason);
+    kv(tbl, "tokens in / out", dash(c.usage.input) + " / " + dash(c.usage.output));
+    kv(tbl, "cache read / write", dash(c.usage.cache_read) + " / " + dash(c.usage.cache_write));
+    kv(tbl, "duration", c.duration_s === null ? null : c.duration_s.toFixed(2) + " s");
+    kv(tbl, "why", c.role_reason);
+    if (c.note) kv(tbl, "note", c.note);
+    if (c.error) kv(tbl, "error", c.error);
+    kv(tbl, "parent", c.parent ? "call " + byId[c.parent].label : null);
+    if (c.retry_of && byId[c.retry_of]) kv(tbl, "retry of", "call " + byId[c.retry_of].label);
+    kv(tbl, "reward / advantage", dash(num(c.reward)) + " / " + dash(num(c.advantage)));
+    kv(tbl, "source", c.source);
+    content.appendChild(tbl);
+
+    if (c.diff) {
+      var dsec = pane("Request vs parent (call " + byId[c.diff.parent].label + ")", true);
+      ["messages", "system prompt", "tools"].forEach(function (name) {
+        var s = c.diff[name];
+        if (!s) return;
+        var sub = pane(name + " (+" + s.added + " \u2212" + s.removed + ")", name === "messages" || s.added + s.removed > 0);
+        sub.appendChild(diffBlock(s));
+        dsec.appendChild(sub);
+      });
+      content.appendChild(dsec);
+    }
+    var resp = textOf(c.response);
+    var rsec = pane("Response", true);
+    rsec.appendChild(resp === null ? el("div", "cvx-muted", "\u2014 (no response)") : pre(resp));
+    content.appendChild(rsec);
+
+    var msec = pane("Request messages (" + c.messages.length + ")", !c.diff);
+    c.messages.forEach(function (ti) {
+      var t = texts[ti];
+      var long = t.length > 1500;
+      var d = pane(t.split("\n")[0] + (long ? " (" + t.length.toLocaleString() + " chars)" : ""), !long);
+      d.appendChild(pre(t));
+      msec.appendChild(d);
+    });
+    content.appendChild(msec);
+
+    var sys = textOf(c.system);
+    if (sys !== null) {
+      var ssec = pane("System prompt (" + sys.length.toLocaleString() + " chars)", false);
+      var heads = outline(sys);
+      var body = pre(sys);
+      if (heads.length) {
+        var ol = el("div", "cvx-outline");
+        heads.slice(0, 60).forEach(function (hd) {
+          var a = el("button", "cvx-linkbtn", hd[1]);
+          on(a, "click", function () {
+            var lh = parseFloat(getComputedStyle(body).lineHeight) || 16;
+            body.scrollTop = hd[0] * lh;
+          });
+          ol.appendChild(a);
+        });
+        ssec.appendChild(ol);
+      }
+      ssec.appendChild(body);
+      content.appendChild(ssec);
+    }
+
+    on(input, "input", function () { findTerm = input.value; highlight(content, count); });
+    on(input, "keydown", function (ev) {
+      if (ev.key === "Enter") { ev.preventDefault(); nextMatch(content); }
+      if (ev.key === "Escape") { input.blur(); }
+    });
+    highlight(content, count);
+  }
+
+  var matchIdx = -1;
+  function highlight(content, count) {
+    // Undo the previous marks, then wrap each match of findTerm in <mark> (text nodes only).
+    content.querySelectorAll("mark.cvx-hit").forEach(function (m) {
+      m.replaceWith(document.createTextNode(m.textContent));
+    });
+    content.normalize();
+    matchIdx = -1;
+    var term = findTerm.toLowerCase();
+    if (!term) { count.textContent = ""; return; }
+    var walker = document.createTreeWalker(content, NodeFilter.SHOW_TEXT);
+    var nodes = [];
+    while (walker.nextNode()) nodes.push(walker.currentNode);
+    var n = 0;
+    nodes.forEach(function (node) {
+      var s = node.nodeValue, low = s.toLowerCase(), at = low.indexOf(term);
+      if (at < 0) return;
+      var frag = document.createDocumentFragment(), from = 0;
+      while (at >= 0) {
+        frag.appendChild(document.createTextNode(s.slice(from, at)));
+        var m = el("mark", "cvx-hit", s.slice(at, at + term.length));
+        frag.appendChild(m);
+        n++;
+        from = at + term.length;
+        at = low.indexOf(term, from);
+      }
+      frag.appendChild(document.createTextNode(s.slice(from)));
+      node.parentNode.replaceChild(frag, node);
+    });
+    content.querySelectorAll("mark.cvx-hit").forEach(function (m) {
+      var d = m.parentElement;
+      while (d && d !== content) { if (d.tagName === "DETAILS") d.open = true; d = d.parentElement; }
+    });
+    count.textContent = n === 1 ? "1 match" : n + " matches";
+    if (n) nextMatch(content);
+  }
+  function nextMatch(content) {
+    var marks = content.querySelectorAll("mark.cvx-hit");
+    if (!marks.length) return;
+    if (matchIdx >= 0 && marks[matchIdx]) marks[matchIdx].classList.remove("cvx-hit-now");
+    matchIdx = (matchIdx + 1) % marks.length;
+    marks[matchIdx].classList.add("cvx-hit-now");
+    marks[matchIdx].scrollIntoView({ block: "nearest" });
+  }
+
+  // ---------- selection and URL ----------
+  function urlCall() {
+    try { return new URLSearchParams(window.location.search).get("call"); } catch (e) { return null; }
+  }
+  function select(id, push) {
+    var c = byId[id];
+    if (!c) return;
+    if (current && nodeEls[current.id]) nodeEls[current.id].classList.remove("cvx-sel");
+    current = c;
+    nodeEls[id].classList.add("cvx-sel");
+    render(c);
+    var r = nodeEls[id].getBoundingClientRect(), pr = treePane.getBoundingClientRect();
+    if (r.left < pr.left || r.right > pr.right || r.top < pr.top || r.bottom > pr.bottom) {
+      treePane.scrollLeft += r.left - pr.left - pr.width / 2;
+      treePane.scrollTop += r.top - pr.top - pr.height / 2;
+    }
+    if (push && opts.history !== false && urlCall() !== id) {
+      var u = new URL(window.location.href);
+      u.searchParams.set("call", id);
+      try { window.history.pushState({ call: id }, "", u.toString()); } catch (e) { /* file: origin */ }
+    }
+    if (opts.onSelect) opts.onSelect(id);
+  }
+  on(window, "popstate", function () {
+    var id = urlCall();
+    if (!id || !byId[id]) id = initialId;  // back to the entry before any pick: the default
+    if (id && byId[id] && (!current || current.id !== id)) select(id, false);
+  });
+
+  function pathOf(c) {
+    var pid = c.paths && c.paths[0];
+    var p = pid && payload.paths[pid];
+    if (p && p.indexOf(c.id) >= 0) return p;
+    if ((payload.kept_path || []).indexOf(c.id) >= 0) return payload.kept_path;
+    return calls.map(function (x) { return x.id; });
+  }
+  function step(delta) {
+    if (!current) return;
+    var p = pathOf(current), i = p.indexOf(current.id) + delta;
+    if (i >= 0 && i < p.length) select(p[i], true);
+  }
+  function nextWhere(pred) {
+    var start = current ? current._i : -1;
+    for (var k = 1; k <= calls.length; k++) {
+      var c = calls[(start + k) % calls.length];
+      if (pred(c)) { select(c.id, true); return; }
+    }
+  }
+  on(document, "keydown", function (ev) {
+    var t = ev.composedPath ? ev.composedPath()[0] : ev.target;
+    var tag = t && t.tagName ? t.tagName.toLowerCase() : "";
+    if (tag === "input" || tag === "textarea" || tag === "select" || (t && t.isContentEditable)) return;
+    if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    if (!root.isConnected) return;
+    var k = ev.key;
+    if (k === "j") step(1);
+    else if (k === "k") step(-1);
+    else if (k === "u") { if (current && current.parent) select(current.parent, true); }
+    else if (k === "d") { if (current && current.children.length) select(current.children[0], true); }
+    else if (k === "f") nextWhere(function (c) { return c.failed; });
+    else if (k === "p") nextWhere(function (c) { return c.pins.length > 0; });
+    else if (k === "c") nextWhere(function (c) { return c.compaction; });
+    else if (k === "?") help.hidden = !help.hidden;
+    else if (k === "Escape") help.hidden = true;
+    else if (k === "/") { var i = insp.querySelector(".cvx-find-input"); if (i) { ev.preventDefault(); i.focus(); } }
+    else return;
+    ev.preventDefault();
+  });
+
+  host.appendChild(root);
+  var fit = treePane.clientWidth ? (treePane.clientWidth - 8) / W : 1;
+  if (treePane.clientHeight && H * fit > treePane.clientHeight) fit = Math.min(fit, 1);
+  zoom = Math.max(0.5, Math.min(1.6, fit));
+  applyZoom();
+  var initialId = opts.initial && byId[opts.initial] ? opts.initial : (payload.kept_path || [])[0];
+  if (!initialId || !byId[initialId]) initialId = calls.length ? calls[0].id : null;
+  var first = urlCall();
+  if (!first || !byId[first]) first = initialId;
+  if (first) select(first, false);
+  else insp.appendChild(el("div", "cvx-muted", "This episode has no calls."));
+
+  return function cleanup() {
+    listeners.forEach(function (l) { l[0].removeEventListener(l[1], l[2]); });
+    if (root.parentNode) root.parentNode.removeChild(root);
+  };
+}

@@ -1,0 +1,51 @@
+"""Real browser: the Episode page's client-side explorer. A click or a key shows its call with
+no server round trip (no Streamlit rerun), the URL names it, and Back / Forward follow."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from conftest import wait_for_app_run
+
+pytestmark = pytest.mark.browser
+
+EPISODE = "t0001-claude-code-a1"
+INSPECTOR = '[data-testid="call-inspector"]'
+# The component lives in a shadow root: find the inspector through every open one.
+SHOWS = """([sel, c]) => {
+  const find = (root) => root.querySelector(sel) || [...root.querySelectorAll('*')]
+    .filter((e) => e.shadowRoot).map((e) => find(e.shadowRoot)).find(Boolean);
+  return find(document)?.getAttribute('data-call-id') === c;
+}"""
+
+
+def _url_call(page) -> str | None:
+    values = parse_qs(urlparse(page.url).query).get("call")
+    return values[0] if values else None
+
+
+def test_explorer_click_key_and_back_without_rerun(app_server, page):
+    page.goto(f"{app_server.url}/episode?episode={EPISODE}")
+    page.wait_for_selector(f"{INSPECTOR}[data-call-id]")
+    wait_for_app_run(page)
+    first = page.get_attribute(INSPECTOR, "data-call-id")
+    ids = page.eval_on_selector_all("g.cvx-node", "els => els.map(e => e.dataset.callId)")
+    assert first in ids and len(ids) == 17
+    # A marker on the page's window: a Streamlit rerun keeps it, a reload would drop it; the
+    # explorer's own root is rebuilt by a rerun, so mark that to see there was none.
+    explorer = page.locator('[data-testid="episode-explorer"]')
+    explorer.evaluate("e => { e.__clawvizMark = 1; }")
+    target = next(i for i in ids if i != first)
+    page.locator(f'g.cvx-node[data-call-id="{target}"]').click()
+    page.wait_for_function(SHOWS, arg=[INSPECTOR, target], timeout=2_000)
+    assert _url_call(page) == target
+    page.keyboard.press("u")  # a parent, or nothing at a root: either way no rerun
+    page.locator(f'g.cvx-node[data-call-id="{target}"]').click()
+    page.keyboard.press("j")
+    after_j = page.get_attribute(INSPECTOR, "data-call-id")
+    assert _url_call(page) == after_j
+    page.wait_for_timeout(1_500)
+    assert explorer.evaluate("e => e.__clawvizMark") == 1, "the click and the key reran the page"
+    page.go_back()
+    page.wait_for_function(SHOWS, arg=[INSPECTOR, target])
