@@ -35,11 +35,11 @@ sys.path.insert(0, str(BENCH))
 
 def build_store(out: Path, episodes: int) -> str:
     import gen
-    from clawviz.jobs.ingest import ingest_paths
     from sqlmodel import Session
 
-    from clawviz.store.db import get_engine
     from clawviz.jobs.analyse import ensure_analysis
+    from clawviz.jobs.ingest import ingest_paths
+    from clawviz.store.db import get_engine
 
     out.mkdir(parents=True, exist_ok=True)
     log, res = out / "template.jsonl", out / "template-results.jsonl"

@@ -8,10 +8,10 @@ import json
 from sqlmodel import Session
 
 from clawviz.cli.main import main
+from clawviz.jobs.analyse import ensure_analysis
 from clawviz.store import calls as store
 from clawviz.store import models
 from clawviz.store.db import get_engine
-from clawviz.store.decisions import ensure_analysis
 from tests import dburl
 from tests.conftest import hostile_calls
 

@@ -1,4 +1,4 @@
-"""The Episode explorer's payload (clawviz/explorer.py) and its safe embedding (issue 25)."""
+"""The Episode explorer's payload (clawviz/figures/explorer.py) and its safe embedding."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ import json
 
 from sqlmodel import Session
 
-from clawviz.explorer import REDACTED_SYSTEM, REDACTED_TOOL_RESULT, build_payload, load_payload
+from clawviz.figures.explorer import REDACTED_SYSTEM, REDACTED_TOOL_RESULT, build_payload
+from clawviz.figures.explorer.assets import safe_json, share_html
+from clawviz.jobs.share import load_payload
 from clawviz.settings import DEFAULT_SETTINGS
 from clawviz.store.db import get_engine
-from clawviz.ui.explorer.assets import safe_json, share_html
 from tests.conftest import SCRIPT_TEXT, hostile_calls
 
 HOSTILE = "</script><script>alert(1)</script><!-- \u202egnp.exe \x1b[31mred\x1b[0m \u2028\u2029"

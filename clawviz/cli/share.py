@@ -29,9 +29,9 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 
 def cmd_share(args: argparse.Namespace) -> int:
-    from clawviz.explorer import load_payload
+    from clawviz.figures.explorer.assets import share_html
+    from clawviz.jobs.share import load_payload
     from clawviz.store.db import session_scope
-    from clawviz.ui.explorer.assets import share_html
 
     settings = settings_of(args)
     with session_scope(args.db) as session:

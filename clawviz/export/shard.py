@@ -181,8 +181,8 @@ def run_sharded_export(
         old.unlink(missing_ok=True)
     from sqlmodel import Session
 
-    from clawviz.store.db import get_engine
     from clawviz.jobs.analyse import ensure_analysis
+    from clawviz.store.db import get_engine
 
     with Session(get_engine(db_url)) as session:
         ensure_analysis(session, settings)

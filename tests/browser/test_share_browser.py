@@ -8,10 +8,10 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from sqlmodel import Session
 
-from clawviz.explorer import load_payload
+from clawviz.figures.explorer.assets import share_html
+from clawviz.jobs.share import load_payload
 from clawviz.settings import DEFAULT_SETTINGS
 from clawviz.store.db import get_engine
-from clawviz.ui.explorer.assets import share_html
 
 pytestmark = pytest.mark.browser
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import streamlit as st
 
-from clawviz.ui.explorer.assets import explorer_css, explorer_js
+from clawviz.figures.explorer.assets import explorer_css, explorer_js
 
 NAME = "clawviz_episode_explorer"
 
@@ -27,7 +27,7 @@ _mount = st.components.v2.component(NAME, html="", css=explorer_css(), js=_JS)
 
 
 def episode_explorer(payload: dict[str, Any], *, initial: str | None, key: str) -> None:
-    """Mount the explorer for one episode's payload (`clawviz.explorer.build_payload`)."""
+    """Mount the explorer for one episode's payload (`clawviz.figures.explorer.build_payload`)."""
     # A list, not a dict: Streamlit scans a dict's values for data frames, importing pandas
     # (the first view of the Episode page imports none, tests/app/test_first_view_lean.py).
     _mount(key=key, data=[payload, initial], height="content")
@@ -38,7 +38,7 @@ def explorer_payload(
     url: str, episode_id: str, settings_hash: str, _settings: Any, redact: bool = False
 ) -> dict[str, Any] | None:
     """The episode's explorer payload (cached per store, episode, settings and redaction)."""
-    from clawviz.explorer import build_payload
+    from clawviz.figures.explorer import build_payload
     from clawviz.ui import data
 
     view = data.episode_view(url, episode_id, settings_hash, _settings)
@@ -52,7 +52,7 @@ def share_file(
     url: str, episode_id: str, settings_hash: str, _settings: Any, redact: bool = False
 ) -> str:
     """The `clawviz share` file of the episode, as text."""
-    from clawviz.ui.explorer.assets import share_html
+    from clawviz.figures.explorer.assets import share_html
 
     payload = explorer_payload(url, episode_id, settings_hash, _settings, redact)
     return share_html(payload or {})

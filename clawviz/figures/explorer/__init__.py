@@ -207,16 +207,3 @@ def build_payload(
         "kept_path": kept,
         "boundaries": list(layout.boundaries),
     }
-
-
-def load_payload(session: Any, episode_id: str, settings: Any, *, redact: bool = False) -> dict:
-    """The payload of a stored episode (raises KeyError for an unknown id)."""
-    from clawviz.store import calls as store
-    from clawviz.store import models
-    from clawviz.store.decisions import episode_analysis
-
-    if session.get(models.Episode, episode_id) is None:
-        raise KeyError(episode_id)
-    calls = store.load_calls(session, episode_id)
-    analysis = episode_analysis(session, episode_id, settings)
-    return build_payload(episode_id, calls, analysis, redact=redact)

@@ -1,0 +1,22 @@
+"""The Episode explorer's payload of a stored episode (what `clawviz share` and the Episode
+page send the explorer): its calls and analysis read from the store, laid out by
+`figures.explorer.build_payload`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clawviz.figures.explorer import build_payload
+
+
+def load_payload(session: Any, episode_id: str, settings: Any, *, redact: bool = False) -> dict:
+    """The payload of a stored episode (raises KeyError for an unknown id)."""
+    from clawviz.jobs.analyse import episode_analysis
+    from clawviz.store import calls as store
+    from clawviz.store import models
+
+    if session.get(models.Episode, episode_id) is None:
+        raise KeyError(episode_id)
+    calls = store.load_calls(session, episode_id)
+    analysis = episode_analysis(session, episode_id, settings)
+    return build_payload(episode_id, calls, analysis, redact=redact)
