@@ -434,3 +434,19 @@ def test_transcript_files_are_dispatched(session):
     eps = session.exec(select(Episode)).all()
     assert eps and all(e.source_kind == "transcript" for e in eps)
     assert sum(e.n_calls for e in eps) == f.n_calls
+
+
+def test_a_utf8_byte_order_mark_costs_no_line_and_is_noted(session, tmp_path):
+    """Issue 28: an editor's byte-order mark before the first record used to reject line 1."""
+    src = Path(__file__).resolve().parent.parent / "sample_logs" / "exchanges" / "claude-code" / "t0001-claude-code-a1.jsonl"
+    plain = src.read_bytes()
+    n_lines = plain.count(b"\n")
+    with_bom = tmp_path / "bom.jsonl"
+    with_bom.write_bytes(b"\xef\xbb\xbf" + plain)
+    report = ingest_paths([with_bom], session=session)
+    assert report.rejected == []
+    assert report.n_calls == n_lines
+    assert [(w.file, w.line, w.reason) for w in report.warnings] == [
+        (str(with_bom), 1, "UTF-8 byte-order mark ignored")
+    ]
+    assert session.exec(select(CallRow.line).order_by(CallRow.line)).first() == 1

@@ -111,6 +111,9 @@ class _Window(io.RawIOBase):
         super().close()
 
 
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
 class LineReader:
     """Lines of a plain or gzip file as (1-based number, bytes), bounded (`ingest.bounded`).
 
@@ -149,6 +152,8 @@ class LineReader:
         )
         self.error: Rejection | None = None
         self.rejections: list[Rejection] = []
+        self.notes: list[Rejection] = []
+        """Lines read with something left out that deserves a note (a byte-order mark)."""
         self.path = path
         self.first_line = first_line
         self.n_lines = first_line - 1
@@ -180,6 +185,11 @@ class LineReader:
                         reported.add(bad)
                         self.rejections.append(Rejection(display, n, bad))
                     continue
+                if n == 1 and data.startswith(UTF8_BOM):
+                    # A UTF-8 byte-order mark (editors on Windows write one) is not part of
+                    # the first record: it is dropped, and the report says so.
+                    data = data[len(UTF8_BOM) :]
+                    self.notes.append(Rejection(display, 1, "UTF-8 byte-order mark ignored"))
                 if long_size:
                     self.rejections.append(
                         Rejection(

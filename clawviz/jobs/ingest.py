@@ -434,6 +434,7 @@ def _ingest_exchange(
         fi.report.n_lines = reader.n_lines
         for problem in reader.problems():
             fi.reject(problem.line, problem.reason, "")
+        out.warnings.extend(reader.notes)
         fi.flush_rejects(out)
     finally:
         reader.close()
@@ -481,6 +482,7 @@ def _ingest_results(fi: _FileIngest, out: IngestReport) -> None:
             fi.result_episodes.add(eid)
         for problem in reader.problems():
             fi.reject(problem.line, problem.reason, "")
+        out.warnings.extend(reader.notes)
         fi.flush_rejects(out)
     finally:
         reader.close()
