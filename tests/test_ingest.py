@@ -316,6 +316,7 @@ def test_folder_is_walked_recursively_and_task_folders_are_not_logs(session, tmp
     assert {e.episode_id for e in session.exec(select(Episode))} == {SESSION, "oc"}
     assert [s.path for s in report.skipped_files] == [str(root / "ws" / "updates.jsonl")]
     from clawviz.review import tasks
+
     assert hasattr(tasks, "load_task_folder")
     assert session.get(Task, "task_0001") is not None and report.n_tasks == 1
 
@@ -425,6 +426,7 @@ def test_results_before_logs_still_fill_the_episode(session, tmp_path):
 
 def test_transcript_files_are_dispatched(session):
     import clawviz.ingest.transcripts  # noqa: F401 (a broken import fails, never skips)
+
     path = TRANSCRIPTS / "pi-v3-branches.jsonl"
     if not path.exists():
         pytest.skip("transcript fixture not present")
@@ -438,7 +440,13 @@ def test_transcript_files_are_dispatched(session):
 
 def test_a_utf8_byte_order_mark_costs_no_line_and_is_noted(session, tmp_path):
     """Issue 28: an editor's byte-order mark before the first record used to reject line 1."""
-    src = Path(__file__).resolve().parent.parent / "sample_logs" / "exchanges" / "claude-code" / "t0001-claude-code-a1.jsonl"
+    src = (
+        Path(__file__).resolve().parent.parent
+        / "sample_logs"
+        / "exchanges"
+        / "claude-code"
+        / "t0001-claude-code-a1.jsonl"
+    )
     plain = src.read_bytes()
     n_lines = plain.count(b"\n")
     with_bom = tmp_path / "bom.jsonl"
