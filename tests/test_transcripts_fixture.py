@@ -115,7 +115,7 @@ def test_context_after_compaction_keeps_from_first_kept_entry(read, entries):
 
 @pytest.fixture(scope="module")
 def analysis(read):
-    from clawviz.store import decisions as module
+    from clawviz.jobs import analyse as module
     return module.analyse_episode(read.calls, reward=None, settings=DEFAULT_SETTINGS)
 
 

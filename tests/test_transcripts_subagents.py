@@ -46,7 +46,7 @@ def _ids(read) -> list[str]:
 
 
 def _analyse(calls):
-    from clawviz.store import decisions as analysis
+    from clawviz.jobs import analyse as analysis
     return analysis.analyse_episode(calls, reward=1.0, settings=DEFAULT_SETTINGS).decisions
 
 
