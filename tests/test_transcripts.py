@@ -473,8 +473,8 @@ def test_cc_subagent_file_rejects_reported_by_file(tmp_path):
 
 
 def _analyse(read):
-    from clawviz.settings import DEFAULT_SETTINGS
     from clawviz.jobs import analyse as analysis
+    from clawviz.settings import DEFAULT_SETTINGS
 
     a = analysis.analyse_episode(read.calls, reward=1.0, settings=DEFAULT_SETTINGS)
     keys = {c.call_id: _key(c) for c in read.calls}
