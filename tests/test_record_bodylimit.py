@@ -134,3 +134,12 @@ def test_proxy_logs_a_cut_marked_line_and_forwards_the_whole_body(rig, session):
     (rej,) = report.rejected
     assert rej.line == 1 and rej.file.endswith("big.jsonl")
     assert "cut by the proxy" in rej.reason and f"request of {len(body)} bytes" in rej.reason
+
+
+def test_an_over_long_line_beside_unrecognised_lines_is_still_rejected(tmp_path, session):
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(b'{"request": {"body": "' + b"y" * (2 * LIMIT) + b'"}}\n{"other": 1}\n')
+    report = ingest_paths(path, session=session, settings=SETTINGS)
+    (rej,) = report.rejected
+    assert rej.line == 1 and rej.file.endswith("mixed.jsonl")
+    assert "max_line_bytes" in rej.reason

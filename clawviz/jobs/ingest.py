@@ -714,15 +714,16 @@ def _ingest_file(
     unread: list[Rejection] = []
     fmt, records = _sniff(target.path, settings, unread, target.display)
     if fmt == "unknown":
-        if unread and not records:
-            # Nothing could be read, only lines the reader refused (over max_line_bytes, ...):
-            # those are rejected lines, named by file and line, not a silent skip.
+        if unread:
+            # Lines the reader refused (over max_line_bytes, ...) are rejected lines, named by
+            # file and line, not a silent skip: such a line may be the file's only exchange.
             out.rejected.extend(unread)
             first = unread[0]
+            what = "no readable record" if not records else "no recognised record"
             out.skipped_files.append(
                 SkippedFile(
                     target.display,
-                    f"no readable record: {len(unread)} line(s) rejected "
+                    f"{what} in its first {SNIFF_LINES} lines; {len(unread)} line(s) rejected "
                     f"(line {first.line}: {first.reason})",
                 )
             )
