@@ -246,8 +246,9 @@ class Settings:
     max_line_bytes: int = field(
         default=64 * 1024 * 1024,
         metadata=_meta(
-            "Longest log line read, in bytes; a longer line is rejected while streaming (never "
-            "held in memory whole).",
+            "Longest log line, in bytes. Ingest rejects a longer line while streaming (never "
+            "held in memory whole); `clawviz record` logs an exchange past it with its body cut "
+            "and marked (`truncated_body`), and forwards it whole.",
             "int",
             affects_decisions=False,
             minimum=1024,

@@ -245,12 +245,18 @@ def _previous_source(session: Session, path: Path, fp: str) -> Source | None:
     return None
 
 
-def _head_records(path: Path, settings: Settings | None = None) -> list[Any]:
-    """The first `SNIFF_LINES` parseable records of a file (plain or gzip, lines bounded)."""
+def _head_records(
+    path: Path,
+    settings: Settings | None = None,
+    problems: list[Rejection] | None = None,
+    display: str | None = None,
+) -> list[Any]:
+    """The first `SNIFF_LINES` parseable records of a file (plain or gzip, lines bounded).
+    Lines the reader could not read (too long, ...) are added to `problems`."""
     records: list[Any] = []
     reader = LineReader(path, settings, verify=False)
     try:
-        for _, data in reader.lines(str(path)):
+        for _, data in reader.lines(display or str(path)):
             if len(records) >= SNIFF_LINES:
                 break
             if not data.strip():
@@ -261,12 +267,19 @@ def _head_records(path: Path, settings: Settings | None = None) -> list[Any]:
                 continue
     finally:
         reader.close()
+    if problems is not None:
+        problems.extend(reader.problems())
     return records
 
 
-def _sniff(path: Path, settings: Settings | None = None) -> tuple[str, list[Any]]:
+def _sniff(
+    path: Path,
+    settings: Settings | None = None,
+    problems: list[Rejection] | None = None,
+    display: str | None = None,
+) -> tuple[str, list[Any]]:
     """The file's format from its first parseable records, and those records."""
-    records = _head_records(path, settings)
+    records = _head_records(path, settings, problems, display)
     from clawviz.ingest import formats
 
     fmt = formats.detect(records)
@@ -283,6 +296,22 @@ def _bad_json_reason(data: bytes, exc: Exception) -> str:
     if not data.endswith(b"\n"):
         return "truncated last line: not valid JSON and no final newline"
     return f"not valid JSON ({str(exc).splitlines()[0]})"
+
+
+def _truncated_reason(record: Any) -> str | None:
+    """Why an exchange line whose body the proxy cut to fit its line budget is not loaded
+    (`clawviz.truncated_body`: side -> the logged body's original size), else None."""
+    cz = record.get("clawviz") if isinstance(record, dict) else None
+    cut = cz.get("truncated_body") if isinstance(cz, dict) else None
+    if not cut:
+        return None
+    limit = cz.get("max_line_bytes") if isinstance(cz, dict) else None
+    sides = ", ".join(f"{side} of {size} bytes" for side, size in sorted(dict(cut).items()))
+    return (
+        f"body cut by the proxy to fit its line budget ({sides}"
+        + (f"; max_line_bytes {limit}" if limit else "")
+        + "): not loaded, a cut conversation would be read as a different one"
+    )
 
 
 def _fallback_episode(display: str, path: Path | None = None) -> str:
@@ -392,6 +421,10 @@ def _ingest_exchange(
                 record = orjson.loads(data)
             except orjson.JSONDecodeError as exc:
                 fi.reject(n, _bad_json_reason(data, exc), _raw_text(data))
+                continue
+            cut = _truncated_reason(record)
+            if cut is not None:
+                fi.reject(n, cut, "")
                 continue
             try:
                 parsed = parse_exchange(
@@ -678,8 +711,23 @@ def _ingest_file(
     for cand in grown:
         if cand.size_bytes < size and heads.get(cand.size_bytes) == cand.sha256:
             return _append_file(session, target, out, cache, seen, held, episodes, cand, size, sha)
-    fmt, records = _sniff(target.path, settings)
+    unread: list[Rejection] = []
+    fmt, records = _sniff(target.path, settings, unread, target.display)
     if fmt == "unknown":
+        if unread:
+            # Lines the reader refused (over max_line_bytes, ...) are rejected lines, named by
+            # file and line, not a silent skip: such a line may be the file's only exchange.
+            out.rejected.extend(unread)
+            first = unread[0]
+            what = "no readable record" if not records else "no recognised record"
+            out.skipped_files.append(
+                SkippedFile(
+                    target.display,
+                    f"{what} in its first {SNIFF_LINES} lines; {len(unread)} line(s) rejected "
+                    f"(line {first.line}: {first.reason})",
+                )
+            )
+            return FileReport(target.display, fmt, "skipped", n_rejected=len(unread))
         out.skipped_files.append(
             SkippedFile(
                 target.display,

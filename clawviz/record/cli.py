@@ -72,6 +72,7 @@ def cmd_record(args: argparse.Namespace) -> int:
                 max_open=args.max_open_files,
                 fail_closed=args.fail_closed,
                 inflate_budget=args.inflate_budget,
+                max_line_bytes=args.max_line_bytes,
                 worker=args.worker_index,
             )
         )
@@ -113,6 +114,8 @@ def _run_workers(args: argparse.Namespace) -> int:
     base += ["--read-timeout", repr(args.read_timeout), "--connect-timeout"]
     base += [repr(args.connect_timeout), "--drain-timeout", repr(args.drain_timeout)]
     base += ["--inflate-budget", str(args.inflate_budget)]
+    if args.max_line_bytes is not None:
+        base += ["--max-line-bytes", str(args.max_line_bytes)]
     if args.max_open_files:
         base += ["--max-open-files", str(args.max_open_files)]
     if args.fail_closed:
@@ -202,6 +205,14 @@ def register(sub: Any) -> None:
         default=32 << 20,
         help="bytes a compressed body may inflate to for the log; past it the body is logged "
         "as it came, in base64, with the budget noted (default 32 MiB)",
+    )
+    p.add_argument(
+        "--max-line-bytes",
+        type=_positive_int,
+        default=None,
+        help="longest log line written; an exchange past it is logged with its body cut and "
+        "marked (clawviz.truncated_body), and forwarded whole (default: the setting "
+        "max_line_bytes, which ingest reads lines up to; CLAWVIZ_MAX_LINE_BYTES)",
     )
     p.add_argument(
         "--workers",

@@ -32,6 +32,8 @@ from typing import Any, TextIO
 
 import orjson
 
+from clawviz.settings import DEFAULT_SETTINGS
+
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -42,6 +44,61 @@ def file_name_for(episode_id: str) -> str:
     if clean != episode_id:
         clean += "-" + hashlib.sha1(episode_id.encode()).hexdigest()[:8]
     return clean + ".jsonl"
+
+
+_BODY_KEYS = ("body", "body_raw", "body_base64")
+_CUT_SLACK = 512  # bytes left for the cut marker when a body is cut to fit the line budget
+
+
+def _logged_body(side: dict[str, Any]) -> bytes:
+    """A side's body as the log would hold it (JSON bytes, text or base64), b"" if none."""
+    for key in _BODY_KEYS:
+        value = side.get(key)
+        if value is None:
+            continue
+        return value.encode() if isinstance(value, str) else orjson.dumps(value)
+    return b""
+
+
+def fit_line(record: dict[str, Any], max_line: int) -> tuple[bytes, bool]:
+    """The record as one log line of at most `max_line` bytes (newline included) when its bodies
+    can be cut to fit: the longest body first is replaced by `body_truncated`, a prefix of its
+    logged text, and `clawviz.truncated_body` says which side and its original size in bytes
+    (ingest rejects such a line with that reason, FORMATS §1). Only the log is cut: the client
+    and the upstream get every byte. A line too long without any body is returned as it is
+    (ingest rejects it as over `max_line_bytes`). The second value: whether a body was cut."""
+    line = orjson.dumps(record) + b"\n"
+    if len(line) <= max_line:
+        return line, False
+    record = dict(record)
+    cz = dict(record.get("clawviz") or {})
+    cut: dict[str, int] = dict(cz.get("truncated_body") or {})
+    bodies = {
+        name: _logged_body(record[name])
+        for name in ("request", "response")
+        if isinstance(record.get(name), dict)
+    }
+    for name in sorted(bodies, key=lambda k: len(bodies[k]), reverse=True):
+        raw = bodies[name]
+        if len(line) <= max_line or not raw:
+            break
+        side = {k: v for k, v in record[name].items() if k not in _BODY_KEYS}
+        cut[name] = len(raw)
+        cz["truncated_body"] = cut
+        cz["max_line_bytes"] = max_line
+        record["clawviz"] = cz
+        keep = max(0, len(raw) - (len(line) - max_line) - _CUT_SLACK)
+        for _ in range(8):  # JSON escaping can make the kept text longer than its bytes
+            side["body_truncated"] = raw[:keep].decode("utf-8", errors="ignore")
+            record[name] = side
+            line = orjson.dumps(record) + b"\n"
+            if len(line) <= max_line or keep == 0:
+                break
+            keep = max(0, keep - (len(line) - max_line) - _CUT_SLACK)
+        else:
+            side["body_truncated"] = ""
+            line = orjson.dumps(record) + b"\n"
+    return line, bool(cut)
 
 
 WORKER_SLOTS = 64  # at most this many `--workers`
@@ -90,8 +147,15 @@ class LogWriter:
         on_written: Callable[[Path], None] | None = None,
         max_open: int | None = None,
         worker: int | None = None,
+        max_line_bytes: int | None = None,
     ) -> None:
         self.dir = Path(out_dir)
+        # The longest line written (the setting `max_line_bytes`, which ingest reads up to):
+        # a longer exchange is logged with its body cut and marked (`fit_line`).
+        self.max_line = int(
+            max_line_bytes if max_line_bytes is not None else DEFAULT_SETTINGS.max_line_bytes
+        )
+        self.truncated = 0  # lines written with a body cut to fit max_line
         self.dir.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
         # One of `record --workers N`: its own files (`<episode>.w<k>.jsonl`), so no two
@@ -175,12 +239,13 @@ class LogWriter:
         while (item := self._queue.get()) is not None:
             name, record = item
             try:
-                line = orjson.dumps(record) + b"\n"
+                line, was_cut = fit_line(record, self.max_line)
             except (TypeError, orjson.JSONEncodeError) as exc:
                 self._fail(name, f"record does not serialise: {exc}")
                 continue
             if self._write(name, line):
                 self.written += 1
+                self.truncated += was_cut
                 self.failing = False
                 if self.on_written is not None:
                     try:

@@ -323,6 +323,7 @@ class Proxy:
             "logging": not w.failing,
             "logged": w.written,
             "lost": w.lost,
+            "truncated": w.truncated,
             "queued": w.queued,
             "refused": self.refused,
             "in_flight": self.inflight,
@@ -524,7 +525,8 @@ class Proxy:
 
 
 def make_app(proxy: Proxy) -> web.Application:
-    # Requests carry whole conversations (and images): no 1 MiB body limit.
+    # Requests carry whole conversations (and images): no 1 MiB body limit. A body is always
+    # forwarded whole; only its logged copy is cut to the line budget (`logfile.fit_line`).
     app = web.Application(client_max_size=1 << 30)
     app.router.add_route("GET", HEALTH_PATH, proxy.handle_health)
     app.router.add_route("*", "/{tail:.*}", proxy.handle)
@@ -545,6 +547,7 @@ async def serve(
     max_open: int | None = None,
     fail_closed: bool = False,
     inflate_budget: int = DEFAULT_INFLATE_BUDGET,
+    max_line_bytes: int | None = None,
     worker: int | None = None,
     ready: asyncio.Event | None = None,
     stop: asyncio.Event | None = None,
@@ -553,7 +556,9 @@ async def serve(
     """Run the proxy until SIGTERM/SIGINT (or `stop`): then stop accepting, let in-flight
     exchanges finish (up to `drain_timeout`), write the log and return."""
     err = stderr if stderr is not None else sys.stderr
-    writer = LogWriter(out_dir, stderr=err, max_open=max_open, worker=worker)
+    writer = LogWriter(
+        out_dir, stderr=err, max_open=max_open, worker=worker, max_line_bytes=max_line_bytes
+    )
     follower = None
     if db_url:
         # Ingest runs in its own process (`clawviz follow`), off the proxy's hot path.
@@ -616,6 +621,11 @@ async def serve(
         err.write(
             f"clawviz record: stopped; {writer.written} exchange(s) logged, {writer.lost} lost"
             + (f", {proxy.refused} refused (503, log failing)" if proxy.refused else "")
+            + (
+                f", {writer.truncated} with a body cut to max_line_bytes ({writer.max_line})"
+                if writer.truncated
+                else ""
+            )
             + "\n"
         )
         if writer.lost:
