@@ -46,6 +46,10 @@ class Follower:
         self.errors = 0
         self._done: dict[str, tuple[int, int]] = {}  # name -> (size, mtime_ns) last ingested
         self._engine = get_engine(db_url)  # a bad URL shows now, not at the first exchange
+        if self._engine.dialect.name == "sqlite":
+            # Opening checked the schema through a pooled connection; a store file replaced
+            # before the first pass must not be written through it (see pass_once).
+            self._engine.dispose()
 
     def changed(self) -> list[tuple[str, tuple[int, int]]]:
         """Files to ingest now, with the (size, mtime) they have."""
