@@ -314,13 +314,15 @@ def _truncated_reason(record: Any) -> str | None:
     )
 
 
-def _fallback_episode(display: str, path: Path | None = None) -> str:
+def _fallback_episode(
+    display: str, path: Path | None = None, settings: Settings | None = None
+) -> str:
     """Episode id of a file whose calls carry no identity: named from the traffic (harness and
     first request time, `identity.traffic_episode_name`), else the path without its suffix."""
     if path is not None:
         from clawviz.ingest import identity
 
-        name = identity.traffic_episode_name(_head_records(path))
+        name = identity.traffic_episode_name(_head_records(path, settings))
         if name is not None:
             return name
     for suffix in (".jsonl.gz", ".jsonl", ".gz"):
@@ -399,7 +401,7 @@ def _ingest_exchange(
     resume: _Resume | None = None,
 ) -> None:
     display = fi.target.display
-    fallback = _fallback_episode(display, fi.target.path)
+    fallback = _fallback_episode(display, fi.target.path, fi.settings)
     named: set[str] = set(resume.named) if resume else set()
     n_fallback = 0
     batch: list[ParsedExchange] = []
