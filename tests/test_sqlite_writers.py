@@ -16,8 +16,9 @@ from sqlmodel import Session, select
 from test_formats_fixtures import anthropic_record, user
 
 from clawviz.jobs.ingest import ingest_paths
+from clawviz.store import db
 from clawviz.store.db import get_engine
-from clawviz.store.models import CallRow
+from clawviz.store.models import CallRow, RejectedLine
 from tests.dburl import fresh_url, on_postgres
 
 pytestmark = pytest.mark.skipif(on_postgres(), reason="SQLite's single writer")
@@ -25,8 +26,10 @@ pytestmark = pytest.mark.skipif(on_postgres(), reason="SQLite's single writer")
 BIG, SMALL = 12_000, 20
 
 
-def _log(path, n: int, episode: str) -> None:
+def _log(path, n: int, episode: str, bad_line: bool = False) -> None:
     with path.open("wb") as f:
+        if bad_line:
+            f.write(b"not json\n")
         for i in range(n):
             rec = anthropic_record(
                 [user(f"{episode} step {i} " + "context " * 40)],
@@ -36,7 +39,18 @@ def _log(path, n: int, episode: str) -> None:
             f.write(orjson.dumps(rec) + b"\n")
 
 
-def test_two_concurrent_ingests_both_load_everything(tmp_path):
+def test_two_concurrent_ingests_both_load_everything(tmp_path, monkeypatch):
+    retries: list[float] = []
+
+    class _Clock:
+        monotonic = staticmethod(time.monotonic)
+
+        @staticmethod
+        def sleep(s: float) -> None:
+            retries.append(s)
+            time.sleep(s)
+
+    monkeypatch.setattr(db, "time", _Clock)
     url = fresh_url(tmp_path, "writers")
     engine = get_engine(url)
 
@@ -47,7 +61,7 @@ def test_two_concurrent_ingests_both_load_everything(tmp_path):
     engine.dispose()  # pooled connections reopen with the short timeout
     big, small = tmp_path / "big.jsonl", tmp_path / "small.jsonl"
     _log(big, BIG, "ep-big")
-    _log(small, SMALL, "ep-small")
+    _log(small, SMALL, "ep-small", bad_line=True)
     started = threading.Event()
     reports: dict[str, object] = {}
     errors: list[BaseException] = []
@@ -84,3 +98,8 @@ def test_two_concurrent_ingests_both_load_everything(tmp_path):
             s.exec(select(CallRow.episode_id, func.count()).group_by(CallRow.episode_id)).all()
         )
     assert counts == {"ep-big": BIG, "ep-small": SMALL}
+    assert retries, "the small file never waited past the busy timeout"
+    # Loaded again after each wait: its one bad line is reported and kept once, not per try.
+    assert [r.line for r in reports["small"].rejected] == [1]  # type: ignore[attr-defined]
+    with Session(engine) as s:
+        assert len(s.exec(select(RejectedLine)).all()) == 1
