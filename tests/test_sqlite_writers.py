@@ -6,19 +6,21 @@ one longer than any busy timeout (30 s before: a 1 GB log)."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 
 import orjson
 import pytest
 from sqlalchemy import event, func
+from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, select
 from test_formats_fixtures import anthropic_record, user
 
 from clawviz.jobs.ingest import ingest_paths
 from clawviz.store import db
 from clawviz.store.db import get_engine
-from clawviz.store.models import CallRow, RejectedLine
+from clawviz.store.models import CallRow, Meta, RejectedLine
 from tests.dburl import fresh_url, on_postgres
 
 pytestmark = pytest.mark.skipif(on_postgres(), reason="SQLite's single writer")
@@ -103,3 +105,36 @@ def test_two_concurrent_ingests_both_load_everything(tmp_path, monkeypatch):
     assert [r.line for r in reports["small"].rejected] == [1]  # type: ignore[attr-defined]
     with Session(engine) as s:
         assert len(s.exec(select(RejectedLine)).all()) == 1
+
+
+def test_retry_locked_waits_out_a_writer_that_holds_the_lock_past_the_busy_timeout(tmp_path):
+    url = fresh_url(tmp_path, "held")
+    engine = get_engine(url)
+
+    @event.listens_for(engine, "connect")
+    def _short_busy_timeout(dbapi_conn, _record) -> None:
+        dbapi_conn.execute("PRAGMA busy_timeout=200")
+
+    engine.dispose()
+    other = sqlite3.connect(
+        str(tmp_path / "held.db"), isolation_level=None, check_same_thread=False
+    )
+    other.execute("BEGIN IMMEDIATE")  # another writer, holding the lock for 1.5 s
+    release = threading.Timer(1.5, lambda: other.execute("COMMIT"))
+    release.start()
+
+    def write(s: Session) -> None:
+        s.merge(Meta(key="probe", value="1"))
+        s.commit()
+
+    try:
+        with Session(engine) as s, pytest.raises(OperationalError, match="database is locked"):
+            write(s)  # the busy timeout alone gives up
+        with Session(engine) as s:
+            t0 = time.monotonic()
+            db.retry_locked(s, lambda: write(s), limit_s=20)
+            assert time.monotonic() - t0 > 1.0
+            assert s.get(Meta, "probe") is not None
+    finally:
+        release.join()
+        other.close()

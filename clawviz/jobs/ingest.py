@@ -649,12 +649,8 @@ def _ingest_targets(
     try:
         # Only the episodes this ingest touched (its calls, its results): a parallel ingest
         # analyses its own, and nothing else is recomputed.
-        db.retry_locked(
-            session,
-            lambda: analyse.ensure_analysis(
-                session, settings, held=held.calls, only=episodes | held.rewarded
-            ),
-        )
+        # (waits, and retries, while another SQLite writer holds the lock: `ensure_analysis`)
+        analyse.ensure_analysis(session, settings, held=held.calls, only=episodes | held.rewarded)
     except SQLAlchemyError as exc:
         # The calls are committed; their decisions are then made on first view instead.
         session.rollback()
