@@ -17,6 +17,7 @@ from sqlmodel import Session
 from clawviz.recon.pipeline import analyse_episode, apply_grpo
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 from clawviz.store import calls as store
+from clawviz.store import db
 from clawviz.store.decisions import (
     Group,
     Stale,
@@ -53,16 +54,22 @@ def ensure_analysis(
     whose held calls are all its stored calls is analysed from them, without a reload; each is
     removed from `held` once analysed (so memory is released as the analysis goes).
     """
-    for attempt in range(RETRIES):
-        try:
-            _ensure_analysis(session, settings, progress, held or {}, only)
-            return
-        except IntegrityError:
-            # Another process (an app session, the CLI, a parallel ingest) stored decisions of
-            # the same episodes first: what it finished is skipped on the next attempt.
-            session.rollback()
-            if attempt == RETRIES - 1:
-                raise
+
+    def attempts() -> None:
+        for attempt in range(RETRIES):
+            try:
+                _ensure_analysis(session, settings, progress, held or {}, only)
+                return
+            except IntegrityError:
+                # Another process (an app session, the CLI, a parallel ingest) stored decisions
+                # of the same episodes first: what it finished is skipped on the next attempt.
+                session.rollback()
+                if attempt == RETRIES - 1:
+                    raise
+
+    # On SQLite, another writer (an ingest's long file) may hold the lock past the busy
+    # timeout: the analysis waits and goes on (what it committed before is skipped), never fails.
+    db.retry_locked(session, attempts)
 
 
 RETRIES = 5

@@ -10,6 +10,7 @@ lines, continuing from where the last load stopped.
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 from collections.abc import Callable
@@ -35,6 +36,7 @@ from clawviz.ingest.results import parse_result
 from clawviz.jobs import analyse
 from clawviz.settings import DEFAULT_SETTINGS, Settings, mask_secrets
 from clawviz.store import calls as store
+from clawviz.store import db
 from clawviz.store.models import CallRow, Result, Source, Task, utcnow
 from clawviz.types import Call, ParsedExchange
 
@@ -642,27 +644,47 @@ def _ingest_targets(
             out.skipped_files.append(SkippedFile(target.display, target.problem))
             continue
         if target.kind == "task_folder":
-            rep = _ingest_task_folder(session, target, out)
+            rep = db.retry_locked(
+                session, functools.partial(_ingest_task_folder, session, target, out)
+            )
             out.files.append(rep)
             out.n_tasks += rep.n_tasks
             continue
         size = target.path.stat().st_size
         if progress:
             progress(done, total, target.display)
-        rep = _ingest_file(
-            session, target, out, cache, seen, held, episodes, done, total, progress, settings
-        )
+
+        def load(target: _Target = target, done: int = done) -> FileReport:
+            return _ingest_file(
+                session, target, out, cache, seen, held, episodes, done, total, progress, settings
+            )
+
+        def undo(display: str = target.display) -> None:
+            # The file's transaction was rolled back: it is read again from its first line.
+            held.rollback()
+            seen.clear()
+            out.rejected = [r for r in out.rejected if r.file != display]
+            out.warnings = [w for w in out.warnings if w.file != display]
+
+        # SQLite has one writer: while another holds the lock (a long file of a concurrent
+        # ingest) past the busy timeout, the file waits and loads again, never fails.
+        rep = db.retry_locked(session, load, undo)
         out.files.append(rep)
         done += size
         if progress:
             progress(done, total, target.display)
     _warn_uncovered(targets, out)
-    store.fill_episodes_from_results(session)
-    session.commit()
+
+    def fill() -> None:
+        store.fill_episodes_from_results(session)
+        session.commit()
+
+    db.retry_locked(session, fill)
     # Decisions at ingest, from the calls still in memory: `episodes` and the app only read.
     try:
         # Only the episodes this ingest touched (its calls, its results): a parallel ingest
         # analyses its own, and nothing else is recomputed.
+        # (waits, and retries, while another SQLite writer holds the lock: `ensure_analysis`)
         analyse.ensure_analysis(session, settings, held=held.calls, only=episodes | held.rewarded)
     except SQLAlchemyError as exc:
         # The calls are committed; their decisions are then made on first view instead.
@@ -777,6 +799,8 @@ def _ingest_file(
         status = "already_loaded" if done_by_other else "already_being_loaded"
         return FileReport(target.display, fmt, status)
     except Exception as exc:  # noqa: BLE001 - a broken file is reported, the others still load
+        if db.is_locked(exc):
+            raise  # another writer holds the lock: the file is loaded again (`_ingest_targets`)
         return _file_failed(session, seen, target, out, report, exc)
     return report
 
@@ -894,6 +918,8 @@ def _append_file(
         session.commit()
         episodes.update(fi.episodes)
     except Exception as exc:  # noqa: BLE001 - as for a new file: reported, the others load
+        if db.is_locked(exc):
+            raise  # another writer holds the lock: the file is loaded again (`_ingest_targets`)
         session.rollback()
         held.rollback()
         seen.clear()

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Iterator
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import quote
 
 from sqlalchemy import Column, MetaData, PrimaryKeyConstraint, String, Table, event, inspect, text
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, SQLModel, create_engine
 
@@ -19,6 +23,8 @@ from clawviz.store import models
 
 # Alembic (`clawviz.store.migrations`, ~0.2 s of imports) is imported only where a migration
 # runs: a new store is stamped, and an up-to-date one checked, with plain SQL below.
+
+T = TypeVar("T")
 
 _ENGINES: dict[str, Engine] = {}
 _READ_ONLY: dict[int, str] = {}  # id() of engines on a store in a read-only folder: its URL
@@ -52,7 +58,7 @@ def get_engine(url: str | None = None, *, check_schema: bool = True) -> Engine:
     read_only = False
     engine_url = url
     if url.startswith("sqlite"):
-        kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+        kwargs["connect_args"] = {"check_same_thread": False, "timeout": busy_timeout_s()}
         if url in ("sqlite://", "sqlite:///:memory:"):
             kwargs["poolclass"] = StaticPool
         else:
@@ -73,6 +79,60 @@ def get_engine(url: str | None = None, *, check_schema: bool = True) -> Engine:
         init_db(engine)
         _ENGINES[url] = engine
     return engine
+
+
+BUSY_TIMEOUT_S = 600.0
+"""How long a SQLite statement waits for another writer's lock before "database is locked"
+(environment: CLAWVIZ_SQLITE_BUSY_TIMEOUT, seconds). It was 30 s: a second writer while one
+file of about 1 GB loaded failed. Ingest also retries a file past it (`retry_locked`)."""
+LOCK_RETRY_S = 24 * 3600.0
+"""How long ingest keeps retrying a file (or its analysis) whose write lock another writer
+holds (environment: CLAWVIZ_SQLITE_LOCK_RETRY, seconds)."""
+
+
+def _env_seconds(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, "") or default)
+    except ValueError:
+        return default
+
+
+def busy_timeout_s() -> float:
+    return _env_seconds("CLAWVIZ_SQLITE_BUSY_TIMEOUT", BUSY_TIMEOUT_S)
+
+
+def is_locked(exc: BaseException) -> bool:
+    """A SQLite "database is locked" (or "table is locked"): another writer holds the lock;
+    the same work succeeds once it commits."""
+    msg = str(getattr(exc, "orig", None) or exc).lower()
+    return isinstance(exc, OperationalError | sqlite3.OperationalError) and (
+        "database is locked" in msg or "database table is locked" in msg
+    )
+
+
+def retry_locked(
+    session: Session,
+    work: Callable[[], T],
+    undo: Callable[[], None] | None = None,
+    *,
+    limit_s: float | None = None,
+) -> T:
+    """Run `work` (a whole transaction's worth), again after a rollback (and `undo`) while
+    another writer holds SQLite's write lock, for up to `limit_s` (LOCK_RETRY_S) in all."""
+    limit = _env_seconds("CLAWVIZ_SQLITE_LOCK_RETRY", LOCK_RETRY_S) if limit_s is None else limit_s
+    deadline = time.monotonic() + limit
+    pause = 0.05
+    while True:
+        try:
+            return work()
+        except (OperationalError, sqlite3.OperationalError) as exc:
+            if not is_locked(exc) or time.monotonic() + pause > deadline:
+                raise
+            session.rollback()
+            if undo is not None:
+                undo()
+            time.sleep(pause)
+            pause = min(pause * 2, 1.0)
 
 
 def _read_only_file(path: str) -> bool:
