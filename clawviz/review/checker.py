@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -71,24 +72,29 @@ def parse_scores(stdout: str) -> dict[str, Any] | None:
         return obj if isinstance(obj, dict) else None
     except ValueError:
         pass
+    # The last complete object wins.
+    for obj, end in _objects_from_the_end(text):
+        if isinstance(obj, dict) and not text[end:].strip().startswith(("}", "]", ",")):
+            return obj
+    return None
+
+
+def _objects_from_the_end(text: str) -> Iterator[tuple[Any, int]]:
+    """(value, end offset) of each JSON value that starts a line with `{`, last line first."""
     decoder = json.JSONDecoder()
     lines = text.splitlines(keepends=True)
     offsets = [0]
     for line in lines:
         offsets.append(offsets[-1] + len(line))
-    # Walk back over lines that open an object; the last complete object wins.
     for i in range(len(lines) - 1, -1, -1):
         stripped = lines[i].lstrip()
         if not stripped.startswith("{"):
             continue
         start = offsets[i] + len(lines[i]) - len(stripped)
         try:
-            obj, end = decoder.raw_decode(text, start)
+            yield decoder.raw_decode(text, start)
         except ValueError:
             continue
-        if isinstance(obj, dict) and not text[end:].strip().startswith(("}", "]", ",")):
-            return obj
-    return None
 
 
 def _is_score_object(obj: Any) -> bool:
@@ -112,20 +118,7 @@ def last_score_object(stdout: str) -> dict[str, Any] | None:
     text = stdout.strip()
     if not text:
         return None
-    decoder = json.JSONDecoder()
-    lines = text.splitlines(keepends=True)
-    offsets = [0]
-    for line in lines:
-        offsets.append(offsets[-1] + len(line))
-    for i in range(len(lines) - 1, -1, -1):
-        stripped = lines[i].lstrip()
-        if not stripped.startswith("{"):
-            continue
-        start = offsets[i] + len(lines[i]) - len(stripped)
-        try:
-            obj, end = decoder.raw_decode(text, start)
-        except ValueError:
-            continue
+    for obj, end in _objects_from_the_end(text):
         # The object must end its line: `{"a": 1} trailing text` is not a score line.
         if text[end:].split("\n", 1)[0].strip():
             continue
