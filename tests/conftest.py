@@ -203,3 +203,15 @@ def _release_server_connections():
 
         for engine in list(db._ENGINES.values()):
             engine.dispose()
+
+
+@pytest.fixture()
+def upstream():
+    """A scripted model server on loopback for the recorder tests: (loop, script, base URL)."""
+    from record_support import LoopThread, Scripted
+
+    lt = LoopThread()
+    scripted = Scripted()
+    port = lt.start_scripted(scripted)
+    yield lt, scripted, f"http://127.0.0.1:{port}"
+    lt.close()

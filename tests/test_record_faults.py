@@ -15,20 +15,11 @@ from pathlib import Path
 import httpx
 import orjson
 import pytest
-from record_support import LoopThread, Scripted, read_log
+from record_support import LoopThread, read_log
 
 from tests.dburl import fresh_url
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture()
-def upstream():
-    lt = LoopThread()
-    scripted = Scripted()
-    port = lt.start_scripted(scripted)
-    yield lt, scripted, f"http://127.0.0.1:{port}"
-    lt.close()
 
 
 def _closed_port() -> int:

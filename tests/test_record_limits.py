@@ -11,19 +11,9 @@ import time
 from pathlib import Path
 
 import httpx
-import pytest
-from record_support import LoopThread, Scripted, read_log
+from record_support import read_log
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture()
-def upstream():
-    lt = LoopThread()
-    scripted = Scripted()
-    port = lt.start_scripted(scripted)
-    yield lt, scripted, f"http://127.0.0.1:{port}"
-    lt.close()
 
 
 def _low_nofile() -> None:

@@ -11,21 +11,11 @@ from collections import defaultdict
 from pathlib import Path
 
 import httpx
-import pytest
-from record_support import LoopThread, Scripted, read_log
+from record_support import read_log
 
 from tests.dburl import fresh_url
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture()
-def upstream():
-    lt = LoopThread()
-    scripted = Scripted()
-    port = lt.start_scripted(scripted)
-    yield lt, scripted, f"http://127.0.0.1:{port}"
-    lt.close()
 
 
 def test_four_workers_log_every_exchange_once_in_order(tmp_path, upstream):
