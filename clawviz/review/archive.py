@@ -393,17 +393,27 @@ def _extract_zip(archive: Path, target: Path, budget: _Budget) -> ExtractReport:
     return ExtractReport(n_files, n_dirs, n_links, budget.n_bytes)
 
 
-def copy_workspace(
-    src: str | Path, dest: str | Path, *, settings: Settings = DEFAULT_SETTINGS
-) -> ExtractReport:
-    """Copy a workspace folder (links kept as links) under the archive limits.
+@dataclass(frozen=True)
+class TreeEntry:
+    """One entry of a checked folder tree: its path, its POSIX path relative to the root, its
+    kind ('dir', 'file' or 'link'), its apparent size (files) and its permission bits."""
 
-    A folder workspace obeys the same archive_max_bytes / archive_max_files as an archive:
-    entries and apparent sizes are counted before anything is copied (a sparse 1 GB file
-    counts 1 GB), and the bytes actually copied are counted again while copying."""
-    src, dest = Path(src), Path(dest)
+    path: Path
+    rel: str
+    kind: str
+    size: int
+    mode: int
+
+
+def plan_tree(src: str | Path, *, settings: Settings = DEFAULT_SETTINGS) -> list[TreeEntry]:
+    """The entries of a workspace folder, parents before children, under the archive limits.
+
+    A folder obeys the same archive_max_bytes / archive_max_files as an archive: entries and
+    apparent sizes are counted before anything is copied (a sparse 1 GB file counts 1 GB).
+    Devices, fifos and sockets are refused."""
+    src = Path(src)
     budget = _Budget(src, int(settings.archive_max_bytes), int(settings.archive_max_files))
-    plan: list[tuple[Path, Path, str]] = []
+    plan: list[TreeEntry] = []
     for dirpath, dirnames, filenames in os.walk(src):
         base = Path(dirpath)
         dirnames.sort()
@@ -421,20 +431,33 @@ def copy_workspace(
                 budget.declared(rel, st.st_size)
             else:
                 raise ArchiveError(f"{src.name}: {rel!r} is a device, fifo or socket")
-            plan.append((path, dest / rel, kind))
+            size = st.st_size if kind == "file" else 0
+            plan.append(TreeEntry(path, rel, kind, size, stat.S_IMODE(st.st_mode)))
+    return plan
+
+
+def copy_workspace(
+    src: str | Path, dest: str | Path, *, settings: Settings = DEFAULT_SETTINGS
+) -> ExtractReport:
+    """Copy a workspace folder (links kept as links) under the archive limits (`plan_tree`),
+    counting the bytes actually copied again while copying."""
+    src, dest = Path(src), Path(dest)
+    plan = plan_tree(src, settings=settings)
+    budget = _Budget(src, int(settings.archive_max_bytes), int(settings.archive_max_files))
     dest.mkdir(parents=True, exist_ok=True)
     n_files = n_dirs = n_links = 0
-    for path, out, kind in plan:
-        if kind == "dir":
+    for e in plan:
+        out = dest / e.rel
+        if e.kind == "dir":
             out.mkdir(exist_ok=True)
             n_dirs += 1
-        elif kind == "link":
-            out.symlink_to(os.readlink(path))
+        elif e.kind == "link":
+            out.symlink_to(os.readlink(e.path))
             n_links += 1
         else:
-            with path.open("rb") as fh:
-                budget.write(path.relative_to(src).as_posix(), fh, out)
-            shutil.copymode(path, out)
+            with e.path.open("rb") as fh:
+                budget.write(e.rel, fh, out)
+            shutil.copymode(e.path, out)
             n_files += 1
     return ExtractReport(n_files, n_dirs, n_links, budget.n_bytes)
 

@@ -1,0 +1,299 @@
+"""Hostile checkers against the sandbox's quotas: bytes and entries of the workspace, /tmp and
+/dev/shm, a read-only /dev with only the listed device nodes, no host path in mountinfo, and no
+way to mount a filesystem of one's own.
+
+Each check.py attacks and reports what it managed; the expected limits come from the settings
+given here (and the device numbers from the kernel's documented list, devices.txt), never from
+clawviz's own output.
+"""
+
+from __future__ import annotations
+
+import errno
+import tempfile
+import textwrap
+import threading
+import uuid
+from pathlib import Path
+
+import pytest
+
+from clawviz.review.checker import CheckerError, run_checker
+from clawviz.settings import DEFAULT_SETTINGS
+from tests.sandbox_support import needs_sandbox
+
+pytestmark = needs_sandbox()
+MIB = 1024 * 1024
+
+
+def _task(tmp_path: Path, body: str) -> Path:
+    folder = tmp_path / f"task_{uuid.uuid4().hex[:6]}"
+    (folder / "reward").mkdir(parents=True)
+    (folder / "reward" / "check.py").write_text(textwrap.dedent(body))
+    return folder
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    w = tmp_path / "ws"
+    w.mkdir()
+    (w / "a.txt").write_text("a\n")
+    return w
+
+
+FILL = """
+import errno, json, os, sys
+def fill(folder, chunk, limit):
+    # Write `chunk`-byte files into folder until an error or `limit` bytes; report both.
+    written, err, i = 0, 0, 0
+    block = b"x" * chunk
+    while written < limit:
+        try:
+            with open(os.path.join(folder, "fill%d" % i), "wb") as fh:
+                fh.write(block)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            err = exc.errno
+            break
+        written += chunk
+        i += 1
+    return float(written), float(err)
+"""
+
+
+def test_writing_past_the_workspace_quota_never_reaches_the_host_disk(tmp_path, ws):
+    """The old sandbox bound a host temp folder at /workspace: 1.26 GB reached the host disk.
+    Here the checker names its files with a token the test looks for on the host while it runs."""
+    token = f"clawviz-quota-{uuid.uuid4().hex}"
+    body = FILL.replace('"fill%d"', f'"{token}-%d"') + textwrap.dedent(
+        """
+    written, err = fill("/workspace", 1 << 20, 64 << 20)
+    import time
+    time.sleep(2)  # the attack holds its files while the host is searched
+    print(json.dumps({"written": written, "errno": err}))
+    """
+    )
+    settings = DEFAULT_SETTINGS.with_(sandbox_workspace_max_bytes=8 * MIB)
+    found: list[str] = []
+    result: list = []
+    runner = threading.Thread(
+        target=lambda: result.append(
+            run_checker(_task(tmp_path, body), ws, timeout_s=30, settings=settings)
+        )
+    )
+    runner.start()
+    host_tmp = Path(tempfile.gettempdir())
+    while runner.is_alive():
+        for pattern in (f"*/{token}-*", f"*/*/{token}-*", f"*/*/*/{token}-*"):
+            found += [str(p) for p in host_tmp.glob(pattern)]
+        runner.join(timeout=0.05)
+    res = result[0]
+    assert found == [], f"the checker's files reached the host disk: {found[:3]}"
+    assert res.status == "ok", res.message + res.stderr
+    assert res.scores["errno"] == errno.ENOSPC
+    # a.txt and the page rounding take a little: at most the quota, most of it used.
+    assert 4 * MIB <= res.scores["written"] <= 8 * MIB
+    assert "sandbox_workspace_max_bytes" in res.message
+    assert any("sandbox_workspace_max_bytes" in q for q in res.quota_full)
+
+
+def test_sixty_thousand_files_stop_at_the_default_file_limit(tmp_path, ws):
+    body = """
+    import json, os
+    os.mkdir("/workspace/many")
+    n, err = 0, 0
+    for i in range(60000):
+        try:
+            open("/workspace/many/%d" % i, "w").close()
+        except OSError as exc:
+            err = exc.errno
+            break
+        n += 1
+    print(json.dumps({"created": float(n), "errno": float(err)}))
+    """
+    res = run_checker(_task(tmp_path, body), ws, timeout_s=60)
+    limit = DEFAULT_SETTINGS.sandbox_workspace_max_files
+    assert limit < 60000
+    assert res.status == "ok", res.message + res.stderr
+    assert res.scores["errno"] == errno.ENOSPC
+    # The root, a.txt and many/ are entries too.
+    assert res.scores["created"] == limit - 3
+    assert "sandbox_workspace_max_files" in res.message
+
+
+def test_tmp_and_dev_shm_are_bounded_in_bytes_and_entries(tmp_path, ws):
+    body = FILL + textwrap.dedent(
+        """
+    out = {}
+    for name, folder in (("tmp", "/tmp"), ("shm", "/dev/shm")):
+        out[name + "_bytes"], out[name + "_errno"] = fill(folder, 1 << 20, 64 << 20)
+        for f in os.listdir(folder):
+            os.unlink(os.path.join(folder, f))
+        n = 0
+        while n < 5000:
+            try:
+                open(os.path.join(folder, "e%d" % n), "w").close()
+            except OSError:
+                break
+            n += 1
+        out[name + "_entries"] = float(n)
+    print(json.dumps(out))
+    """
+    )
+    settings = DEFAULT_SETTINGS.with_(sandbox_tmp_max_bytes=4 * MIB, sandbox_tmp_max_files=100)
+    res = run_checker(_task(tmp_path, body), ws, timeout_s=60, settings=settings)
+    assert res.status == "ok", res.message + res.stderr
+    for name in ("tmp", "shm"):
+        assert res.scores[f"{name}_errno"] == errno.ENOSPC
+        assert 3 * MIB <= res.scores[f"{name}_bytes"] <= 4 * MIB
+        assert res.scores[f"{name}_entries"] == 99  # the root is the 100th
+    assert "sandbox_tmp_max_files" in res.message
+
+
+def test_every_writable_place_is_a_bounded_tmpfs_and_dev_is_read_only(tmp_path, ws):
+    """Walk the sandbox's own mount table: whatever is writable must be one of the three
+    bounded tmpfs mounts (the bound device nodes and /dev/pts excepted)."""
+    body = """
+    import json, os
+    writable = []
+    for line in open("/proc/self/mountinfo"):
+        fields = line.split()
+        point, opts = fields[4], fields[5].split(",")
+        sep = fields.index("-")
+        fstype, super_opts = fields[sep + 1], fields[sep + 3]
+        if "rw" in opts and point not in ("/proc", "/dev/pts") and fstype != "devtmpfs":
+            writable.append([point, fstype, super_opts])
+    dev_writable = 1.0
+    try:
+        open("/dev/clawviz-fill", "w").close()
+    except OSError:
+        dev_writable = 0.0
+    print(json.dumps(writable), flush=True)
+    print(json.dumps({"dev_writable": dev_writable}))
+    """
+    settings = DEFAULT_SETTINGS.with_(sandbox_tmp_max_bytes=4 * MIB, sandbox_tmp_max_files=100)
+    res = run_checker(_task(tmp_path, body), ws, timeout_s=30, settings=settings)
+    assert res.status == "ok", res.message + res.stderr
+    assert res.scores == {"dev_writable": 0.0}
+    import json
+
+    writable = json.loads(res.stdout.splitlines()[0])
+    points = sorted(p for p, _, _ in writable)
+    assert points == ["/dev/shm", "/tmp", "/workspace"]
+    ws_kib = DEFAULT_SETTINGS.sandbox_workspace_max_bytes // 1024
+    expected = {
+        "/workspace": f"size={ws_kib}k,nr_inodes={DEFAULT_SETTINGS.sandbox_workspace_max_files}",
+        "/tmp": "size=4096k,nr_inodes=100",
+        "/dev/shm": "size=4096k,nr_inodes=100",
+    }
+    for point, fstype, opts in writable:
+        assert fstype == "tmpfs"
+        assert expected[point] in opts, (point, opts)
+
+
+def test_mountinfo_shows_no_host_path_of_the_copies(tmp_path, ws):
+    body = """
+    import json
+    print(open("/proc/self/mountinfo").read(), flush=True)
+    print(json.dumps({"read": 1.0}))
+    """
+    task = _task(tmp_path, body)
+    res = run_checker(task, ws, timeout_s=30)
+    assert res.status == "ok", res.message + res.stderr
+    mountinfo = res.stdout
+    assert "/workspace" in mountinfo and "/reward" in mountinfo
+    for host in (str(tmp_path), str(ws), str(task), "clawviz-check-", "clawviz-ws-"):
+        assert host not in mountinfo
+    host_tmp = tempfile.gettempdir().rstrip("/") + "/"
+    for line in mountinfo.splitlines():
+        fields = line.split()
+        if len(fields) > 4 and fields[0].isdigit():
+            # Field 4 is the mount's root inside its source filesystem: a host path for binds.
+            assert not fields[3].startswith(host_tmp), line
+
+
+# Character devices by (major, minor), from the kernel's Documentation/admin-guide/devices.txt.
+DEVICES = {"null": (1, 3), "zero": (1, 5), "full": (1, 7), "random": (1, 8), "urandom": (1, 9)}
+DEVICES["tty"] = (5, 0)
+
+
+def test_dev_holds_only_the_listed_device_nodes(tmp_path, ws):
+    body = """
+    import json, os, stat
+    entries = {}
+    for name in sorted(os.listdir("/dev")):
+        st = os.lstat("/dev/" + name)
+        if stat.S_ISCHR(st.st_mode):
+            entries[name] = ["chr", os.major(st.st_rdev), os.minor(st.st_rdev)]
+        elif stat.S_ISBLK(st.st_mode):
+            entries[name] = ["blk", os.major(st.st_rdev), os.minor(st.st_rdev)]
+        elif stat.S_ISLNK(st.st_mode):
+            entries[name] = ["link", os.readlink("/dev/" + name)]
+        else:
+            entries[name] = ["dir" if stat.S_ISDIR(st.st_mode) else "other"]
+    print(json.dumps(entries), flush=True)
+    print(json.dumps({"listed": 1.0}))
+    """
+    res = run_checker(_task(tmp_path, body), ws, timeout_s=30)
+    assert res.status == "ok", res.message + res.stderr
+    import json
+
+    entries = json.loads(res.stdout.splitlines()[0])
+    devices = {k: tuple(v[1:]) for k, v in entries.items() if v[0] in ("chr", "blk")}
+    assert devices == DEVICES
+    links = {k: v[1] for k, v in entries.items() if v[0] == "link"}
+    assert links == {
+        "fd": "/proc/self/fd",
+        "stdin": "/proc/self/fd/0",
+        "stdout": "/proc/self/fd/1",
+        "stderr": "/proc/self/fd/2",
+        "ptmx": "pts/ptmx",
+    }
+    assert {k for k, v in entries.items() if v[0] == "dir"} == {"pts", "shm"}
+    assert not [k for k, v in entries.items() if v[0] == "other"]
+
+
+def test_a_checker_cannot_mount_a_filesystem_of_its_own(tmp_path, ws):
+    """A nested user namespace would let the checker mount an unbounded tmpfs; its capabilities
+    are all dropped and nested user namespaces are refused."""
+    body = """
+    import ctypes, json, subprocess
+    caps = {}
+    for line in open("/proc/self/status"):
+        if line.startswith("Cap"):
+            key, value = line.split(":")
+            caps[key] = float(int(value, 16))
+    libc = ctypes.CDLL(None, use_errno=True)
+    direct = libc.mount(b"tmpfs", b"/tmp", b"tmpfs", 0, b"size=1g")
+    nested = subprocess.run(
+        ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
+         "mount -t tmpfs -o size=1g none /tmp && echo MOUNTED"],
+        capture_output=True, text=True)
+    print(json.dumps({**caps, "direct_mount_ok": float(direct == 0),
+                      "nested_mount_ok": float("MOUNTED" in nested.stdout)}))
+    """
+    res = run_checker(_task(tmp_path, body), ws, timeout_s=30)
+    assert res.status == "ok", res.message + res.stderr
+    assert res.scores == {
+        "CapInh": 0.0,
+        "CapPrm": 0.0,
+        "CapEff": 0.0,
+        "CapBnd": 0.0,
+        "CapAmb": 0.0,
+        "direct_mount_ok": 0.0,
+        "nested_mount_ok": 0.0,
+    }
+
+
+def test_a_workspace_bigger_than_its_quota_is_refused_before_running(tmp_path, ws):
+    (ws / "big.bin").write_bytes(b"\0" * (3 * MIB))
+    settings = DEFAULT_SETTINGS.with_(sandbox_workspace_max_bytes=2 * MIB)
+    with pytest.raises(CheckerError, match="sandbox_workspace_max_bytes"):
+        run_checker(_task(tmp_path, "print('{\"a\": 1}')\n"), ws, timeout_s=30, settings=settings)
+    for i in range(40):
+        (ws / f"f{i}").write_text("x")
+    settings = DEFAULT_SETTINGS.with_(sandbox_workspace_max_files=20)
+    (ws / "big.bin").unlink()
+    with pytest.raises(CheckerError, match="sandbox_workspace_max_files"):
+        run_checker(_task(tmp_path, "print('{\"a\": 1}')\n"), ws, timeout_s=30, settings=settings)
