@@ -340,6 +340,49 @@ _PAGE = 4096
 _INIT_CAPS = ("CAP_SYS_ADMIN", "CAP_SYS_RESOURCE", "CAP_SETPCAP")
 
 
+# System calls that make RAM-backed memory no mount bounds, refused with ENOSYS by a seccomp
+# filter: SysV shared memory, semaphore sets and message queues (their segments outlive every
+# process's rlimits until the IPC namespace dies, and the IPC namespace's sysctls are owned by a
+# root uid the sandbox does not map, so they cannot be lowered), memfd_create and memfd_secret
+# (anonymous files outside every tmpfs quota). POSIX shared memory and semaphores work: they
+# live in the bounded /dev/shm.
+_RAM_SYSCALLS = {
+    # machine: (AUDIT_ARCH_*, {name: number})
+    "x86_64": (
+        0xC000003E,
+        {"shmget": 29, "semget": 64, "msgget": 68, "memfd_create": 319, "memfd_secret": 447},
+    ),
+    "aarch64": (
+        0xC00000B7,
+        {"shmget": 194, "semget": 190, "msgget": 186, "memfd_create": 279, "memfd_secret": 447},
+    ),
+}
+
+
+def seccomp_program(machine: str | None = None) -> bytes | None:
+    """A classic BPF seccomp filter (struct sock_filter[]) refusing `_RAM_SYSCALLS` with ENOSYS,
+    and every system call of another ABI (x32, i386), or None on a machine not listed."""
+    import platform
+    import struct
+
+    entry = _RAM_SYSCALLS.get(machine or platform.machine())
+    if entry is None:
+        return None
+    arch, numbers = entry
+    ld_w_abs, jeq_k, jge_k, ret_k = 0x20, 0x15, 0x35, 0x06
+    allow, refuse = 0x7FFF0000, 0x00050000 | 38  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO|ENOSYS
+    nrs = sorted(numbers.values())
+    n = len(nrs)
+    # 0: ld arch; 1: arch == native ? 2 : refuse; 2: ld nr; 3: nr >= x32 bit ? refuse : 4;
+    # 4..4+n-1: nr == k ? refuse : next; 4+n: allow; 5+n: refuse.
+    prog = [(ld_w_abs, 0, 0, 4), (jeq_k, 0, n + 3, arch), (ld_w_abs, 0, 0, 0)]
+    prog.append((jge_k, n + 1, 0, 0x40000000))
+    for i, nr in enumerate(nrs):
+        prog.append((jeq_k, n - i, 0, nr))
+    prog += [(ret_k, 0, 0, allow), (ret_k, 0, 0, refuse)]
+    return b"".join(struct.pack("=HBBI", *ins) for ins in prog)
+
+
 def _dev_args() -> list[str]:
     args = ["--size", str(64 * 1024), "--tmpfs", "/dev"]
     for name in _DEV_NODES:
@@ -415,11 +458,14 @@ def bwrap_command(
     *,
     payload_fd: int = PAYLOAD_FD,
     report_fd: int = REPORT_FD,
+    seccomp_fd: int | None = None,
 ) -> list[str]:
     """The full argv: [setpriv …] bwrap … -- python -c _INIT (which mounts the quotas, unpacks
     the payload from fd 3 and runs prlimit … -- python /reward/<script> /workspace)."""
     prlimit = shutil.which("prlimit") or "/usr/bin/prlimit"
     cmd = _bwrap_base(python)
+    if seccomp_fd is not None:
+        cmd += ["--seccomp", str(seccomp_fd)]
     for k, v in _SANDBOX_ENV.items():
         cmd += ["--setenv", k, v]
     checker = [
@@ -531,7 +577,22 @@ def run_sandboxed(
     the payload in and reading the init's report back (`RunOutcome.report`)."""
     payload_r, payload_w = os.pipe()
     report_r, report_w = os.pipe()
-    cmd = bwrap_command(python, script, limits, payload, payload_fd=payload_r, report_fd=report_w)
+    filter_r: int | None = None
+    program = seccomp_program()
+    if program is not None:
+        # A few dozen bytes: the pipe holds them until bwrap reads the filter.
+        filter_r, filter_w = os.pipe()
+        os.write(filter_w, program)
+        os.close(filter_w)
+    cmd = bwrap_command(
+        python,
+        script,
+        limits,
+        payload,
+        payload_fd=payload_r,
+        report_fd=report_w,
+        seccomp_fd=filter_r,
+    )
     problems: list[str] = []
 
     def feed() -> None:
@@ -545,7 +606,7 @@ def run_sandboxed(
                 problems.append(f"the workspace changed while it was copied in ({exc})")
 
     feeder = threading.Thread(target=feed, daemon=True)
-    ours = [payload_r, report_w, payload_w]
+    ours = [payload_r, report_w, payload_w] + ([] if filter_r is None else [filter_r])
 
     def started() -> None:
         # The child holds its own copies now; ours would keep the pipes open forever.
@@ -562,7 +623,7 @@ def run_sandboxed(
             cwd="/",
             timeout_s=timeout_s,
             tail_bytes=limits.output_bytes,
-            pass_fds=(payload_r, report_w),
+            pass_fds=tuple(fd for fd in ours if fd != payload_w),
             started=started,
         )
         outcome.report = _read_report(report_r)

@@ -297,3 +297,41 @@ def test_a_workspace_bigger_than_its_quota_is_refused_before_running(tmp_path, w
     (ws / "big.bin").unlink()
     with pytest.raises(CheckerError, match="sandbox_workspace_max_files"):
         run_checker(_task(tmp_path, "print('{\"a\": 1}')\n"), ws, timeout_s=30, settings=settings)
+
+
+def test_ram_that_no_quota_bounds_is_refused(tmp_path, ws):
+    """SysV shared memory, semaphore sets and message queues outlive every rlimit until the IPC
+    namespace dies, and memfd files sit outside every tmpfs: a checker could fill the host's RAM
+    with them. They are refused (ENOSYS); POSIX locks, which live in the bounded /dev/shm, work."""
+    body = """
+    import ctypes, json, multiprocessing, os
+    libc = ctypes.CDLL(None, use_errno=True)
+    out = {
+        "shmget": float(libc.shmget(0, 64 << 20, 0o1600) >= 0),
+        "semget": float(libc.semget(0, 10, 0o1600) >= 0),
+        "msgget": float(libc.msgget(0, 0o1600) >= 0),
+        # shmget through the x32 ABI (syscall number | 0x40000000).
+        "x32_shmget": float(libc.syscall(0x40000000 | 29, 0, 1 << 20, 0o1600) >= 0),
+    }
+    try:
+        fd = os.memfd_create("fill")
+        os.write(fd, b"x" * (16 << 20))
+        out["memfd"] = 1.0
+    except OSError as exc:
+        out["memfd"], out["memfd_enosys"] = 0.0, float(exc.errno == 38)
+    lock = multiprocessing.Lock()
+    with lock:
+        out["posix_lock"] = 1.0
+    print(json.dumps(out))
+    """
+    res = run_checker(_task(tmp_path, body), ws, timeout_s=30)
+    assert res.status == "ok", res.message + res.stderr
+    assert res.scores == {
+        "shmget": 0.0,
+        "semget": 0.0,
+        "msgget": 0.0,
+        "x32_shmget": 0.0,
+        "memfd": 0.0,
+        "memfd_enosys": 1.0,
+        "posix_lock": 1.0,
+    }
