@@ -717,4 +717,22 @@ def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     return out
 
 
-DEFAULT_SETTINGS = Settings(**env_overrides())
+def _from_environment() -> tuple[Settings, str | None]:
+    """The defaults with the environment's overrides, or, when one is bad, the plain defaults and
+    an error naming the variable (the CLI refuses to run with it: `settings_of`), so importing
+    clawviz never ends in a traceback."""
+    try:
+        return Settings(**env_overrides()), None
+    except SettingsError as exc:
+        for s in SETTINGS:
+            var = f"CLAWVIZ_{s.name.upper()}"
+            if s.affects_decisions or s.name == "database_url" or var not in os.environ:
+                continue
+            try:
+                Settings(**{s.name: parse_value(s.name, os.environ[var])})
+            except SettingsError as bad:
+                return Settings(), f"environment variable {var}={os.environ[var]!r}: {bad}"
+        return Settings(), f"{exc} (from a CLAWVIZ_* environment variable)"
+
+
+DEFAULT_SETTINGS, ENV_ERROR = _from_environment()
