@@ -142,6 +142,22 @@ class _Tree:
                     f"({str(exc).split(': ', 1)[-1]})"
                 ) from None
 
+    def check_order(self, members: list[tuple[str, PurePosixPath, str, str]]) -> None:
+        """Refuse, before anything is written, what the write phase would meet part way: a
+        member under a folder that is a link, and a hard link naming no regular file declared
+        before it. `members` are (name, path, kind 'dir'|'file'|'link'|'hard', link name)."""
+        declared: set[str] = set()
+        for name, rel, kind, linkname in members:
+            for i in range(1, len(rel.parts)):
+                if "/".join(rel.parts[:i]) in self.links:
+                    raise ArchiveError(
+                        f"{self.archive.name}: member {name!r} is written through a link"
+                    )
+            if kind == "hard":
+                self.hardlink_source(name, linkname, declared)
+            if kind in ("file", "hard"):
+                declared.add(rel.as_posix())
+
     def hardlink_source(self, name: str, linkname: str, extracted: set[str]) -> str:
         """A hard link may name only a regular file extracted before it, by its plain path."""
         src = _safe_relpath(self.archive, linkname).as_posix()
@@ -290,7 +306,7 @@ def _extract_tar(archive: Path, target: Path, budget: _Budget) -> ExtractReport:
             budget.entry(m.name)
             rel = _safe_relpath(archive, m.name)
             if m.ischr() or m.isblk() or m.isfifo() or m.isdev():
-                raise ArchiveError(f"{archive.name}: member {m.name!r} is a device or fifo")
+                raise ArchiveError(f"{archive.name}: member {m.name!r} is a device, fifo or socket")
             if not (m.isdir() or m.isfile() or m.issym() or m.islnk()):
                 raise ArchiveError(f"{archive.name}: member {m.name!r} has an unsupported type")
             kind = "dir" if m.isdir() else "link" if m.issym() else "file"
@@ -301,6 +317,17 @@ def _extract_tar(archive: Path, target: Path, budget: _Budget) -> ExtractReport:
                 budget.declared(m.name, m.size)
             members.append((m, rel))
         tree.check_links()
+        tree.check_order(
+            [
+                (
+                    m.name,
+                    rel,
+                    "hard" if m.islnk() else "file" if m.isfile() else "other",
+                    m.linkname,
+                )
+                for m, rel in members
+            ]
+        )
         extracted: set[str] = set()
         for m, rel in members:
             if rel == PurePosixPath("."):
@@ -368,12 +395,20 @@ def _extract_zip(archive: Path, target: Path, budget: _Budget) -> ExtractReport:
                 checked.append((info, rel, link_target))
                 continue
             tree.add(rel, "dir" if info.is_dir() else "file", info.filename)
-            if mode and (stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode)):
-                raise ArchiveError(f"{archive.name}: member {info.filename!r} is a device or fifo")
+            if mode and (
+                stat.S_ISCHR(mode)
+                or stat.S_ISBLK(mode)
+                or stat.S_ISFIFO(mode)
+                or stat.S_ISSOCK(mode)
+            ):
+                raise ArchiveError(
+                    f"{archive.name}: member {info.filename!r} is a device, fifo or socket"
+                )
             if not info.is_dir():
                 budget.declared(info.filename, info.file_size)
             checked.append((info, rel, None))
         tree.check_links()
+        tree.check_order([(i.filename, rel, "other", "") for i, rel, _ in checked])
         for info, rel, link_to in checked:
             if rel == PurePosixPath("."):
                 continue

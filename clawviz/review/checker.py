@@ -325,7 +325,8 @@ def _interpret(
 ) -> CheckerResult:
     obj = last_score_object(stdout if scores_text is None else scores_text)
     scores = _numeric_scores(obj) if obj else {}
-    reward = sum(scores.values()) / len(scores) if scores else None
+    # Each term divided first: the mean of finite scores stays finite (1e308 + 1e308 is inf).
+    reward = sum(v / len(scores) for v in scores.values()) if scores else None
     result = CheckerResult(
         "ok", scores, reward, stdout, stderr, returncode, duration, "Checker finished."
     )
