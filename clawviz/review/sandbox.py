@@ -269,7 +269,8 @@ for target, size, inodes, mode, flags in cfg["tmpfs"]:
 mount("devpts", "/dev/pts", "devpts", NOSUID | NOEXEC, "newinstance,ptmxmode=0666,mode=0620",
       optional=True)
 names = {"reward": "reward folder", "workspace": "workspace"}
-with os.fdopen(cfg["payload_fd"], "rb") as fh, tarfile.open(fileobj=fh, mode="r|") as tf:
+
+def unpack(tf):
     for m in tf:
         top, _, rest = m.name.partition("/")
         if top not in names or not rest or ".." in rest.split("/"):
@@ -293,6 +294,12 @@ with os.fdopen(cfg["payload_fd"], "rb") as fh, tarfile.open(fileobj=fh, mode="r|
             if exc.errno in (errno.ENOSPC, errno.EDQUOT):
                 fail("the %s does not fit in the sandbox (%s)" % (names[top], cfg["quota"][top]))
             fail("cannot unpack %s: %s" % (dest, exc.strerror))
+
+try:
+    with os.fdopen(cfg["payload_fd"], "rb") as fh, tarfile.open(fileobj=fh, mode="r|") as tf:
+        unpack(tf)
+except (tarfile.TarError, EOFError) as exc:
+    fail("the workspace stream was cut (%s)" % exc)
 mount(None, "/reward", None, REMOUNT | BIND | RDONLY | NOSUID | NODEV, None)
 mount(None, "/dev", None, REMOUNT | BIND | RDONLY | NOSUID, None)
 try:
@@ -599,11 +606,14 @@ def run_sandboxed(
         try:
             with os.fdopen(payload_w, "wb") as out:
                 write_payload(payload, out)
-        except (OSError, tarfile.TarError) as exc:
-            # BrokenPipe: the sandbox stopped reading (its report says why); else a file
-            # changed while it was streamed.
-            if not isinstance(exc, BrokenPipeError):
-                problems.append(f"the workspace changed while it was copied in ({exc})")
+        except BrokenPipeError:
+            pass  # the sandbox stopped reading; its report says why
+        except OSError as exc:
+            # A file that cannot be read, or that shrank after it was planned.
+            where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
+            problems.append(f"cannot copy the workspace in:{where} {exc.strerror or exc}")
+        except tarfile.TarError as exc:
+            problems.append(f"cannot copy the workspace in ({exc})")
 
     feeder = threading.Thread(target=feed, daemon=True)
     ours = [payload_r, report_w, payload_w] + ([] if filter_r is None else [filter_r])
@@ -632,7 +642,7 @@ def run_sandboxed(
             os.close(fd)
         if feeder.is_alive():
             feeder.join(timeout=5)
-    if problems and "setup_error" not in outcome.report:
+    if problems:  # the app's side knows why the stream was cut; the sandbox saw only the cut
         outcome.report["setup_error"] = problems[0]
     status = outcome.report.get("status")
     if isinstance(status, int) and not outcome.timed_out:

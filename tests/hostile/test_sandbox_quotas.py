@@ -335,3 +335,23 @@ def test_ram_that_no_quota_bounds_is_refused(tmp_path, ws):
         "memfd_enosys": 1.0,
         "posix_lock": 1.0,
     }
+
+
+def test_a_file_that_shrinks_while_it_is_copied_in_is_a_clear_result(tmp_path, ws, monkeypatch):
+    """The workspace is planned, then streamed: a file cut in between must not hang the run or
+    hand the checker a half workspace; the result says why nothing ran."""
+    from clawviz.review import checker
+
+    real = checker.plan_tree
+
+    def plan_then_shrink(src, **kw):
+        entries = real(src, **kw)
+        if Path(src) == ws:
+            (ws / "a.txt").write_text("")  # planned with 2 bytes, now 0
+        return entries
+
+    monkeypatch.setattr(checker, "plan_tree", plan_then_shrink)
+    res = run_checker(_task(tmp_path, "print('{\"ran\": 1}')\n"), ws, timeout_s=30)
+    assert res.status == "crash" and res.scores == {}
+    assert res.message.startswith("Checker not started: cannot copy the workspace in")
+    assert "ran" not in res.stdout
