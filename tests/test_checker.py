@@ -239,3 +239,27 @@ def test_ci_makes_a_sandbox_that_cannot_start_a_failure(monkeypatch):
     assert sandbox_support.needs_sandbox().args == (True,)
     monkeypatch.setenv("CLAWVIZ_REQUIRE_SANDBOX", "1")
     assert sandbox_support.needs_sandbox().args == (False,)
+
+
+def test_the_copy_keeps_permission_bits_but_never_setuid(tmp_path, workspace):
+    """A checker may test a file's mode: the copy has the host's bits (a read-only folder is
+    filled before its mode is set), never a setuid bit."""
+    (workspace / "ro.txt").write_text("a")
+    (workspace / "ro.txt").chmod(0o444)
+    (workspace / "tool").write_text("#!/bin/sh\n")
+    (workspace / "tool").chmod(0o4755)
+    (workspace / "sealed").mkdir()
+    (workspace / "sealed" / "in.txt").write_text("c")
+    (workspace / "sealed").chmod(0o555)
+    body = """
+    import json, os, stat
+    mode = lambda p: float(stat.S_IMODE(os.stat("/workspace/" + p).st_mode))
+    print(json.dumps({"ro": mode("ro.txt"), "tool": mode("tool"), "sealed": mode("sealed"),
+                      "inner": float(os.path.exists("/workspace/sealed/in.txt"))}))
+    """
+    try:
+        res = run_checker(_task(tmp_path, body), workspace, timeout_s=30)
+    finally:
+        (workspace / "sealed").chmod(0o755)
+    assert res.status == "ok", res.message + res.stderr
+    assert res.scores == {"ro": 0o444, "tool": 0o755, "sealed": 0o555, "inner": 1.0}

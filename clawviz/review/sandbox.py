@@ -270,6 +270,8 @@ mount("devpts", "/dev/pts", "devpts", NOSUID | NOEXEC, "newinstance,ptmxmode=066
       optional=True)
 names = {"reward": "reward folder", "workspace": "workspace"}
 
+dir_modes = []
+
 def unpack(tf):
     for m in tf:
         top, _, rest = m.name.partition("/")
@@ -279,6 +281,7 @@ def unpack(tf):
         try:
             if m.isdir():
                 os.makedirs(dest, exist_ok=True)
+                dir_modes.append((dest, m.mode & 0o777))
             elif m.issym():
                 os.symlink(m.linkname, dest)
             elif m.isfile():
@@ -289,7 +292,7 @@ def unpack(tf):
                         if not chunk:
                             break
                         out.write(chunk)
-                os.chmod(dest, 0o644 | (m.mode & 0o111))
+                os.chmod(dest, m.mode & 0o777)  # the host file's bits, never setuid
         except OSError as exc:
             if exc.errno in (errno.ENOSPC, errno.EDQUOT):
                 fail("the %s does not fit in the sandbox (%s)" % (names[top], cfg["quota"][top]))
@@ -300,6 +303,8 @@ try:
         unpack(tf)
 except (tarfile.TarError, EOFError) as exc:
     fail("the workspace stream was cut (%s)" % exc)
+for path, mode in reversed(dir_modes):  # last, so a read-only folder could be filled first
+    os.chmod(path, mode)
 mount(None, "/reward", None, REMOUNT | BIND | RDONLY | NOSUID | NODEV, None)
 mount(None, "/dev", None, REMOUNT | BIND | RDONLY | NOSUID, None)
 try:
@@ -457,6 +462,12 @@ def quota_problem(payload: Payload, limits: Limits) -> str | None:
     return None
 
 
+def _at_most(which: int, value: int) -> int:
+    """`value`, or the hard limit when it is lower (an unprivileged prlimit cannot raise it)."""
+    hard = resource.getrlimit(which)[1]
+    return value if hard == resource.RLIM_INFINITY else min(value, hard)
+
+
 def bwrap_command(
     python: str,
     script: str,
@@ -482,8 +493,8 @@ def bwrap_command(
         f"--fsize={limits.file_bytes}",
         f"--cpu={limits.cpu_seconds}",
         "--core=0",
-        "--nofile=1024",
-        "--msgqueue=819200",
+        f"--nofile={_at_most(resource.RLIMIT_NOFILE, 1024)}",
+        f"--msgqueue={_at_most(resource.RLIMIT_MSGQUEUE, 819200)}",
         "--",
         python,
         f"{SANDBOX_REWARD}/{script}",

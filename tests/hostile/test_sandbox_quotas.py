@@ -10,6 +10,7 @@ clawviz's own output.
 from __future__ import annotations
 
 import errno
+import os
 import tempfile
 import textwrap
 import threading
@@ -39,6 +40,23 @@ def ws(tmp_path: Path) -> Path:
     w.mkdir()
     (w / "a.txt").write_text("a\n")
     return w
+
+
+def _host_files_starting(prefix: str, folder: str, depth: int) -> list[str]:
+    """Paths under folder (to `depth` levels) whose name starts with prefix; folders that other
+    processes remove meanwhile are passed over."""
+    found: list[str] = []
+    try:
+        with os.scandir(folder) as it:
+            entries = list(it)
+    except OSError:
+        return found
+    for e in entries:
+        if e.name.startswith(prefix):
+            found.append(e.path)
+        elif depth > 1 and e.is_dir(follow_symlinks=False):
+            found += _host_files_starting(prefix, e.path, depth - 1)
+    return found
 
 
 FILL = """
@@ -83,10 +101,8 @@ def test_writing_past_the_workspace_quota_never_reaches_the_host_disk(tmp_path, 
         )
     )
     runner.start()
-    host_tmp = Path(tempfile.gettempdir())
     while runner.is_alive():
-        for pattern in (f"*/{token}-*", f"*/*/{token}-*", f"*/*/*/{token}-*"):
-            found += [str(p) for p in host_tmp.glob(pattern)]
+        found += _host_files_starting(token, tempfile.gettempdir(), depth=3)
         runner.join(timeout=0.05)
     res = result[0]
     assert found == [], f"the checker's files reached the host disk: {found[:3]}"
