@@ -371,3 +371,51 @@ def test_a_file_that_shrinks_while_it_is_copied_in_is_a_clear_result(tmp_path, w
     assert res.status == "crash" and res.scores == {}
     assert res.message.startswith("Checker not started: cannot copy the workspace in")
     assert "ran" not in res.stdout
+
+
+def test_read_only_places_stay_read_only_and_shm_runs_nothing(tmp_path, ws):
+    body = """
+    import errno, json, os, subprocess
+    def refused(fn):
+        try:
+            fn()
+        except OSError as exc:
+            return float(exc.errno)
+        return 0.0
+    def write(path, text="x"):
+        with open(path, "w") as fh:
+            fh.write(text)
+    out = {
+        "reward": refused(lambda: write("/reward/forged.py")),
+        "reward_chmod": refused(lambda: os.chmod("/reward/check.py", 0o777)),
+        "sysctl": refused(lambda: write("/proc/sys/kernel/shmmax", "1")),
+        "userns_max": refused(lambda: write("/proc/sys/user/max_user_namespaces", "100")),
+        "dev": refused(lambda: write("/dev/fill")),
+        "root": refused(lambda: write("/forged")),
+    }
+    write("/dev/shm/run.sh", "#!/bin/sh\\necho ran\\n")
+    os.chmod("/dev/shm/run.sh", 0o755)
+    out["shm_exec"] = refused(lambda: subprocess.run(["/dev/shm/run.sh"]))
+    print(json.dumps(out))
+    """
+    res = run_checker(_task(tmp_path, body), ws, timeout_s=30)
+    assert res.status == "ok", res.message + res.stderr
+    s = res.scores
+    assert s["reward"] == s["reward_chmod"] == s["dev"] == s["root"] == errno.EROFS
+    assert s["sysctl"] in (errno.EACCES, errno.EPERM, errno.EROFS)
+    assert s["userns_max"] in (errno.EACCES, errno.EPERM, errno.EROFS)
+    assert s["shm_exec"] == errno.EACCES
+
+
+def test_a_checker_that_kills_the_sandbox_init_counts_nothing(tmp_path, ws):
+    body = """
+    import json, os, signal
+    print(json.dumps({"looks_perfect": 1.0}), flush=True)
+    os.kill(os.getppid(), signal.SIGKILL)
+    import time
+    time.sleep(30)
+    """
+    res = run_checker(_task(tmp_path, body), ws, timeout_s=20)
+    assert res.status == "crash", res.message
+    assert res.reward is None and res.scores == {}
+    assert res.duration < 15
