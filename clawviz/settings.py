@@ -302,11 +302,49 @@ class Settings:
     checker_max_file_mb: int = field(
         default=64,
         metadata=_meta(
-            "Largest file a checker may write (RLIMIT_FSIZE), and the size of its private /tmp, "
-            "in MB.",
+            "Largest file a checker may write (RLIMIT_FSIZE), in MB.",
             "int",
             affects_decisions=False,
             minimum=1,
+        ),
+    )
+    sandbox_workspace_max_bytes: int = field(
+        default=1024 * 1024 * 1024,
+        metadata=_meta(
+            "Size of the checker's writable workspace copy (a tmpfs in RAM inside the sandbox, "
+            "never on the host disk), in bytes; the copy and the checker's writes share it.",
+            "int",
+            affects_decisions=False,
+            minimum=1024 * 1024,
+        ),
+    )
+    sandbox_workspace_max_files: int = field(
+        default=50_000,
+        metadata=_meta(
+            "Entries (files, folders, links) the checker's workspace copy may hold, its own "
+            "included (the tmpfs inode limit).",
+            "int",
+            affects_decisions=False,
+            minimum=16,
+        ),
+    )
+    sandbox_tmp_max_bytes: int = field(
+        default=64 * 1024 * 1024,
+        metadata=_meta(
+            "Size of the checker's private /tmp, and separately of its /dev/shm (tmpfs in RAM), "
+            "in bytes.",
+            "int",
+            affects_decisions=False,
+            minimum=1024 * 1024,
+        ),
+    )
+    sandbox_tmp_max_files: int = field(
+        default=10_000,
+        metadata=_meta(
+            "Entries the checker's /tmp, and separately its /dev/shm, may hold (tmpfs inodes).",
+            "int",
+            affects_decisions=False,
+            minimum=16,
         ),
     )
     checker_max_output_bytes: int = field(
@@ -679,4 +717,22 @@ def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     return out
 
 
-DEFAULT_SETTINGS = Settings(**env_overrides())
+def _from_environment() -> tuple[Settings, str | None]:
+    """The defaults with the environment's overrides, or, when one is bad, the plain defaults and
+    an error naming the variable (the CLI refuses to run with it: `settings_of`), so importing
+    clawviz never ends in a traceback."""
+    try:
+        return Settings(**env_overrides()), None
+    except SettingsError as exc:
+        for s in SETTINGS:
+            var = f"CLAWVIZ_{s.name.upper()}"
+            if s.affects_decisions or s.name == "database_url" or var not in os.environ:
+                continue
+            try:
+                Settings(**{s.name: parse_value(s.name, os.environ[var])})
+            except SettingsError as bad:
+                return Settings(), f"environment variable {var}={os.environ[var]!r}: {bad}"
+        return Settings(), f"{exc} (from a CLAWVIZ_* environment variable)"
+
+
+DEFAULT_SETTINGS, ENV_ERROR = _from_environment()

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import tarfile
 import textwrap
+import threading
 import time
+import uuid
+from pathlib import Path
 
 import pytest
 
@@ -87,23 +90,66 @@ def test_json_without_numbers_is_bad_output(tmp_path, workspace):
     assert res.status == "bad_output" and "numeric" in res.message
 
 
+def _processes_with(token: str) -> list[int]:
+    """PIDs on this machine (the sandbox's included: the host sees every PID namespace) whose
+    command line holds token."""
+    found = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                if token.encode() in (p / "cmdline").read_bytes():
+                    found.append(int(p.name))
+            except OSError:
+                continue
+    return found
+
+
+def _gone_within(token: str, seconds: float) -> bool:
+    """True once no process holds token (polled up to `seconds`: killing is asynchronous)."""
+    deadline = time.monotonic() + seconds
+    while _processes_with(token):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 def test_timeout_kills_the_process_group(tmp_path, workspace):
-    marker = tmp_path / "child_alive"
+    """A grandchild in its own session outlives a naive kill of the checker alone. Handshake,
+    not sleeps: the grandchild says it is running on a pipe, the checker prints that it heard
+    it, and the test sees the grandchild in the process table before the limit passes."""
+    token = f"clawviz-grandchild-{uuid.uuid4().hex}"
     body = f"""
     import subprocess, sys, time
-    # A grandchild that would outlive a naive kill of the checker alone.
-    subprocess.Popen([sys.executable, "-c",
-        "import time, pathlib; time.sleep(3); pathlib.Path({str(marker)!r}).write_text('x')"])
-    print("working", flush=True)
-    time.sleep(60)
+    child = subprocess.Popen([sys.executable, "-c",
+        "print('up', flush=True); import time; time.sleep(120)  # {token}"],
+        stdout=subprocess.PIPE, start_new_session=True)
+    assert child.stdout.readline().strip() == b"up"
+    print("grandchild running", flush=True)
+    time.sleep(120)
     """
+    seen: list[bool] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set() and not seen:
+            if _processes_with(token):
+                seen.append(True)
+            stop.wait(0.02)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
     t0 = time.monotonic()
-    res = run_checker(_task(tmp_path, body), workspace, timeout_s=1.5)
+    try:
+        res = run_checker(_task(tmp_path, body), workspace, timeout_s=1.5)
+    finally:
+        stop.set()
+        watcher.join()
     assert time.monotonic() - t0 < 10
     assert res.status == "timeout" and "1.5 s" in res.message
-    assert "working" in res.stdout
-    time.sleep(3.5)
-    assert not marker.exists()
+    assert "grandchild running" in res.stdout
+    assert seen, "the grandchild never appeared in the process table"
+    assert _gone_within(token, 5.0), "the grandchild outlived the time limit"
 
 
 def test_crash_reports_exit_code_and_stderr(tmp_path, workspace):
@@ -193,3 +239,27 @@ def test_ci_makes_a_sandbox_that_cannot_start_a_failure(monkeypatch):
     assert sandbox_support.needs_sandbox().args == (True,)
     monkeypatch.setenv("CLAWVIZ_REQUIRE_SANDBOX", "1")
     assert sandbox_support.needs_sandbox().args == (False,)
+
+
+def test_the_copy_keeps_permission_bits_but_never_setuid(tmp_path, workspace):
+    """A checker may test a file's mode: the copy has the host's bits (a read-only folder is
+    filled before its mode is set), never a setuid bit."""
+    (workspace / "ro.txt").write_text("a")
+    (workspace / "ro.txt").chmod(0o444)
+    (workspace / "tool").write_text("#!/bin/sh\n")
+    (workspace / "tool").chmod(0o4755)
+    (workspace / "sealed").mkdir()
+    (workspace / "sealed" / "in.txt").write_text("c")
+    (workspace / "sealed").chmod(0o555)
+    body = """
+    import json, os, stat
+    mode = lambda p: float(stat.S_IMODE(os.stat("/workspace/" + p).st_mode))
+    print(json.dumps({"ro": mode("ro.txt"), "tool": mode("tool"), "sealed": mode("sealed"),
+                      "inner": float(os.path.exists("/workspace/sealed/in.txt"))}))
+    """
+    try:
+        res = run_checker(_task(tmp_path, body), workspace, timeout_s=30)
+    finally:
+        (workspace / "sealed").chmod(0o755)
+    assert res.status == "ok", res.message + res.stderr
+    assert res.scores == {"ro": 0o444, "tool": 0o755, "sealed": 0o555, "inner": 1.0}

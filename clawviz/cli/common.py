@@ -61,7 +61,12 @@ def add_common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
 
 
 def settings_of(args: argparse.Namespace) -> Settings:
-    """DEFAULT_SETTINGS with the command line's --set values (raises SettingsError)."""
+    """DEFAULT_SETTINGS with the command line's --set values (raises SettingsError, also for a
+    bad CLAWVIZ_* environment variable)."""
+    from clawviz.settings import ENV_ERROR, SettingsError
+
+    if ENV_ERROR:
+        raise SettingsError(ENV_ERROR)
     changes = dict(parse_assignment(a) for a in getattr(args, "set", None) or [])
     return DEFAULT_SETTINGS.with_(**changes)
 

@@ -18,8 +18,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from clawviz.cli.common import visible
-from clawviz.settings import DEFAULT_SETTINGS, positive_seconds
+from clawviz.cli.common import settings_of, visible
+from clawviz.settings import positive_seconds
 
 # Lean command line (issue 14): the store and the review modules are imported inside the
 # commands, so building the parser loads neither (tests/test_cli_lean.py).
@@ -128,7 +128,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"error: task {args.task_id!r} has no folder with a checker", file=sys.stderr)
         return EXIT_UNKNOWN
     try:
-        res = run_checker(Path(folder), args.workspace, args.timeout, settings=DEFAULT_SETTINGS)
+        res = run_checker(Path(folder), args.workspace, args.timeout, settings=settings_of(args))
     except (CheckerError, ArchiveError, FileNotFoundError) as exc:
         print(visible(f"error: {exc}"), file=sys.stderr)
         return EXIT_FATAL

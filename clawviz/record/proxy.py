@@ -103,15 +103,36 @@ def episode_from_headers(headers: Any) -> EpisodeInfo:
     return info
 
 
+_URL_HEADERS = frozenset({"referer", "location", "content-location"})
+"""Headers whose value is a URL: its secret query parameters and userinfo are redacted as the
+logged URL's are (an OAuth redirect's `Location: ...?access_token=`)."""
+
+
 def redact(headers: Any) -> dict[str, str]:
     """Headers for the log: secret values replaced by a marker (repeated names joined). A
-    header is secret when its name says key, token, secret, auth, password or cookie."""
+    header is secret when its name says key, token, secret, auth, password or cookie; in a
+    URL-bearing header (Referer, Location, Content-Location) the URL's secrets are redacted."""
     out: dict[str, str] = {}
     for k, v in headers.items():
         k = str(k)
         if is_secret_header(k):
             v = REDACTED
+        elif k.lower() in _URL_HEADERS:
+            v = redact_url(v)
         out[k] = out[k] + ", " + v if k in out else v
+    return out
+
+
+def _forwarded_headers(headers: Any, drop: set[str]) -> CIMultiDict[str]:
+    """The request headers to forward, every repeated one kept. A name repeated in another case
+    (`X-API-KEY` then `x-api-key`) is spelled as it first came: aiohttp's client session counts
+    names case-sensitively and would let the second value replace the first."""
+    spelling: dict[str, str] = {}
+    out: CIMultiDict[str] = CIMultiDict()
+    for k, v in headers.items():
+        low = k.lower()
+        if low not in drop:
+            out.add(spelling.setdefault(low, k), v)
     return out
 
 
@@ -349,7 +370,7 @@ class Proxy:
             info = episode_from_headers(request.headers)
         body = await request.read()
         drop = _hop_by_hop(request.headers) | _REQUEST_DROP
-        fwd = CIMultiDict((k, v) for k, v in request.headers.items() if k.lower() not in drop)
+        fwd = _forwarded_headers(request.headers, drop)
         url = self.upstream + path
         name = self.writer.file_for(info.episode_id)
         cz: dict[str, Any] = {}

@@ -142,6 +142,22 @@ class _Tree:
                     f"({str(exc).split(': ', 1)[-1]})"
                 ) from None
 
+    def check_order(self, members: list[tuple[str, PurePosixPath, str, str]]) -> None:
+        """Refuse, before anything is written, what the write phase would meet part way: a
+        member under a folder that is a link, and a hard link naming no regular file declared
+        before it. `members` are (name, path, kind 'dir'|'file'|'link'|'hard', link name)."""
+        declared: set[str] = set()
+        for name, rel, kind, linkname in members:
+            for i in range(1, len(rel.parts)):
+                if "/".join(rel.parts[:i]) in self.links:
+                    raise ArchiveError(
+                        f"{self.archive.name}: member {name!r} is written through a link"
+                    )
+            if kind == "hard":
+                self.hardlink_source(name, linkname, declared)
+            if kind in ("file", "hard"):
+                declared.add(rel.as_posix())
+
     def hardlink_source(self, name: str, linkname: str, extracted: set[str]) -> str:
         """A hard link may name only a regular file extracted before it, by its plain path."""
         src = _safe_relpath(self.archive, linkname).as_posix()
@@ -290,7 +306,7 @@ def _extract_tar(archive: Path, target: Path, budget: _Budget) -> ExtractReport:
             budget.entry(m.name)
             rel = _safe_relpath(archive, m.name)
             if m.ischr() or m.isblk() or m.isfifo() or m.isdev():
-                raise ArchiveError(f"{archive.name}: member {m.name!r} is a device or fifo")
+                raise ArchiveError(f"{archive.name}: member {m.name!r} is a device, fifo or socket")
             if not (m.isdir() or m.isfile() or m.issym() or m.islnk()):
                 raise ArchiveError(f"{archive.name}: member {m.name!r} has an unsupported type")
             kind = "dir" if m.isdir() else "link" if m.issym() else "file"
@@ -301,6 +317,17 @@ def _extract_tar(archive: Path, target: Path, budget: _Budget) -> ExtractReport:
                 budget.declared(m.name, m.size)
             members.append((m, rel))
         tree.check_links()
+        tree.check_order(
+            [
+                (
+                    m.name,
+                    rel,
+                    "hard" if m.islnk() else "file" if m.isfile() else "other",
+                    m.linkname,
+                )
+                for m, rel in members
+            ]
+        )
         extracted: set[str] = set()
         for m, rel in members:
             if rel == PurePosixPath("."):
@@ -368,12 +395,20 @@ def _extract_zip(archive: Path, target: Path, budget: _Budget) -> ExtractReport:
                 checked.append((info, rel, link_target))
                 continue
             tree.add(rel, "dir" if info.is_dir() else "file", info.filename)
-            if mode and (stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode)):
-                raise ArchiveError(f"{archive.name}: member {info.filename!r} is a device or fifo")
+            if mode and (
+                stat.S_ISCHR(mode)
+                or stat.S_ISBLK(mode)
+                or stat.S_ISFIFO(mode)
+                or stat.S_ISSOCK(mode)
+            ):
+                raise ArchiveError(
+                    f"{archive.name}: member {info.filename!r} is a device, fifo or socket"
+                )
             if not info.is_dir():
                 budget.declared(info.filename, info.file_size)
             checked.append((info, rel, None))
         tree.check_links()
+        tree.check_order([(i.filename, rel, "other", "") for i, rel, _ in checked])
         for info, rel, link_to in checked:
             if rel == PurePosixPath("."):
                 continue
@@ -393,17 +428,27 @@ def _extract_zip(archive: Path, target: Path, budget: _Budget) -> ExtractReport:
     return ExtractReport(n_files, n_dirs, n_links, budget.n_bytes)
 
 
-def copy_workspace(
-    src: str | Path, dest: str | Path, *, settings: Settings = DEFAULT_SETTINGS
-) -> ExtractReport:
-    """Copy a workspace folder (links kept as links) under the archive limits.
+@dataclass(frozen=True)
+class TreeEntry:
+    """One entry of a checked folder tree: its path, its POSIX path relative to the root, its
+    kind ('dir', 'file' or 'link'), its apparent size (files) and its permission bits."""
 
-    A folder workspace obeys the same archive_max_bytes / archive_max_files as an archive:
-    entries and apparent sizes are counted before anything is copied (a sparse 1 GB file
-    counts 1 GB), and the bytes actually copied are counted again while copying."""
-    src, dest = Path(src), Path(dest)
+    path: Path
+    rel: str
+    kind: str
+    size: int
+    mode: int
+
+
+def plan_tree(src: str | Path, *, settings: Settings = DEFAULT_SETTINGS) -> list[TreeEntry]:
+    """The entries of a workspace folder, parents before children, under the archive limits.
+
+    A folder obeys the same archive_max_bytes / archive_max_files as an archive: entries and
+    apparent sizes are counted before anything is copied (a sparse 1 GB file counts 1 GB).
+    Devices, fifos and sockets are refused."""
+    src = Path(src)
     budget = _Budget(src, int(settings.archive_max_bytes), int(settings.archive_max_files))
-    plan: list[tuple[Path, Path, str]] = []
+    plan: list[TreeEntry] = []
     for dirpath, dirnames, filenames in os.walk(src):
         base = Path(dirpath)
         dirnames.sort()
@@ -421,20 +466,33 @@ def copy_workspace(
                 budget.declared(rel, st.st_size)
             else:
                 raise ArchiveError(f"{src.name}: {rel!r} is a device, fifo or socket")
-            plan.append((path, dest / rel, kind))
+            size = st.st_size if kind == "file" else 0
+            plan.append(TreeEntry(path, rel, kind, size, stat.S_IMODE(st.st_mode)))
+    return plan
+
+
+def copy_workspace(
+    src: str | Path, dest: str | Path, *, settings: Settings = DEFAULT_SETTINGS
+) -> ExtractReport:
+    """Copy a workspace folder (links kept as links) under the archive limits (`plan_tree`),
+    counting the bytes actually copied again while copying."""
+    src, dest = Path(src), Path(dest)
+    plan = plan_tree(src, settings=settings)
+    budget = _Budget(src, int(settings.archive_max_bytes), int(settings.archive_max_files))
     dest.mkdir(parents=True, exist_ok=True)
     n_files = n_dirs = n_links = 0
-    for path, out, kind in plan:
-        if kind == "dir":
+    for e in plan:
+        out = dest / e.rel
+        if e.kind == "dir":
             out.mkdir(exist_ok=True)
             n_dirs += 1
-        elif kind == "link":
-            out.symlink_to(os.readlink(path))
+        elif e.kind == "link":
+            out.symlink_to(os.readlink(e.path))
             n_links += 1
         else:
-            with path.open("rb") as fh:
-                budget.write(path.relative_to(src).as_posix(), fh, out)
-            shutil.copymode(path, out)
+            with e.path.open("rb") as fh:
+                budget.write(e.rel, fh, out)
+            shutil.copymode(e.path, out)
             n_files += 1
     return ExtractReport(n_files, n_dirs, n_links, budget.n_bytes)
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from clawviz.review import sandbox
-from clawviz.review.archive import ArchiveError, copy_workspace, open_workspace
+from clawviz.review.archive import ArchiveError, copy_workspace, open_workspace, plan_tree
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 
 CheckerStatus = Literal["ok", "timeout", "crash", "bad_output"]
@@ -45,6 +45,8 @@ class CheckerResult:
     sandbox: str = "bwrap"
     """'bwrap' (confined) or 'process_group' (the weaker mode; `warning` says so)."""
     warning: str = ""
+    quota_full: list[str] = field(default_factory=list)
+    """The sandbox quotas the checker filled (workspace, /tmp, /dev/shm; bytes or entries)."""
 
     @property
     def failed_checks(self) -> list[str]:
@@ -187,6 +189,18 @@ def run_checker(
     if problem is not None and not settings.checker_allow_unsandboxed:
         raise CheckerError(sandbox_refusal(problem))
     limits = sandbox.Limits.from_settings(settings, timeout)
+    if problem is None:
+        with open_workspace(workspace, settings=settings) as folder:
+            payload = sandbox.Payload(
+                plan_tree(check_py.parent, settings=settings), plan_tree(folder, settings=settings)
+            )
+            too_big = sandbox.quota_problem(payload, limits)
+            if too_big:
+                raise CheckerError(f"Checker not run: {too_big}.")
+            outcome = sandbox.run_sandboxed(
+                python, check_py.name, limits, payload, timeout_s=timeout
+            )
+        return _result(outcome, timeout, limits, "bwrap", "")
     tmp = Path(tempfile.mkdtemp(prefix="clawviz-check-"))
     try:
         reward_dir = tmp / "reward"
@@ -194,52 +208,91 @@ def run_checker(
         work = tmp / "workspace"
         with open_workspace(workspace, settings=settings) as folder:
             copy_workspace(folder, work, settings=settings)
-        if problem is None:
-            sandbox.prepare_for_sandbox(tmp, python)
-            cmd = sandbox.bwrap_command(python, reward_dir, work, check_py.name, limits)
-            outcome = sandbox.run_bounded(
-                cmd,
-                env=dict(sandbox._SANDBOX_ENV),
-                cwd=tmp,
-                timeout_s=timeout,
-                tail_bytes=limits.output_bytes,
-            )
-            mode, warning = "bwrap", ""
-        else:
-            home = tmp / "home"
-            home.mkdir()
-            cmd = [python, str(reward_dir / check_py.name), str(work)]
-            outcome = sandbox.run_bounded(
-                cmd,
-                env=_minimal_env(home),
-                cwd=work,
-                timeout_s=timeout,
-                tail_bytes=limits.output_bytes,
-                preexec_fn=sandbox.rlimit_preexec(limits),
-            )
-            mode, warning = "process_group", f"{UNSANDBOXED_WARNING} ({problem})"
-        if outcome.timed_out:
-            result = CheckerResult(
-                "timeout",
-                stdout=outcome.stdout.text(),
-                stderr=outcome.stderr.text(),
-                returncode=None,
-                duration=outcome.duration,
-                message=f"Checker did not finish within {timeout:g} s and was killed.",
-            )
-        else:
-            result = _interpret(
-                outcome.returncode if outcome.returncode is not None else -1,
-                outcome.stdout.text(),
-                outcome.stderr.text(),
-                outcome.duration,
-                scores_text=outcome.stdout.tail_text(),
-                limits=limits,
-            )
-        result.sandbox, result.warning = mode, warning
-        return result
+        home = tmp / "home"
+        home.mkdir()
+        cmd = [python, str(reward_dir / check_py.name), str(work)]
+        outcome = sandbox.run_bounded(
+            cmd,
+            env=_minimal_env(home),
+            cwd=work,
+            timeout_s=timeout,
+            tail_bytes=limits.output_bytes,
+            preexec_fn=sandbox.rlimit_preexec(limits),
+        )
+        return _result(
+            outcome, timeout, limits, "process_group", f"{UNSANDBOXED_WARNING} ({problem})"
+        )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+_QUOTA_NAMES = {
+    "workspace": ("workspace", "sandbox_workspace_max_bytes", "sandbox_workspace_max_files"),
+    "tmp": ("/tmp", "sandbox_tmp_max_bytes", "sandbox_tmp_max_files"),
+    "shm": ("/dev/shm", "sandbox_tmp_max_bytes", "sandbox_tmp_max_files"),
+}
+
+
+def quotas_filled(report: dict[str, Any]) -> list[str]:
+    """One phrase per sandbox quota the checker filled (no page or no entry left), from the
+    init's report: e.g. 'the workspace's 50000 entries (sandbox_workspace_max_files)'."""
+    left = report.get("left")
+    if not isinstance(left, dict):
+        return []
+    full: list[str] = []
+    for key, (label, bytes_name, files_name) in _QUOTA_NAMES.items():
+        value = left.get(key)
+        if not (isinstance(value, list) and len(value) == 2):
+            continue
+        free_bytes, free_files = value
+        if isinstance(free_bytes, int) and free_bytes < 4096:
+            full.append(f"the {label} quota in bytes ({bytes_name})")
+        if isinstance(free_files, int) and free_files <= 0:
+            full.append(f"the {label} quota of entries ({files_name})")
+    return full
+
+
+def _result(
+    outcome: sandbox.RunOutcome,
+    timeout: float,
+    limits: sandbox.Limits,
+    mode: str,
+    warning: str,
+) -> CheckerResult:
+    setup_error = outcome.report.get("setup_error")
+    if isinstance(setup_error, str) and not outcome.timed_out:
+        result = CheckerResult(
+            "crash",
+            stdout=outcome.stdout.text(),
+            stderr=outcome.stderr.text(),
+            returncode=outcome.returncode,
+            duration=outcome.duration,
+            message=f"Checker not started: {setup_error}.",
+        )
+    elif outcome.timed_out:
+        result = CheckerResult(
+            "timeout",
+            stdout=outcome.stdout.text(),
+            stderr=outcome.stderr.text(),
+            returncode=None,
+            duration=outcome.duration,
+            message=f"Checker did not finish within {timeout:g} s and was killed.",
+        )
+    else:
+        result = _interpret(
+            outcome.returncode if outcome.returncode is not None else -1,
+            outcome.stdout.text(),
+            outcome.stderr.text(),
+            outcome.duration,
+            scores_text=outcome.stdout.tail_text(),
+            limits=limits,
+        )
+    full = quotas_filled(outcome.report)
+    if full:
+        result.quota_full = full
+        result.message += " The checker filled " + "; ".join(full) + "."
+    result.sandbox, result.warning = mode, warning
+    return result
 
 
 def run_checker_on_archive_bytes(
@@ -272,7 +325,8 @@ def _interpret(
 ) -> CheckerResult:
     obj = last_score_object(stdout if scores_text is None else scores_text)
     scores = _numeric_scores(obj) if obj else {}
-    reward = sum(scores.values()) / len(scores) if scores else None
+    # Each term divided first: the mean of finite scores stays finite (1e308 + 1e308 is inf).
+    reward = sum(v / len(scores) for v in scores.values()) if scores else None
     result = CheckerResult(
         "ok", scores, reward, stdout, stderr, returncode, duration, "Checker finished."
     )

@@ -108,3 +108,17 @@ def test_check_refuses_without_sandbox(sample_db_url, tmp_path, capsys, monkeypa
     assert cli_main(argv) == 1
     err = capsys.readouterr().err
     assert "Checker not run: no user namespaces" in err
+
+
+@needs_sandbox()
+def test_check_obeys_the_sandbox_quotas_given_with_set(sample_db_url, tmp_path, capsys):
+    """`clawviz check --set sandbox_workspace_max_bytes=...`: the quota is the one given, so a
+    workspace bigger than it is refused before the checker starts, naming the setting."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "big.bin").write_bytes(b"\0" * (3 << 20))
+    quota = "sandbox_workspace_max_bytes=2097152"
+    argv = ["--db", sample_db_url, "--set", quota, "check", "task_0001", "--workspace", str(ws)]
+    assert cli_main(argv) == 1
+    err = capsys.readouterr().err
+    assert "more than its quota of 2097152 bytes (sandbox_workspace_max_bytes)" in err
