@@ -26,7 +26,7 @@ def load_samples_if_empty() -> None:
         return
     if data.store_counts(state.database_url())["sources"] > 0:
         return
-    from clawviz.jobs.ingest import ingest_paths
+    from clawviz.jobs import ingest_paths
 
     bar = st.progress(0.0, text="First start: loading the bundled sample_logs/ …")
 

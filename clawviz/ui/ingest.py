@@ -18,7 +18,7 @@ from clawviz.ui.pages import EPISODE, page_file
 if TYPE_CHECKING:  # the ingest job is imported when an ingest runs, not with the page
     from streamlit.runtime.uploaded_file_manager import UploadedFile
 
-    from clawviz.jobs.ingest import FileReport, IngestReport
+    from clawviz.jobs import FileReport, IngestReport
 
 UPLOAD_TYPES = ["jsonl", "gz", "json", "zip", "tgz", "tar", "md"]
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".tar")
@@ -46,7 +46,7 @@ def save_uploads(files: Sequence[UploadedFile], folder: Path) -> tuple[list[Path
         target = target_dir / name
         target.write_bytes(f.getvalue())
         if name.lower().endswith(ARCHIVE_SUFFIXES):
-            from clawviz.review.archive import extract_archive
+            from clawviz.review import extract_archive
 
             out = target_dir / "extracted"
             try:
@@ -80,7 +80,7 @@ def run_ingest(paths: list[Path], problem: str | None = None) -> None:
 
     Ends with a rerun, so the sidebar (drawn before this page) shows the new counts.
     """
-    from clawviz.jobs.ingest import ingest_paths
+    from clawviz.jobs import ingest_paths
 
     bar = st.progress(0.0, text="Starting…")
 

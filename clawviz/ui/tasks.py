@@ -11,14 +11,19 @@ from collections.abc import Sequence
 import pandas as pd
 import streamlit as st
 
-from clawviz.review import solvability
-from clawviz.review.archive import ArchiveError
-from clawviz.review.checker import CheckerError, run_checker, run_checker_on_archive_bytes
-from clawviz.review.signoff import DECISIONS, ReviewError, add_review, export_reviews
-from clawviz.review.tasks import (
+from clawviz.review import (
+    DECISIONS,
+    ArchiveError,
+    CheckerError,
+    ReviewError,
     TaskDetail,
     TaskRow,
+    add_review,
+    export_reviews,
     read_task_file,
+    run_checker,
+    run_checker_on_archive_bytes,
+    solvability,
     task_detail,
     task_queue,
     verdict_label,

@@ -16,10 +16,16 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from clawviz.review.archive import extract_archive, is_archive
-from clawviz.review.checker import CheckerResult
-from clawviz.review.tasks import CheckMatrix
-from clawviz.review.workspace import csv_rows, highlight_lexer_name, is_binary_bytes, is_csv
+from clawviz.review import (
+    CheckerResult,
+    CheckMatrix,
+    csv_rows,
+    extract_archive,
+    highlight_lexer_name,
+    is_archive,
+    is_binary_bytes,
+    is_csv,
+)
 from clawviz.ui import pages
 from clawviz.ui.inspector import escape_md
 

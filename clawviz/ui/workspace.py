@@ -13,13 +13,15 @@ from functools import partial
 import pandas as pd
 import streamlit as st
 
-from clawviz.review.archive import ArchiveError
-from clawviz.review.tasks import AttemptWorkspaces, attempt_workspaces, attempts_with_workspaces
-from clawviz.review.workspace import (
+from clawviz.review import (
     STATUS_MARKER,
     STATUSES,
+    ArchiveError,
+    AttemptWorkspaces,
     FileDiff,
     WorkspaceDiff,
+    attempt_workspaces,
+    attempts_with_workspaces,
     csv_rows,
     diff_workspaces,
     file_diff,
