@@ -1,6 +1,6 @@
 """RL rows: each kept path lined up by its logged token ids, split where alignment breaks.
 
-The rows are `clawviz.tokens.align_path`'s training rows (PIPELINE §6): the logged prompt ids
+The rows are `clawviz.recon.tokens.align_path`'s training rows (PIPELINE §6): the logged prompt ids
 and the sampled output ids, never re-tokenised; outputs are mask 1 with their rollout logprobs,
 everything else mask 0 with no logprob. A path is exported only when every call on it has both
 prompt and output token ids: a gap would leave that call's sampled tokens untrained (they would
