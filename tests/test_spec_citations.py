@@ -1,8 +1,9 @@
 """The specification the code cites is in the repository, and it says what the code decides.
 
 Comments cite `PIPELINE §N` / `FORMATS §N` (docs/PIPELINE.md, docs/FORMATS.md). Every cited
-section must be a heading of that document (`## N. Title`), and every reason code the code
-defines must be named in docs/PIPELINE.md, so a new code cannot land undocumented.
+section must be a heading of that document (`## N. Title`), every reason code the code defines
+must be named in docs/PIPELINE.md, and every marker string of `recon/markers.py` quoted in
+docs/FORMATS.md, so neither can change without its specification.
 """
 
 from __future__ import annotations
@@ -104,3 +105,36 @@ def test_every_reason_code_is_in_the_pipeline_spec() -> None:
     text = DOCS["PIPELINE"].read_text(encoding="utf-8")
     missing = sorted(c for c in codes if f"`{c}`" not in text)
     assert not missing, f"reason codes not named in docs/PIPELINE.md: {missing}"
+
+
+def _literal_runs(pattern: str) -> list[str]:
+    """The literal stretches (8 characters or more) of a regular expression."""
+    text = re.sub(r"\(\?[:=!]|\(\?[a-z]+\)", "(", pattern)  # group prefixes and inline flags
+    # An escaped character (`\.`, `\(`) is literal: hide it from the split, then restore it.
+    text = re.sub(r"\\([^A-Za-z0-9])", lambda m: chr(0xE000 + ord(m.group(1))), text)
+    runs = re.split(r"\\[A-Za-z]|[\[\]().|*+?{}^$]", text)
+    plain = [re.sub("[\ue000-\ue0ff]", lambda m: chr(ord(m.group()) - 0xE000), r) for r in runs]
+    return [r.strip() for r in plain if len(r.strip()) >= 8]
+
+
+def test_every_marker_string_is_quoted_in_the_formats_spec() -> None:
+    """docs/FORMATS.md §3 quotes the real marker strings: each literal stretch of every marker
+    pattern in `recon/markers.py` (whitespace aside) is in it."""
+    from dataclasses import fields
+
+    from clawviz.recon.markers import HARNESS_MARKERS
+
+    doc = re.sub(r"\s+", " ", DOCS["FORMATS"].read_text(encoding="utf-8"))
+    checked, missing = 0, []
+    for row in HARNESS_MARKERS:
+        for f in fields(row):
+            if f.name in ("harness", "spawn_tools", "ignore_patterns"):
+                continue
+            for p in getattr(row, f.name):
+                pattern = p[1] if isinstance(p, tuple) else p
+                for run in _literal_runs(pattern.pattern):
+                    checked += 1
+                    if re.sub(r"\s+", " ", run) not in doc:
+                        missing.append(f"{row.harness}.{f.name}: {run!r}")
+    assert checked > 40, checked
+    assert not missing, missing
