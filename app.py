@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import cast
 
 import streamlit as st
+from streamlit.navigation.page import StreamlitPage
 
 from clawviz.settings import masked_url
 from clawviz.ui import data, pages, state
@@ -24,7 +26,7 @@ def load_samples_if_empty() -> None:
         return
     if data.store_counts(state.database_url())["sources"] > 0:
         return
-    from clawviz.jobs.ingest import ingest_paths
+    from clawviz.jobs import ingest_paths
 
     bar = st.progress(0.0, text="First start: loading the bundled sample_logs/ …")
 
@@ -68,7 +70,8 @@ def sidebar() -> None:
 
 def main() -> None:
     st.set_page_config(page_title="clawviz", page_icon=str(FAVICON), layout="wide")
-    pg = pages.navigation()
+    # `pages.navigation` is annotated with the function `st.navigation`, not the page it returns.
+    pg = cast(StreamlitPage, pages.navigation())
     load_samples_if_empty()
     settings = state.current_settings()
     data.ensure_analysed(state.database_url(), settings.settings_hash, settings)

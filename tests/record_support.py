@@ -17,6 +17,8 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from clawviz.ingest.sse import DONE, encode_frame
+
 
 def chat_events(text_parts: list[str], *, final: bool = True, usage: bool = True) -> list[bytes]:
     """OpenAI Chat Completions SSE frames for a reply made of `text_parts`."""
@@ -32,7 +34,7 @@ def chat_events(text_parts: list[str], *, final: bool = True, usage: bool = True
             "model": "scripted-1",
             "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
         }
-        out.append(b"data: " + orjson.dumps(chunk) + b"\n\n")
+        out.append(encode_frame(chunk).encode())
     if final:
         last = {
             "id": "chatcmpl-1",
@@ -44,8 +46,8 @@ def chat_events(text_parts: list[str], *, final: bool = True, usage: bool = True
         if usage:
             last["usage"] = {"prompt_tokens": 7, "completion_tokens": len(text_parts)}
             last["usage"]["total_tokens"] = 7 + len(text_parts)
-        out.append(b"data: " + orjson.dumps(last) + b"\n\n")
-        out.append(b"data: [DONE]\n\n")
+        out.append(encode_frame(last).encode())
+        out.append(encode_frame(DONE).encode())
     return out
 
 
@@ -70,7 +72,7 @@ def anthropic_events(text_parts: list[str], *, final: bool = True) -> list[bytes
     """Anthropic Messages SSE frames for a reply made of `text_parts`."""
 
     def frame(name: str, data: dict[str, Any]) -> bytes:
-        return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
+        return encode_frame(data, name).encode()
 
     msg = {
         "id": "msg_1",

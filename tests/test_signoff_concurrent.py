@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from sqlmodel import Session, select
@@ -18,13 +17,16 @@ REPO = Path(__file__).resolve().parents[1]
 N_PROCS = 4
 N_EACH = 10
 SCRIPT = """
-import sys, time
+import sys
 from sqlmodel import Session
 from clawviz.review.signoff import add_review
 from clawviz.store.db import get_engine
-url, who, start, n = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+url, who, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 engine = get_engine(url)
-time.sleep(max(0.0, start - time.time()))
+with engine.connect():
+    pass  # connected, imports done: ready
+print("ready", flush=True)
+sys.stdin.readline()  # the start gate: every reviewer writes from the same moment
 for i in range(n):
     with Session(engine) as s:
         # Every process writes the shared task, and one of its own.
@@ -37,14 +39,23 @@ def test_concurrent_signoff_processes_keep_every_review(tmp_path):
     url = fresh_url(tmp_path, "signoff")
     get_engine(url)  # the store exists before the reviewers start
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    start = time.time() + 4.0  # every process has imported clawviz by then
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", SCRIPT, url, f"r{k}", str(start), str(N_EACH)],
-            env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [sys.executable, "-c", SCRIPT, url, f"r{k}", str(N_EACH)],
+            env=env, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True,
         )
         for k in range(N_PROCS)
     ]  # fmt: skip
+    # A barrier across the processes instead of a start time guessed ahead: each one says it is
+    # ready (imported, connected) and waits on its stdin; once all are, every gate opens.
+    for proc in procs:
+        assert proc.stdout is not None and proc.stdin is not None
+        line = proc.stdout.readline()
+        assert line == "ready\n", (line, proc.stderr.read() if proc.stderr else "")
+    for proc in procs:
+        proc.stdin.write("go\n")  # type: ignore[union-attr]
+        proc.stdin.flush()  # type: ignore[union-attr]
     for proc in procs:
         _, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err

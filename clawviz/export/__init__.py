@@ -6,38 +6,40 @@ the logged token ids; nothing here prunes, scores or tokenises again. See docs/E
 The names below are loaded on first use (PEP 562), so `from clawviz.export import Selection`
 (the Episode and Runs pages' Export panel) does not import the row builders and writers
 (`clawviz.export.run`) until an export actually runs.
+
+The public names below (`__all__`) are imported from their module on first use
+(`clawviz._lazy`); callers outside the stage import them from `clawviz.export`.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from clawviz._lazy import lazy_api
 
 if TYPE_CHECKING:
     from clawviz.export.report import ExportReport
     from clawviz.export.run import FORMATS, report_path, run_export
+    from clawviz.export.shard import MANIFEST, RayMissing, run_sharded_export
     from clawviz.export.source import Selection
 
-__all__ = ["FORMATS", "ExportReport", "Selection", "report_path", "run_export"]
+__all__ = [
+    "ExportReport",
+    "FORMATS",
+    "MANIFEST",
+    "RayMissing",
+    "Selection",
+    "report_path",
+    "run_export",
+    "run_sharded_export",
+]
 
-_HOME = {
-    "ExportReport": "clawviz.export.report",
-    "FORMATS": "clawviz.export.run",
-    "report_path": "clawviz.export.run",
-    "run_export": "clawviz.export.run",
-    "Selection": "clawviz.export.source",
+_HOMES: dict[str, tuple[str, ...]] = {
+    "report": ("ExportReport",),
+    "run": ("FORMATS", "report_path", "run_export"),
+    "shard": ("MANIFEST", "RayMissing", "run_sharded_export"),
+    "source": ("Selection",),
 }
-"""Where each public name lives."""
+"""Which module holds each public name."""
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_api(__name__, _HOMES)

@@ -1,6 +1,6 @@
 """RL rows: each kept path lined up by its logged token ids, split where alignment breaks.
 
-The rows are `clawviz.tokens.align_path`'s training rows (PIPELINE §6): the logged prompt ids
+The rows are `clawviz.recon.tokens.align_path`'s training rows (PIPELINE §6): the logged prompt ids
 and the sampled output ids, never re-tokenised; outputs are mask 1 with their rollout logprobs,
 everything else mask 0 with no logprob. A path is exported only when every call on it has both
 prompt and output token ids: a gap would leave that call's sampled tokens untrained (they would
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from clawviz.export.sft import PathRows, Skip, prefix_id, shared_prefix
+from clawviz.export.sft import PathRows, Skip, prefix_id, row_header, shared_prefix
 from clawviz.export.source import EpisodeData
 from clawviz.recon.advantage import ppo_token_advantages
 from clawviz.recon.tokens import align_path
@@ -97,25 +97,14 @@ def rl_rows(ep: EpisodeData, settings_hash: str, advantage: AdvantageKind = "grp
             drift = alignment.rows[k - 1].split_reason if k else None
             out.rows.append(
                 {
-                    "format": "rl",
-                    "row_id": f"{ep.episode_id}/{path.path_id}/{k}",
-                    "episode_id": ep.episode_id,
-                    "task_id": ep.task_id,
-                    "harness": ep.harness,
-                    "model": ep.model,
-                    "attempt": ep.attempt,
-                    "group": ep.group,
-                    "segment": path.segment,
-                    "path_id": path.path_id,
+                    **row_header(
+                        ep, path, "rl", f"{ep.episode_id}/{path.path_id}/{k}", settings_hash
+                    ),
                     "split": k,
                     "n_splits": len(alignment.rows),
                     "drift_reason": drift,
-                    "status": ep.status,
-                    "reasons": [r.code for r in ep.reasons],
-                    "reward": ep.reward,
                     "advantage": adv,
                     "advantage_kind": adv_kind,
-                    "settings_hash": settings_hash,
                     "call_ids": own,
                     "input_ids": list(row.tokens),
                     "loss_mask": mask,

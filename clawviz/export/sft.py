@@ -54,6 +54,30 @@ class PathRows:
     """RL rows not written: every output in them is trained by an earlier path's row."""
 
 
+def row_header(
+    ep: EpisodeData, path: PathInfo, fmt: str, row_id: str, settings_hash: str
+) -> dict[str, Any]:
+    """The columns every exported row starts with (SFT and RL alike, docs/EXPORT.md "Columns
+    both formats share"): the attempt, its group, the path and the episode's verdict. Each
+    format adds its `advantage` and its own columns."""
+    return {
+        "format": fmt,
+        "row_id": row_id,
+        "episode_id": ep.episode_id,
+        "task_id": ep.task_id,
+        "harness": ep.harness,
+        "model": ep.model,
+        "attempt": ep.attempt,
+        "group": ep.group,
+        "segment": path.segment,
+        "path_id": path.path_id,
+        "status": ep.status,
+        "reasons": [r.code for r in ep.reasons],
+        "reward": ep.reward,
+        "settings_hash": settings_hash,
+    }
+
+
 def shared_prefix(path: PathInfo, earlier: list[PathInfo]) -> int:
     """Number of leading calls `path` shares with an earlier kept path of its segment."""
     best = 0
@@ -263,21 +287,8 @@ def _row(
     _merge(out.omitted, omitted)
     last = calls[-1]
     return {
-        "format": "sft",
-        "row_id": f"{ep.episode_id}/{path.path_id}",
-        "episode_id": ep.episode_id,
-        "task_id": ep.task_id,
-        "harness": ep.harness,
-        "model": ep.model,
-        "attempt": ep.attempt,
-        "group": ep.group,
-        "segment": path.segment,
-        "path_id": path.path_id,
-        "status": ep.status,
-        "reasons": [r.code for r in ep.reasons],
-        "reward": ep.reward,
+        **row_header(ep, path, "sft", f"{ep.episode_id}/{path.path_id}", settings_hash),
         "advantage": path.advantage,
-        "settings_hash": settings_hash,
         "call_ids": [c.call_id for c in calls],
         "messages": messages,
         "tools": openai_tools(ep.tools.get(last.call_id)),

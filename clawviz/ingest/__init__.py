@@ -1,7 +1,82 @@
-"""Stage 1, ingest: files -> parsed calls in the store.
+"""Ingest: pure parsers of files into `Call`s (no store; the job that writes the store is
+`clawviz.jobs.ingest`). Input formats: docs/FORMATS.md.
 
-`load` walks files and folders (exchange logs, results.jsonl, transcripts, task folders) and
-writes them through `clawviz.store`; `exchange` parses one exchange record (claude-trace shape,
-Anthropic / Chat Completions / Responses bodies), `sse` rebuilds streamed bodies, `results`
-reads verifier results, `transcripts` reads the harnesses' own session files.
+`formats` is the one registry of input formats, `exchange` parses one exchange record
+(claude-trace shape; Anthropic / Chat Completions / Responses bodies), `sse` reads (and writes)
+streamed bodies, `identity` names a call's harness and session, `lines` reads bounded lines,
+`results` reads verifier results, `transcripts` replays the harnesses' own session files.
+
+The public names below (`__all__`) are imported from their module on first use
+(`clawviz._lazy`); callers outside the stage import them from `clawviz.ingest`.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from clawviz._lazy import lazy_api
+
+if TYPE_CHECKING:
+    from clawviz.ingest.exchange import (
+        REDACTED,
+        FormatError,
+        MessageCache,
+        is_secret_header,
+        parse_exchange,
+        redact_url,
+    )
+    from clawviz.ingest.formats import FORMATS, Format, is_findings_record
+    from clawviz.ingest.lines import FINGERPRINT, LineReader, Rejection
+    from clawviz.ingest.record import validate_call
+    from clawviz.ingest.results import parse_result
+    from clawviz.ingest.sse import compact_json, encode_frame, encode_stream
+    from clawviz.ingest.transcripts import (
+        TRANSCRIPT_LIMITS,
+        TranscriptRead,
+        detect_transcript,
+        read_transcript,
+    )
+
+__all__ = [
+    "FINGERPRINT",
+    "FORMATS",
+    "Format",
+    "FormatError",
+    "LineReader",
+    "MessageCache",
+    "REDACTED",
+    "Rejection",
+    "TRANSCRIPT_LIMITS",
+    "TranscriptRead",
+    "compact_json",
+    "detect_transcript",
+    "encode_frame",
+    "encode_stream",
+    "is_findings_record",
+    "is_secret_header",
+    "parse_exchange",
+    "parse_result",
+    "read_transcript",
+    "redact_url",
+    "validate_call",
+]
+
+_HOMES: dict[str, tuple[str, ...]] = {
+    "exchange": (
+        "FormatError",
+        "MessageCache",
+        "REDACTED",
+        "is_secret_header",
+        "parse_exchange",
+        "redact_url",
+    ),
+    "formats": ("FORMATS", "Format", "is_findings_record"),
+    "lines": ("FINGERPRINT", "LineReader", "Rejection"),
+    "record": ("validate_call",),
+    "results": ("parse_result",),
+    "sse": ("compact_json", "encode_frame", "encode_stream"),
+    "transcripts": ("TRANSCRIPT_LIMITS", "TranscriptRead", "detect_transcript", "read_transcript"),
+}
+"""Which module holds each public name."""
+
+__getattr__, __dir__ = lazy_api(__name__, _HOMES)

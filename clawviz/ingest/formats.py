@@ -6,8 +6,8 @@ harness's own session file replayed whole), `detect(records)` judged from a file
 records, and `read`, the format's reader (`record`: one record; `transcript`: one file's
 lines, see `clawviz.ingest.transcripts.common.Line`).
 
-`FORMATS` is the one tuple, in the order detection tries them; both `load._sniff` and
-`transcripts.detect_transcript` walk it. A harness transcript format is a module with
+`FORMATS` is the one tuple, in the order detection tries them; both `jobs.ingest._sniff`
+and `transcripts.detect_transcript` walk it. A harness transcript format is a module with
 module-level `NAME`, `detect` and `read`; adding a harness means adding that module and its
 line below. Modules are imported when first used, so sniffing an exchange log imports no
 transcript reader.

@@ -1,9 +1,14 @@
-"""Server-sent-event bodies (`body_raw`): split into frames and rebuild the final message."""
+"""Server-sent-event bodies (`body_raw`): split into frames and rebuild the final message.
+
+`encode_frame` / `encode_stream` write the same frames (`event: NAME`, `data: JSON`, a blank
+line): the one SSE writer of the package (the sample generator's streams use it).
+"""
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
@@ -363,3 +368,32 @@ def rebuild_openai_responses(text: str) -> StreamResult:
     if not body.get("output"):
         body["output"] = [items[i] for i in sorted(items)]
     return StreamResult(body, complete and error is None and not cut_off, error)
+
+
+DONE = "[DONE]"
+"""The payload of OpenAI's last frame (`data: [DONE]`)."""
+
+
+def compact_json(obj: Any) -> str:
+    """Compact JSON as the recorders write it (non-ASCII kept)."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def encode_frame(
+    data: Any, event: str | None = None, dumps: Callable[[Any], str] = compact_json
+) -> str:
+    """One SSE frame: `event: NAME` when named, then `data: PAYLOAD` and a blank line. A string
+    payload is sent as it is (`[DONE]`, or a body that is not JSON), anything else as JSON."""
+    payload = data if isinstance(data, str) else dumps(data)
+    return (f"event: {event}\n" if event else "") + f"data: {payload}\n\n"
+
+
+def encode_stream(
+    frames: Iterable[tuple[str | None, Any]],
+    *,
+    done: bool = False,
+    dumps: Callable[[Any], str] = compact_json,
+) -> str:
+    """A whole stream of `(event or None, data)` frames; `done` ends it with `data: [DONE]`."""
+    body = "".join(encode_frame(data, event, dumps) for event, data in frames)
+    return body + encode_frame(DONE) if done else body

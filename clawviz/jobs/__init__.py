@@ -1,6 +1,38 @@
 """Use cases: the only code that both holds a store session and calls the pure stages.
 
 `ingest` loads files into the store and analyses what they changed; `analyse` brings the
-stored decisions up to date with the calls and settings. The CLI, the app and the recording
-proxy's live ingest call these.
+stored decisions up to date with the calls and settings; `share` reads a stored episode's
+explorer payload. The CLI, the app and the recording proxy's live ingest call these.
+
+The public names below (`__all__`) are imported from their module on first use
+(`clawviz._lazy`); callers outside the stage import them from `clawviz.jobs`.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from clawviz._lazy import lazy_api
+
+if TYPE_CHECKING:
+    from clawviz.jobs.analyse import ensure_analysis, episode_analysis
+    from clawviz.jobs.ingest import FileReport, IngestReport, ingest_paths
+    from clawviz.jobs.share import load_payload
+
+__all__ = [
+    "FileReport",
+    "IngestReport",
+    "ensure_analysis",
+    "episode_analysis",
+    "ingest_paths",
+    "load_payload",
+]
+
+_HOMES: dict[str, tuple[str, ...]] = {
+    "analyse": ("ensure_analysis", "episode_analysis"),
+    "ingest": ("FileReport", "IngestReport", "ingest_paths"),
+    "share": ("load_payload",),
+}
+"""Which module holds each public name."""
+
+__getattr__, __dir__ = lazy_api(__name__, _HOMES)

@@ -13,14 +13,12 @@ import re
 import zlib
 from typing import Any
 
+from clawviz.ingest import encode_stream
+from clawviz.ingest.sse import compact_json as dumps
+
 IM_START = 151644
 IM_END = 151645
 _TOKEN_RE = re.compile(r"\s*[A-Za-z0-9_]+|\s*[^\sA-Za-z0-9_]|\s+")
-
-
-def dumps(obj: Any) -> str:
-    """Compact JSON as the recorders write it (non-ASCII kept)."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
 def token_strings(text: str) -> list[str]:
@@ -136,7 +134,7 @@ def anthropic_sse(
     frames.append(("message_stop", {"type": "message_stop"}))
     if truncate_after is not None:
         frames = frames[:truncate_after]
-    return "".join(f"event: {name}\ndata: {dumps(data)}\n\n" for name, data in frames)
+    return encode_stream(frames)
 
 
 # ---------------------------------------------------------------- OpenAI chat + vLLM token ids
@@ -310,5 +308,5 @@ def openai_stream(
             "usage": usage,
         }
     )
-    raw = "".join(f"data: {dumps(f)}\n\n" for f in frames) + "data: [DONE]\n\n"
+    raw = encode_stream(((None, f) for f in frames), done=True)
     return raw, out_ids, lps

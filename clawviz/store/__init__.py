@@ -1,6 +1,106 @@
-"""Stage 2, the store (SQLModel over SQLite or PostgreSQL).
+"""The store (SQLModel over SQLite or PostgreSQL): persistence only.
 
 `models` is the schema, `db` the engine and sessions, `calls` writes and reads calls with their
-content-addressed messages and blobs, `queries` the read-only frames the pages show, and
-`decisions` the per-settings cache of what `clawviz.recon.pipeline` decides.
+content-addressed messages and blobs, `queries` the read-only frames the pages show, `rewards`
+an attempt's reward, and `decisions` the per-settings cache of what `clawviz.recon.pipeline`
+decides (`clawviz.jobs.analyse` keeps it up to date).
+
+The public names below (`__all__`) are imported from their module on first use
+(`clawviz._lazy`); callers outside the stage import them from `clawviz.store`.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from clawviz._lazy import lazy_api
+
+if TYPE_CHECKING:
+    from clawviz.store.db import get_engine, require_writable, session_scope
+    from clawviz.store.decisions import (
+        Group,
+        Stale,
+        group_statuses,
+        load_order,
+        persist_analyses,
+        read_analysis,
+        replace_unattached,
+        stale_episodes,
+        store_advantages,
+        unattached_stale,
+    )
+    from clawviz.store.models import (
+        Blob,
+        CallRow,
+        Episode,
+        EpisodeStatus,
+        Result,
+        Source,
+        Task,
+        restore_nul,
+        utcnow,
+    )
+    from clawviz.store.queries import PAPER_STATS, STAT_LABELS, EpisodeFilter, EpisodeRow
+    from clawviz.store.rewards import result_reward
+
+__all__ = [
+    "Blob",
+    "CallRow",
+    "Episode",
+    "EpisodeFilter",
+    "EpisodeRow",
+    "EpisodeStatus",
+    "Group",
+    "PAPER_STATS",
+    "Result",
+    "STAT_LABELS",
+    "Source",
+    "Stale",
+    "Task",
+    "get_engine",
+    "group_statuses",
+    "load_order",
+    "persist_analyses",
+    "read_analysis",
+    "replace_unattached",
+    "require_writable",
+    "restore_nul",
+    "result_reward",
+    "session_scope",
+    "stale_episodes",
+    "store_advantages",
+    "unattached_stale",
+    "utcnow",
+]
+
+_HOMES: dict[str, tuple[str, ...]] = {
+    "db": ("get_engine", "require_writable", "session_scope"),
+    "decisions": (
+        "Group",
+        "Stale",
+        "group_statuses",
+        "load_order",
+        "persist_analyses",
+        "read_analysis",
+        "replace_unattached",
+        "stale_episodes",
+        "store_advantages",
+        "unattached_stale",
+    ),
+    "models": (
+        "Blob",
+        "CallRow",
+        "Episode",
+        "EpisodeStatus",
+        "Result",
+        "Source",
+        "Task",
+        "restore_nul",
+        "utcnow",
+    ),
+    "queries": ("EpisodeFilter", "EpisodeRow", "PAPER_STATS", "STAT_LABELS"),
+    "rewards": ("result_reward",),
+}
+"""Which module holds each public name."""
+
+__getattr__, __dir__ = lazy_api(__name__, _HOMES)

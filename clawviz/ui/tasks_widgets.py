@@ -10,15 +10,22 @@ import math
 import os
 import tempfile
 from pathlib import Path
+from typing import Literal
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from clawviz.review.archive import extract_archive, is_archive
-from clawviz.review.checker import CheckerResult
-from clawviz.review.tasks import CheckMatrix
-from clawviz.review.workspace import csv_rows, highlight_lexer_name, is_binary_bytes, is_csv
+from clawviz.review import (
+    CheckerResult,
+    CheckMatrix,
+    csv_rows,
+    extract_archive,
+    highlight_lexer_name,
+    is_archive,
+    is_binary_bytes,
+    is_csv,
+)
 from clawviz.ui import pages
 from clawviz.ui.inspector import escape_md
 
@@ -59,9 +66,18 @@ KEY_WS_UNCHANGED = "ws_show_unchanged"
 KEY_WS_TREE = "ws_tree_table"
 
 VERDICT_TEXT = {True: "pass", False: "fail", None: "n/a"}
-VERDICT_COLOUR = {"pass": "green", "fail": "red", "n/a": "gray"}
+BadgeColour = Literal[
+    "red", "orange", "yellow", "blue", "green", "violet", "gray", "grey", "primary"
+]
+"""The colours `st.badge` takes."""
+VERDICT_COLOUR: dict[str, BadgeColour] = {"pass": "green", "fail": "red", "n/a": "gray"}
 VERDICT_TINT = {"pass": "background-color: #e2f5e5", "fail": "background-color: #fde0dc"}
-DECISION_COLOUR = {"accept": "green", "revise": "orange", "reject": "red", "pending": "gray"}
+DECISION_COLOUR: dict[str, BadgeColour] = {
+    "accept": "green",
+    "revise": "orange",
+    "reject": "red",
+    "pending": "gray",
+}
 
 
 def escape_text(text: str) -> str:

@@ -15,6 +15,8 @@ from typing import Any
 
 from aiohttp import web
 
+from clawviz.ingest.sse import DONE, encode_frame
+
 from . import toytok
 from .scenario import Decision, Scenario, View, user_text_of
 
@@ -360,12 +362,10 @@ class ScriptedServer:
             )
         )
         events.append(("message_stop", {"type": "message_stop"}))
-        frames = [f"event: {e}\ndata: {json.dumps(p)}\n\n" for e, p in events]
+        frames = [encode_frame(p, e, json.dumps) for e, p in events]
         if d.stream_error:
             err = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
-            frames = frames[: max(3, len(frames) // 2)] + [
-                f"event: error\ndata: {json.dumps(err)}\n\n"
-            ]
+            frames = frames[: max(3, len(frames) // 2)] + [encode_frame(err, "error", json.dumps)]
         return await self._stream(request, frames, d.cut, {"request-id": f"req_scripted{rid}"})
 
     # -- OpenAI Chat Completions (vLLM-style token ids) ---------------------------------------
@@ -472,10 +472,10 @@ class ScriptedServer:
         chunks.append(choice_chunk({}, len(out_ids) - pos, finish))
         if (body.get("stream_options") or {}).get("include_usage"):
             chunks.append(dict(base, choices=[], usage=usage))
-        frames = [f"data: {json.dumps(c)}\n\n" for c in chunks] + ["data: [DONE]\n\n"]
+        frames = [encode_frame(c, dumps=json.dumps) for c in chunks] + [encode_frame(DONE)]
         if d.stream_error:
             err = {"error": {"message": "The server had an error.", "type": "server_error"}}
-            frames = frames[: max(2, len(frames) // 2)] + [f"data: {json.dumps(err)}\n\n"]
+            frames = frames[: max(2, len(frames) // 2)] + [encode_frame(err, dumps=json.dumps)]
         return await self._stream(request, frames, d.cut, {})
 
     # -- OpenAI Responses (as Codex consumes it) ------------------------------------------------
@@ -589,7 +589,7 @@ class ScriptedServer:
             ]
         for n, e in enumerate(events):
             e["sequence_number"] = n
-        frames = [f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events]
+        frames = [encode_frame(e, e["type"], json.dumps) for e in events]
         return await self._stream(request, frames, d.cut, {})
 
     async def _stream(self, request, frames: list[str], cut: bool, headers: dict[str, str]):

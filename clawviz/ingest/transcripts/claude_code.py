@@ -27,10 +27,13 @@ from clawviz.ingest.transcripts.common import (
     TranscriptRead,
     parse_time,
     read_lines,
+    summary_call,
     text_of,
+    transcript_call,
+    usage_of,
 )
 from clawviz.ingest.transcripts.files import jsonl_files, jsonl_sibling, jsonl_stem, read_head
-from clawviz.types import Call, Message, Usage
+from clawviz.types import Call, Message
 
 FORMAT = "transcript_claude_code"
 MAIN_SYSTEM_MARKER = "You are Claude Code, Anthropic's official CLI for Claude."
@@ -680,12 +683,11 @@ class _Replay:
         t_request = parse_time(parent.record.get("timestamp")) if parent else None
         t_response = parse_time(last.record.get("timestamp"))
         self.calls.append(
-            Call(
+            transcript_call(
                 call_id=self._call_id(group),
                 source_file=first.file,
                 line=first.line,
                 endpoint="anthropic_messages",
-                seq=None,
                 t_request=t_request
                 if t_request is not None
                 else parse_time(first.record.get("timestamp")),
@@ -694,21 +696,13 @@ class _Replay:
                 episode_id=self.episode_id,
                 harness="claude-code",
                 model=first.msg.get("model") if not first.is_synthetic else None,
-                session_id=self.episode_id,
                 system=SUBAGENT_SYSTEM_MARKER if is_sub else MAIN_SYSTEM_MARKER,
                 messages=messages,
                 response=response,
                 stop_reason=stop_reason,
-                usage=Usage(
-                    input_tokens=usage.get("input_tokens"),
-                    output_tokens=usage.get("output_tokens"),
-                    cache_read_input_tokens=usage.get("cache_read_input_tokens"),
-                    cache_creation_input_tokens=usage.get("cache_creation_input_tokens"),
-                ),
+                usage=usage_of(usage),
                 failure=failure,  # type: ignore[arg-type]
                 error=error,
-                delivered=failure is None,
-                source_kind="transcript",
                 extra=extra,
             )
         )
@@ -790,7 +784,8 @@ class _Replay:
         summary = _summary_body(text_of(summary_rec.msg.get("content")))
         is_sub = boundary.sidechain or boundary.file in self.g.sub_files
         self.calls.append(
-            Call(
+            summary_call(
+                summary=summary,
                 call_id=f"{self.episode_id}:{boundary.uuid}:summary",
                 source_file=boundary.file,
                 line=boundary.line,
@@ -799,17 +794,11 @@ class _Replay:
                 if tip
                 else parse_time(boundary.record.get("timestamp")),
                 t_response=parse_time(boundary.record.get("timestamp")),
-                http_status=200,
                 episode_id=self.episode_id,
                 harness="claude-code",
                 model=model,
-                session_id=self.episode_id,
                 system=SUBAGENT_SYSTEM_MARKER if is_sub else MAIN_SYSTEM_MARKER,
                 messages=messages,
-                response={"role": "assistant", "content": [{"type": "text", "text": summary}]},
-                stop_reason="end_turn",
-                delivered=True,
-                source_kind="transcript",
                 extra={
                     "transcript_format": FORMAT,
                     "transcript_role": "compaction_summary",

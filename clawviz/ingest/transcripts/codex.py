@@ -28,10 +28,19 @@ from pathlib import Path
 from typing import Any
 
 from clawviz.ingest.exchange import group_responses_items, responses_group_message
-from clawviz.ingest.transcripts.common import Line, Reject, TranscriptRead, parse_time
-from clawviz.types import Call, Message, Usage
+from clawviz.ingest.transcripts.common import (
+    Line,
+    Reject,
+    TranscriptRead,
+    parse_time,
+    transcript_call,
+    usage_of,
+)
+from clawviz.types import Call, Message
 
 FORMAT = "transcript_codex"
+_USAGE_KEYS = ("input_tokens", "output_tokens", "cached_input_tokens", "")
+"""Where Codex keeps the usage counts (`common.usage_of`; it logs no cache writes)."""
 HARNESS_EVIDENCE = "Codex rollout format (session_meta / response_item records)"
 
 COMPACTION_PROMPT = (
@@ -178,7 +187,7 @@ def read_codex(path: str | Path, lines: list[Line], rejects: list[Reject]) -> Tr
         t_resp = parse_time(ln.record.get("timestamp"))
         extra = _extra(meta, thread_id, response_id, compaction, is_sub)
         calls.append(
-            Call(
+            transcript_call(
                 call_id=f"{thread_id}:L{start_line or ln.number}",
                 source_file=path,
                 line=start_line or ln.number,
@@ -186,20 +195,12 @@ def read_codex(path: str | Path, lines: list[Line], rejects: list[Reject]) -> Tr
                 seq=len(calls),
                 t_request=t_before,
                 t_response=t_resp,
-                http_status=200,
                 episode_id=episode_id,
                 harness="codex",
                 model=model,
-                session_id=episode_id,
                 messages=_messages(request),
                 response=responses_group_message(pending) if pending else None,
-                usage=Usage(
-                    input_tokens=u.get("input_tokens"),
-                    output_tokens=u.get("output_tokens"),
-                    cache_read_input_tokens=u.get("cached_input_tokens"),
-                ),
-                delivered=True,
-                source_kind="transcript",
+                usage=usage_of(u, _USAGE_KEYS),
                 extra=extra,
             )
         )

@@ -1,4 +1,5 @@
-"""What both transcript readers share: the read result, line reading with rejects, timestamps."""
+"""What the transcript readers share: the read result, line reading with rejects, timestamps,
+and the one builder of a replayed call (`transcript_call`, `summary_call`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from clawviz.types import Call
+from clawviz.types import Call, Endpoint, Failure, Message, Usage
 
 Reject = tuple[int, str, str]
 """(1-based line, reason, raw line) of an entry that could not be loaded."""
@@ -143,3 +144,80 @@ def text_of(content: Any) -> str:
                 parts.append(str(b.get("text", "")))
         return "".join(parts)
     return ""
+
+
+USAGE_KEYS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+)
+"""Where a transcript keeps the four `Usage` counts (Anthropic's names; pi and Codex differ)."""
+
+
+def usage_of(raw: Any, keys: tuple[str, ...] = USAGE_KEYS) -> Usage:
+    """`Usage` from a transcript's usage object, reading the counts under `keys` (in `Usage`
+    field order; a key of None is not logged by that format)."""
+    u = raw if isinstance(raw, dict) else {}
+    counts = [u.get(k) if k else None for k in keys]
+    return Usage(*counts)
+
+
+def transcript_call(
+    *,
+    call_id: str,
+    source_file: str,
+    line: int,
+    endpoint: Endpoint,
+    episode_id: str | None,
+    harness: str | None,
+    messages: list[Message],
+    response: Message | None,
+    t_request: float | None,
+    t_response: float | None,
+    extra: dict[str, Any],
+    seq: int | None = None,
+    model: str | None = None,
+    system: str = "",
+    stop_reason: str | None = None,
+    usage: Usage | None = None,
+    http_status: int | None = 200,
+    failure: Failure | None = None,
+    error: str | None = None,
+) -> Call:
+    """One replayed turn as a `Call`: marked `transcript`, its session the episode, delivered
+    unless it failed (a transcript holds what the harness received)."""
+    return Call(
+        call_id=call_id,
+        source_file=source_file,
+        line=line,
+        endpoint=endpoint,
+        seq=seq,
+        t_request=t_request,
+        t_response=t_response,
+        http_status=http_status,
+        episode_id=episode_id,
+        harness=harness,
+        model=model,
+        session_id=episode_id,
+        system=system,
+        messages=messages,
+        response=response,
+        stop_reason=stop_reason,
+        usage=usage if usage is not None else Usage(),
+        failure=failure,
+        error=error,
+        delivered=failure is None,
+        source_kind="transcript",
+        extra=extra,
+    )
+
+
+def summary_call(*, summary: str, **fields: Any) -> Call:
+    """A compaction's summary call rebuilt from its transcript: a synthetic request answered
+    by the summary text (HTTP 200, `end_turn`)."""
+    return transcript_call(
+        response={"role": "assistant", "content": [{"type": "text", "text": summary}]},
+        stop_reason="end_turn",
+        **fields,
+    )

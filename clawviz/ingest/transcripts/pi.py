@@ -21,12 +21,17 @@ from clawviz.ingest.transcripts.common import (
     TranscriptRead,
     parse_time,
     read_lines,
+    summary_call,
     text_of,
+    transcript_call,
+    usage_of,
 )
 from clawviz.ingest.transcripts.links import Links, folder_links, link_name, may_be_linked
-from clawviz.types import Call, Message, Usage
+from clawviz.types import Call, Message
 
 FORMAT = "transcript_pi"
+_USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite")
+"""Where pi keeps the four usage counts (`common.usage_of`)."""
 
 # Exact texts of pi-mono (MIT): core/messages.ts and core/compaction/{utils,compaction}.ts.
 COMPACTION_SUMMARY_PREFIX = (
@@ -644,7 +649,6 @@ class _Replay:
             status = int(head) if head.isdigit() else None
         elif stop == "aborted":
             failure, error = "truncated_stream", str(m.get("errorMessage") or "aborted")
-        u = m.get("usage") if isinstance(m.get("usage"), dict) else {}
         model = m.get("model") or (ctx.model_change or {}).get("model_id")
         extra = self._base_extra(ctx, entry)
         extra.update(
@@ -658,7 +662,7 @@ class _Replay:
         if isinstance(m.get("timestamp"), (int, float)):
             t_request = parse_time(m["timestamp"])
         self.calls.append(
-            Call(
+            transcript_call(
                 call_id=f"{self.call_prefix}:L{entry.line}",
                 source_file=self.s.path,
                 line=entry.line,
@@ -670,20 +674,12 @@ class _Replay:
                 episode_id=self.episode_id,
                 harness=self.harness,
                 model=model,
-                session_id=self.episode_id,
                 messages=_wire(ctx.items, endpoint),
                 response={"role": "assistant", "content": _blocks(m.get("content"))},
                 stop_reason=_STOP_REASONS.get(stop, stop),
-                usage=Usage(
-                    input_tokens=u.get("input"),
-                    output_tokens=u.get("output"),
-                    cache_read_input_tokens=u.get("cacheRead"),
-                    cache_creation_input_tokens=u.get("cacheWrite"),
-                ),
+                usage=usage_of(m.get("usage"), _USAGE_KEYS),
                 failure=failure,  # type: ignore[arg-type]
                 error=error,
-                delivered=failure is None,
-                source_kind="transcript",
                 extra=extra,
             )
         )
@@ -709,25 +705,20 @@ class _Replay:
         base.update(transcript_role=role, synthetic_request=True, api=api, **extra)
         t_request, t_response = self._times(entry)
         self.calls.append(
-            Call(
+            summary_call(
+                summary=summary,
                 call_id=f"{self.call_prefix}:L{entry.line}:summary",
                 source_file=self.s.path,
                 line=entry.line,
-                endpoint=endpoint,  # type: ignore[arg-type]
+                endpoint=endpoint,
                 seq=len(self.calls),
                 t_request=t_request,
                 t_response=t_response,
-                http_status=200,
                 episode_id=self.episode_id,
                 harness=self.harness,
                 model=model,
-                session_id=self.episode_id,
                 system=SUMMARIZATION_SYSTEM_PROMPT,
                 messages=messages,
-                response={"role": "assistant", "content": [{"type": "text", "text": summary}]},
-                stop_reason="end_turn",
-                delivered=True,
-                source_kind="transcript",
                 extra=base,
             )
         )
