@@ -119,7 +119,7 @@ def test_transcripts_of_the_run_load_and_agree_with_the_wire(tmp_path, folder):
     subs = {k for k, v in index.items() if v["parent_session_key"] == "agent:main:main"}
     exp = recorded.read_expected(folder)
     n_subs = sum(e["role"] == "aux_subagent" for e in exp.calls)
-    assert len(subs) == n_subs > 0
+    assert len(subs) == n_subs
     shutil.copy(folder / "exchanges.jsonl.gz", tmp_path / "exchanges.jsonl.gz")
     scenario = json.loads((folder / "scenario.json").read_text())
     engine = memory_engine()
@@ -137,6 +137,7 @@ def test_transcripts_of_the_run_load_and_agree_with_the_wire(tmp_path, folder):
         explained = {r["call_id"]: r for r in explain_rows(session, main_id)}
     assert [len(p) for p in wire] == [len(p) for p in exp.kept_paths]
     assert replayed == wire
-    spawners = {explained[r.call_id]["linked_call"] for r in sub_calls}
-    assert len(spawners) == 1 and None not in spawners
-    assert {explained[r.call_id]["role"] for r in sub_calls} == {"aux_subagent"}
+    if n_subs:
+        spawners = {explained[r.call_id]["linked_call"] for r in sub_calls}
+        assert len(spawners) == 1 and None not in spawners
+        assert {explained[r.call_id]["role"] for r in sub_calls} == {"aux_subagent"}

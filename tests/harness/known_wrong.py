@@ -25,7 +25,33 @@ _OC82_AFTER_COMPACTION = (
     "flush flush3 (line 16) is taken for the main tip and kept after d1 (want aux_memory_flush)"
 )
 
+_OC82_HB = (
+    "OpenClaw 2026.8.2 runs a pre-compaction memory flush (flush, line 3) on a2's history, "
+    "then compacts (summary1, line 4); clawviz takes the flush for the main tip of segment 0 "
+    "(kept after a2; want aux_memory_flush, and summary1 linked to a2, not to flush). The "
+    "heartbeat hb (line 5) is the first request on the compacted history (summary + queued "
+    "heartbeat): clawviz takes it for a main root after summary1 (pruned not_longest; want "
+    "aux_heartbeat linked to summary1), and b1-a1 / b1 (lines 6-7), whose history is the "
+    "summary, hb's poll line and reply, then TASK-TWO, for a second root after the same "
+    "compaction (parent none, link summary1; want parent hb)"
+)
+
 KNOWN_WRONG: dict[str, dict[str, str]] = {
+    "openclaw-2026.8.2/heartbeat-after-compaction": {
+        "test_every_call_gets_the_decision_the_server_made_happen": _OC82_HB,
+        "test_threads_group_calls_as_the_server_saw_them": (
+            "flush and hb are put in the main thread: " + _OC82_HB
+        ),
+        "test_episode_status_reasons_and_kept_path_per_segment": (
+            "kept paths [[a1, a2, flush], [b1, c1]], want [[a1, a2], [b1, c1]]: " + _OC82_HB
+        ),
+        "test_transcripts_of_the_run_load_and_agree_with_the_wire": (
+            "the wire's kept path per segment has 3, 2 calls (want 2, 2): " + _OC82_HB
+        ),
+        "test_recorded_traffic_exports": (
+            "the SFT rows train [a1, a2, flush], [b1, c1] (want [a1, a2], [b1, c1]): " + _OC82_HB
+        ),
+    },
     "openclaw-2026.8.2/compaction-after-failure": {
         "test_every_call_gets_the_decision_the_server_made_happen": (
             _OC82_AFTER_COMPACTION + "; besides, flush1 (line 3, the pre-compaction memory flush "
