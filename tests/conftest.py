@@ -12,6 +12,9 @@ from tests import dburl
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_LOGS = REPO / "sample_logs"
 
+# Strict xfails where clawviz is known wrong on a committed recording (one registry).
+pytest_plugins = ("tests.harness.known_wrong",)
+
 
 def pytest_addoption(parser):
     parser.addoption(

@@ -1,6 +1,7 @@
 """Record Codex CLI (npm @openai/codex) with `codex exec`, offline.
 
     python3 -m tests.harness.record_codex [SCENARIO ...] [--npm-dir DIR] [--keep]
+    RIG_CODEX_VERSION=0.169.1 python3 -m tests.harness.record_codex failed-call-compaction
 
 For each scenario in tests/harness/scenarios/codex/ (or the ones named): install Codex at the
 pinned version into a temporary folder (or --npm-dir), start the scripted server and
@@ -17,13 +18,16 @@ Scenario keys used here besides the steps: `prompts`, `files`, and `codex` with 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
 from .recorder import record_main, run_folder
 from .rig import RECORDED, Rig, machine_replacements, offline_env, one_file, save
 
-CODEX_VERSION = "0.171.0"
+CODEX_VERSION = os.environ.get("RIG_CODEX_VERSION", "0.171.0")
+"""The release recorded; `RIG_CODEX_VERSION=0.169.1 python3 -m tests.harness.record_codex S`
+records an older one (its own folder, `codex-<version>/`)."""
 CODEX_SPEC = f"@openai/codex@{CODEX_VERSION}"
 SCENARIOS = Path(__file__).parent / "scenarios" / "codex"
 # Features that would reach for the network, start background servers or add tools the

@@ -338,8 +338,11 @@ def dump_transcripts(state: Path, out: Path) -> int:
                     "spawned_by": spawned_by,
                     "display_name": name,
                 }
+            # 2026.8 has no zstd column: every row is plain JSON there.
+            cols = {r[1] for r in con.execute("PRAGMA table_info(transcript_events)")}
+            blob = "event_zstd" if "event_zstd" in cols else "NULL"
             rows = con.execute(
-                "SELECT session_id, seq, event_json, event_zstd FROM transcript_events "
+                f"SELECT session_id, seq, event_json, {blob} FROM transcript_events "
                 "ORDER BY session_id, seq"
             ).fetchall()
         finally:

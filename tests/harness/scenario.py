@@ -38,7 +38,9 @@ and request N+1 gets the step's reply). Keys of a step:
   ``body_contains`` (the raw request body), ``path_contains``, ``header`` ``{name: substring}``,
   ``has_tools`` (bool).
 - Tool arguments may hold ``"{{last_output.KEY}}"``: KEY of the request's last tool result
-  (JSON), for values only known at run time, e.g. the agent id a Codex ``spawn_agent`` returned.
+  (JSON), for values only known at run time, e.g. the agent id a Codex ``spawn_agent`` returned;
+  ``"{{output[k].KEY}}"`` takes it from the request's k-th tool result (Python index: ``-2`` is
+  the one before the last), e.g. both agent ids of two parallel spawns.
 - ``repeat``: the step is never used up (heartbeats, polling).
 
 Requests that are summary/compaction requests (the harnesses' real prompt markers, FORMATS §3)
@@ -141,6 +143,7 @@ class View:
     stream: bool
     model: str
     last_tool_output: str = ""  # text of the request's last tool result (templating)
+    tool_outputs: list[str] = field(default_factory=list)  # every tool result, in order
 
 
 @dataclass
@@ -367,6 +370,14 @@ class Scenario:
 
 
 _PLACEHOLDER = re.compile(r"^\{\{last_output\.([\w.]+)\}\}$")
+_INDEXED = re.compile(r"^\{\{output\[(-?\d+)\]\.([\w.]+)\}\}$")
+
+
+def _key_of(text: str, key: str) -> Any:
+    obj: Any = json.loads(text)
+    for part in key.split("."):
+        obj = obj[part]
+    return obj
 
 
 def fill(value: Any, view: View) -> Any:
@@ -378,14 +389,14 @@ def fill(value: Any, view: View) -> Any:
         return [fill(v, view) for v in value]
     if isinstance(value, str):
         m = _PLACEHOLDER.match(value)
-        if m:
-            try:
-                obj: Any = json.loads(view.last_tool_output)
-                for part in m.group(1).split("."):
-                    obj = obj[part]
-                return obj
-            except (ValueError, KeyError, TypeError, IndexError):
-                return value
+        k = _INDEXED.match(value)
+        try:
+            if m:
+                return _key_of(view.last_tool_output, m.group(1))
+            if k:
+                return _key_of(view.tool_outputs[int(k.group(1))], k.group(2))
+        except (ValueError, KeyError, TypeError, IndexError):
+            return value
     return value
 
 

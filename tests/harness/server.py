@@ -54,6 +54,7 @@ def make_view(path: str, method: str, headers: dict[str, str], body: Any, raw: s
     proto = _protocol(path)
     system, users, last_user, has_tools = "", [], "", False
     last_out = ""
+    outs: list[str] = []
     if isinstance(body, dict):
         has_tools = bool(body.get("tools"))
         if proto in ("anthropic", "count_tokens"):
@@ -80,6 +81,7 @@ def make_view(path: str, method: str, headers: dict[str, str], body: Any, raw: s
                 if isinstance(m, dict) and m.get("type", "message") == "message"
             ]
         last_out = _last_tool_output(proto, body)
+        outs = _tool_outputs(proto, body)
         last_role_user = None
         for m in msgs:
             if m.get("role") != "user":
@@ -110,7 +112,31 @@ def make_view(path: str, method: str, headers: dict[str, str], body: Any, raw: s
         stream=bool(isinstance(body, dict) and body.get("stream")),
         model=str(body.get("model", "")) if isinstance(body, dict) else "",
         last_tool_output=last_out,
+        tool_outputs=outs,
     )
+
+
+def _tool_outputs(proto: str, body: dict[str, Any]) -> list[str]:
+    """Text of every tool result of the request, in order (templating `{{output[k].KEY}}`)."""
+    if proto == "responses":
+        items = body.get("input") if isinstance(body.get("input"), list) else []
+        return [
+            o if isinstance(o := i.get("output"), str) else user_text_of(o)
+            for i in items
+            if isinstance(i, dict) and i.get("type") == "function_call_output"
+        ]
+    out: list[str] = []
+    for m in body.get("messages") or []:
+        if not isinstance(m, dict):
+            continue
+        if proto == "chat" and m.get("role") == "tool":
+            out.append(user_text_of(m.get("content")))
+        elif proto == "anthropic" and isinstance(m.get("content"), list):
+            for b in m["content"]:
+                if isinstance(b, dict) and b.get("type") == "tool_result":
+                    c = b.get("content")
+                    out.append(c if isinstance(c, str) else user_text_of(c))
+    return out
 
 
 def _last_tool_output(proto: str, body: dict[str, Any]) -> str:
