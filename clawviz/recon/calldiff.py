@@ -16,6 +16,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from clawviz.recon.canonical import strip_patterns
+from clawviz.recon.edits import RULES, UNEXPLAINED, Edit, ItemMemo, align_history
+from clawviz.recon.markers import ALL_IGNORE_PATTERNS
+from clawviz.recon.matchview import match_view
+from clawviz.recon.tree import history_messages
 from clawviz.types import Call, Message
 
 LineKind = Literal["same", "add", "del", "fold"]
@@ -369,3 +374,91 @@ def call_diff(
         for it in items
     ]
     return CallDiff(call.call_id, parent.call_id, system, tools, messages, notes)
+
+
+# -- the edits between a call and its parent (the explorer's per-call `edits`) -----------------
+
+
+def _system_edits(call: Call, parent: Call) -> list[Edit]:
+    if call.system == parent.system:
+        return []
+    if strip_patterns(call.system, ALL_IGNORE_PATTERNS) == strip_patterns(
+        parent.system, ALL_IGNORE_PATTERNS
+    ):
+        billing = "x-anthropic-billing-header:" in call.system + parent.system
+        code = "claude_code_billing_header" if billing else "claude_code_system_reminder"
+        return [Edit(code, -1, "system prompt: only its volatile spans changed")]
+    return [
+        Edit("system_prompt_volatile", -1, "system prompt changed (the tree does not match on it)")
+    ]
+
+
+def _ignored_edits(items: Iterable[dict[str, Any]], side: str) -> list[Edit]:
+    out = []
+    for it in items:
+        code = str(it.get("code", ""))
+        index = int(it.get("index", 0))
+        what = f"{side} message #{index + 1}: {it.get('excerpt', '')}"
+        out.append(Edit(code if code in RULES else UNEXPLAINED, index, what))
+    return out
+
+
+def _has_tool_items(message: Message, items: ItemMemo) -> bool:
+    return any(i[0] in ("tool_use", "tool_result") for i in items(message)[1])
+
+
+def call_edits(
+    call: Call,
+    parent: Call,
+    *,
+    call_ignored: Sequence[dict[str, Any]] = (),
+    parent_ignored: Sequence[dict[str, Any]] = (),
+) -> list[dict[str, Any]]:
+    """Every edit between `call`'s request and `parent`'s request plus reply: dicts with `rule`
+    (its name), `code`, `explained` and `summary`, in the order system prompt, the call's parts
+    the match view left out, the parent's, then the history (`recon.edits.align_history`, the
+    alignment the parent search uses) and the re-rendered tool calls inside it.
+
+    `*_ignored` are the decisions' `match_ignored` items. An edit no rule explains has code
+    `unexplained_edit` (`explained` False)."""
+    edits = _system_edits(call, parent) + _ignored_edits(call_ignored, "call")
+    # The parent's own context block is the one every request drops: listed once, on the call.
+    edits += [
+        e
+        for e in _ignored_edits(parent_ignored, "parent")
+        if e.code not in ("openclaw_request_context", "merged_assistant")
+    ]
+    items = ItemMemo()
+    msgs, _ = match_view(history_messages(call.messages))
+    before = history_messages(parent.messages)
+    path = (
+        match_view(before, response=parent.response)[0]
+        if parent.response
+        else match_view(before)[0]
+    )
+    got = align_history(path, msgs, items)
+    if got is None:
+        edits.append(
+            Edit(
+                UNEXPLAINED,
+                0,
+                "the call's history does not continue the parent's request and reply",
+            )
+        )
+        return [e.as_dict() for e in edits]
+    edits += got.edits
+    for n, (a, b) in enumerate(zip(path, msgs, strict=False)):
+        if a is b or a == b:
+            continue
+        if items(a) != items(b):
+            break
+        if _has_tool_items(a, items):
+            edits.append(
+                Edit(
+                    "openclaw_rerendered_tool_call",
+                    n,
+                    f"message #{n + 1}: the parent's tool call re-sent re-rendered "
+                    "(another id or argument layout)",
+                )
+            )
+    return [e.as_dict() for e in edits]
