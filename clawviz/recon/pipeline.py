@@ -61,8 +61,14 @@ def _memo_settings_hash(settings: Settings) -> str:
 
 
 def drops(reason: Reason, settings: Settings = DEFAULT_SETTINGS) -> bool:
-    """Whether a reason drops its episode (`unexplained_root` only with the setting on)."""
-    return reason.code != "unexplained_root" or bool(settings.drop_unexplained_root)
+    """Whether a reason drops its episode: the self-check's `unexplained_root` and
+    `lost_kept_call` only with `drop_unexplained_root` on, `unexplained_edit` only when more
+    kept calls have such edits than `max_unexplained_edits`; every other reason does."""
+    if reason.code in ("unexplained_root", "lost_kept_call"):
+        return bool(settings.drop_unexplained_root)
+    if reason.code == "unexplained_edit":
+        return len(reason.call_ids) > settings.max_unexplained_edits
+    return True
 
 
 def is_grpo_valid(
