@@ -127,7 +127,7 @@ EDIT_RULES: tuple[EditRule, ...] = (
         "span",
         "Claude Code's `x-anthropic-billing-header:` line of the system prompt changes on every "
         "request",
-        "claude-code-2.1.332/session (every call)",
+        "claude-code-2.1.332/session (cc_version=2.1.332.cf6, .d99 in one session)",
     ),
     EditRule(
         "leading_context_block",
