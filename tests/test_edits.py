@@ -209,3 +209,12 @@ def test_a_clean_continuation_has_no_edits(n):
     e = Ep()
     calls = e.chain(n + 1)
     assert call_edits(calls[n], calls[n - 1]) == []
+
+
+def test_decisions_lists_every_edit_rule_with_its_recording():
+    text = (ROOT.parent / "docs" / "DECISIONS.md").read_text()
+    table = text[text.index("## Edit rules: one list") :]
+    for r in EDIT_RULES:
+        row = next((ln for ln in table.splitlines() if ln.startswith(f"| `{r.code}` |")), None)
+        assert row is not None, r.code
+        assert r.recording.split(" ", 1)[0] in row, r.code

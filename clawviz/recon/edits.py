@@ -71,7 +71,7 @@ EDIT_RULES: tuple[EditRule, ...] = (
         "joined replies",
         "view",
         "after a dropped prompt the harness joins the reply to the previous assistant message",
-        f"{OC}/gateway-session (ann2)",
+        f"{OC}/gateway-session (ann1, ann2: replies joined in the next request)",
     ),
     EditRule(
         "openclaw_rerendered_prompt",
@@ -87,7 +87,7 @@ EDIT_RULES: tuple[EditRule, ...] = (
         "view",
         "OpenClaw's `Runtime: agent=... | session=...` line names another session in a memory "
         "flush's private copy",
-        f"{OC}/gateway-session (flush)",
+        f"{OC}/gateway-session (every request; flush names another session)",
     ),
     EditRule(
         "openclaw_queued_prompt",
@@ -176,7 +176,7 @@ EDIT_RULES: tuple[EditRule, ...] = (
         "diff",
         "OpenClaw re-renders the history it re-sends: the parent's tool call comes back with "
         "another id or argument layout (the same call by name and canonical arguments)",
-        f"{OC}/gateway-session (m2)",
+        f"{OC}/gateway-session (m2, m4, m6)",
     ),
     EditRule(
         "system_prompt_volatile",
@@ -184,7 +184,7 @@ EDIT_RULES: tuple[EditRule, ...] = (
         "diff",
         "the tree matches on messages only (PIPELINE §2): a system prompt that changes between "
         "turns (OpenClaw's attempt comment, tool list) never breaks a chain",
-        f"{OC}/gateway-session",
+        f"{OC}/gateway-session (ann1, hb, m7, flush)",
     ),
 )
 RULES: dict[str, EditRule] = {r.code: r for r in EDIT_RULES}

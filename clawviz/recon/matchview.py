@@ -10,8 +10,9 @@ messages the harness keeps, rule by rule, and says per call what it left out and
 (`Ignored`, shown by the call inspector). Matching stays keyed on canonical messages
 (`canonical.match_key`) of that view.
 
-The rules are data (`RULES`), one reason code each; docs/DECISIONS.md names the recording and
-test that back each one.
+The rules are data (`DROP_RULES`, `RENDER_RULES`), one reason code each, and each code is an
+entry of the one list of edit rules (`recon.edits.EDIT_RULES`, with its recording);
+docs/DECISIONS.md names the recording and test that back each one.
 """
 
 from __future__ import annotations
