@@ -218,3 +218,27 @@ def test_decisions_lists_every_edit_rule_with_its_recording():
         row = next((ln for ln in table.splitlines() if ln.startswith(f"| `{r.code}` |")), None)
         assert row is not None, r.code
         assert r.recording.split(" ", 1)[0] in row, r.code
+
+
+def test_a_heartbeat_right_after_a_compaction_is_no_continuation():
+    """Issue 29, failure 1: a maintenance turn on the compacted history (its first message the
+    summary, its last prompt the heartbeat's) is the heartbeat, not the segment's first main
+    call: the continuation after it keeps the segment, nothing is flagged."""
+    e, c = _openclaw_after_a_failed_call_and_a_compaction()
+    e.calls[:] = [x for x in e.calls if x.call_id not in (c["c1"].call_id, c["c2"].call_id)]
+    hb = e.call(
+        [user(CONT), user("[Tue 2026-12-01 09:10 UTC] Follow the heartbeat monitor scratch "
+                          "context when provided. If nothing needs attention, reply NO_REPLY."),
+         user(CTX)],
+        asst("NO_REPLY"),
+    )  # fmt: skip
+    u2 = user("[Tue 2026-12-01 09:09 UTC] TASK-TWO: list the files")
+    b1 = asst("", tool_use("exec", {"command": "ls"}, "call_x2"))
+    c1 = e.call([user(CONT), u2, user(CTX)], b1)
+    c2 = e.call([user(CONT), u2, b1, tool_result("call_x2", "notes.txt"), user(CTX)])
+    a = analyse_episode(e.calls, reward=1.0)
+    assert a.decisions[hb.call_id].role == "aux_heartbeat"
+    assert a.decisions[c1.call_id].segment == 1
+    assert a.reasons == [] and a.status == "kept"
+    kept = [p.call_ids for p in a.paths if p.state == "kept" and p.segment == 1]
+    assert kept == [[c1.call_id, c2.call_id]]

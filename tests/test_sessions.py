@@ -128,3 +128,56 @@ def test_in_any_order_and_in_separate_ingests(folder, order, files, tmp_path):
         "transcripts-then-wire": [transcripts, [wire]],
     }[order]
     _same_as_the_wire_alone(_run(groups, reward, tmp_path / order), alone)
+
+
+# -- the rules, on hand-made records ------------------------------------------------------------
+
+
+def _records():
+    from clawviz.jobs.sessions import Record
+    from tests.recon_helpers import Ep, asst, tool_result, tool_use, user
+
+    def episode(eid: str, tid: str, pruned_branch: bool) -> tuple:
+        e = Ep(episode_id=eid)
+        a1 = asst("", tool_use("Bash", {"cmd": "ls"}, tid))
+        m1 = e.call([user("go")], a1)
+        m2 = e.turn(m1, tool_result(tid, "a"), response=asst("Short answer."), tokens=5)
+        if pruned_branch:  # a longer second answer: m2 becomes the shorter branch
+            e.turn(m1, tool_result(tid, "a"), user("more"), response=asst("Long."), tokens=50)
+        return Record.of_calls(eid, e.calls), e.calls, m2
+
+    return episode
+
+
+def test_same_session_by_ids_tool_calls_or_replies_and_never_across_times():
+    from clawviz.jobs.sessions import same_session
+
+    episode = _records()
+    wire, _, _ = episode("wire", "toolu_X1", False)
+    same, _, _ = episode("t-same", "toolu_X1", False)
+    other, _, _ = episode("t-other", "toolu_Y9", False)
+    assert same_session(same, wire) == "1 of 1 tool-call ids"
+    assert same_session(other, wire) is None  # the same words, another session's tool calls
+    same.session_ids.add("wire")
+    assert same_session(same, wire) == "session id wire"
+    same.first_ts, same.last_ts, wire.first_ts, wire.last_ts = 0.0, 10.0, 10_000.0, 10_010.0
+    assert same_session(same, wire) is None
+
+
+def test_cross_check_flags_a_reply_kept_on_one_side_and_pruned_on_the_other():
+    from clawviz.jobs.sessions import compare_kept
+    from clawviz.recon.pipeline import analyse_episode
+
+    episode = _records()
+    wire, w_calls, w_m2 = episode("wire", "toolu_X1", True)
+    agree, a_calls, _ = episode("t-agree", "toolu_X1", True)
+    other, o_calls, _ = episode("t-other", "toolu_X1", False)
+    w_a = analyse_episode(w_calls, reward=1.0)
+    assert w_a.decisions[w_m2.call_id].state == "pruned"
+    check = compare_kept(agree, analyse_episode(a_calls, reward=1.0), wire, w_a)
+    assert check == {"transcript": "t-agree", "agree": True, "disagreements": []}
+    check = compare_kept(other, analyse_episode(o_calls, reward=1.0), wire, w_a)
+    assert check["agree"] is False
+    assert check["disagreements"] == [
+        f"call {w_m2.line}: kept by the transcript, pruned on the wire"
+    ]

@@ -34,7 +34,7 @@ from clawviz.settings import DEFAULT_SETTINGS, Settings
 from clawviz.store import calls as store
 from clawviz.store.decisions import read_analysis
 from clawviz.store.models import Episode
-from clawviz.types import Call, State, call_label
+from clawviz.types import Call, EpisodeAnalysis, State, call_label
 
 SLACK_S = 600.0
 """Seconds by which the two records' time ranges may miss each other and still overlap."""
@@ -48,7 +48,7 @@ reply to count (a transcript entry is written when the reply arrives)."""
 
 
 @dataclass
-class _Record:
+class Record:
     """What the matching reads of one episode's calls."""
 
     episode_id: str
@@ -63,9 +63,19 @@ class _Record:
     """Keys of replies long enough to tell a session by (STRONG_CHARS of text)."""
 
     @classmethod
-    def of(cls, ep: Episode, calls: list[Call]) -> _Record:
-        r = cls(ep.episode_id, ep.first_ts, ep.last_ts, calls)
-        r.session_ids = {c.session_id for c in calls if c.session_id} | {ep.episode_id}
+    def of(cls, ep: Episode, calls: list[Call]) -> Record:
+        return cls.of_calls(ep.episode_id, calls, ep.first_ts, ep.last_ts)
+
+    @classmethod
+    def of_calls(
+        cls,
+        episode_id: str,
+        calls: list[Call],
+        first_ts: float | None = None,
+        last_ts: float | None = None,
+    ) -> Record:
+        r = cls(episode_id, first_ts, last_ts, calls)
+        r.session_ids = {c.session_id for c in calls if c.session_id} | {episode_id}
         for c in calls:
             if c.response is not None:
                 r.tool_ids |= tool_ids(c.response)
@@ -76,13 +86,13 @@ class _Record:
         return r
 
 
-def _overlap(a: _Record | Episode, b: _Record | Episode) -> bool:
+def _overlap(a: Record | Episode, b: Record | Episode) -> bool:
     if a.first_ts is None or a.last_ts is None or b.first_ts is None or b.last_ts is None:
         return True
     return a.first_ts <= b.last_ts + SLACK_S and b.first_ts <= a.last_ts + SLACK_S
 
 
-def _times(rec: _Record, cids: list[str]) -> list[float]:
+def _times(rec: Record, cids: list[str]) -> list[float]:
     by_id = {c.call_id: c for c in rec.calls}
     out = []
     for cid in cids:
@@ -91,7 +101,7 @@ def _times(rec: _Record, cids: list[str]) -> list[float]:
     return out
 
 
-def _same_times(transcript: _Record, wire: _Record, keys: set[str]) -> bool:
+def _same_times(transcript: Record, wire: Record, keys: set[str]) -> bool:
     """Every shared reply was given on the wire within SAME_TIME_S of the transcript's."""
     for key in keys:
         mine, theirs = _times(transcript, transcript.replies[key]), _times(wire, wire.replies[key])
@@ -100,7 +110,7 @@ def _same_times(transcript: _Record, wire: _Record, keys: set[str]) -> bool:
     return bool(keys)
 
 
-def same_session(transcript: _Record, wire: _Record) -> str | None:
+def same_session(transcript: Record, wire: Record) -> str | None:
     """Why two records are one session (the evidence), or None."""
     if not _overlap(transcript, wire):
         return None
@@ -122,26 +132,25 @@ def same_session(transcript: _Record, wire: _Record) -> str | None:
     return None
 
 
-def _kept(session: Session, rec: _Record, settings: Settings) -> dict[str, bool]:
-    """Per reply key: whether any call giving it is kept (main calls only)."""
-    a = read_analysis(session, rec.episode_id, settings)
+def _kept(rec: Record, analysis: EpisodeAnalysis) -> dict[str, bool]:
+    """Per reply key: whether any main call giving it is kept."""
     out: dict[str, bool] = {}
     for key, cids in rec.replies.items():
-        mains = [a.decisions[c] for c in cids if c in a.decisions]
+        mains = [analysis.decisions[c] for c in cids if c in analysis.decisions]
         mains = [d for d in mains if d.role == "main"]
         if mains:
             out[key] = any(d.state == State.KEPT for d in mains)
     return out
 
 
-def cross_check(
-    session: Session, transcript: _Record, wire: _Record, settings: Settings
+def compare_kept(
+    transcript: Record, t_analysis: EpisodeAnalysis, wire: Record, w_analysis: EpisodeAnalysis
 ) -> dict[str, object]:
-    """Where the two records disagree about kept calls (replies both hold)."""
-    t_kept, w_kept = _kept(session, transcript, settings), _kept(session, wire, settings)
+    """Where the two records disagree about kept calls (main replies both hold)."""
+    t_kept, w_kept = _kept(transcript, t_analysis), _kept(wire, w_analysis)
     by_id = {c.call_id: c for c in wire.calls}
     out = []
-    for key in sorted(set(t_kept) & set(w_kept)):
+    for key in sorted(set(t_kept) & set(w_kept), key=lambda k: wire.replies[k][0]):
         if t_kept[key] != w_kept[key]:
             call = by_id[wire.replies[key][0]]
             side = "kept by the transcript, pruned on the wire"
@@ -151,18 +160,30 @@ def cross_check(
     return {"transcript": transcript.episode_id, "agree": not out, "disagreements": out}
 
 
+def cross_check(
+    session: Session, transcript: Record, wire: Record, settings: Settings
+) -> dict[str, object]:
+    """`compare_kept` on the two episodes' stored analyses (KeyError if one has none)."""
+    return compare_kept(
+        transcript,
+        read_analysis(session, transcript.episode_id, settings),
+        wire,
+        read_analysis(session, wire.episode_id, settings),
+    )
+
+
 class _Loader:
-    """Each episode's `_Record`, loaded once and only when a pair needs it."""
+    """Each episode's `Record`, loaded once and only when a pair needs it."""
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self.memo: dict[str, _Record] = {}
+        self.memo: dict[str, Record] = {}
 
-    def __call__(self, ep: Episode) -> _Record:
+    def __call__(self, ep: Episode) -> Record:
         got = self.memo.get(ep.episode_id)
         if got is None:
             calls = store.load_calls(self.session, ep.episode_id)
-            got = self.memo[ep.episode_id] = _Record.of(ep, calls)
+            got = self.memo[ep.episode_id] = Record.of(ep, calls)
         return got
 
 
