@@ -145,19 +145,23 @@ def unexplained_edits(tree: CallTree, paths: list[PathInfo]) -> list[Unexplained
 
 def lost_branches(tree: CallTree, paths: list[PathInfo]) -> list[Unexplained]:
     """Pruned (not_longest) branches whose own replies' tool-call ids a kept call re-sends."""
-    kept = _kept_calls(paths)
-    kept_set = set(kept)
+    pruned = [p for p in paths if p.state != State.KEPT and p.reason == "not_longest"]
+    if not pruned:
+        return []
+    kept_set = set(_kept_calls(paths))
+    # The leaf of a kept path re-sends its whole path's history: its request holds every
+    # tool-call id the path's requests carry (one request per path, not one per call).
     sent: dict[str, str] = {}
-    """Tool-call id -> the first kept call whose request carries it."""
-    for cid in sorted(kept, key=tree.index.__getitem__):
-        for m in tree.by_id[cid].messages:
-            for tid in tool_ids(m):
-                sent.setdefault(tid, cid)
+    """Tool-call id -> the kept path's leaf whose request carries it."""
+    for p in paths:
+        if p.state == State.KEPT and p.call_ids:
+            leaf = p.call_ids[-1]
+            for m in tree.by_id[leaf].messages:
+                for tid in tool_ids(m):
+                    sent.setdefault(tid, leaf)
     out: list[Unexplained] = []
     flagged: set[str] = set()
-    for p in paths:
-        if p.state == State.KEPT or p.reason != "not_longest":
-            continue
+    for p in pruned:
         for cid in p.call_ids:
             if cid in kept_set or cid in flagged:
                 continue

@@ -379,10 +379,16 @@ class _Builder:
         # A diverging message with tool items may be a re-sent one with tool calls dropped, whose
         # reply is then not re-sent as is: every candidate is aligned. Else only candidates
         # whose reply the history holds.
-        tools = any(i[0] in _TOOL_ITEMS for i in self.items(msgs[diverged])[1])
+        covered = self.covered.get(best, 0) if best else 0
+        n_max = len(msgs) + 1
+        if not any(covered < len(path) <= n_max for _, path in self.owners[-_ALIGN_WINDOW:]):
+            return best  # no earlier call explains more of this history than `best`
+        content = msgs[diverged].get("content")
+        tools = isinstance(content, list) and any(
+            isinstance(b, dict) and b.get("type") in _TOOL_ITEMS for b in content
+        )
         key = self.trie.key
         anchors = None if tools else {key(m) for m in msgs[diverged:]}
-        covered = self.covered.get(best, 0) if best else 0
         got = _aligned_parent(msgs, self.owners, covered, self.items, anchors, key)
         if got is None:
             return best
