@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from clawviz.recon.calldiff import call_edits
+from clawviz.recon.calldiff import call_diff, call_edits
 from clawviz.recon.edits import EDIT_RULES, RULES, UNEXPLAINED
 from clawviz.recon.matchview import RULE_CODES
 from clawviz.recon.pipeline import analyse_episode
@@ -202,6 +202,20 @@ def test_billing_header_and_rerendered_tool_call_are_explained_edits():
         ("claude_code_billing_header", True),
         ("openclaw_rerendered_tool_call", True),
     ]
+    # The diff uses the same rules: the billing line is marked with its rule (not counted), the
+    # re-rendered tool call is unchanged (named in the notes), only the tool result is new.
+    d = call_diff(child, parent)
+    assert (d.system.added, d.system.removed, d.system.ignored) == (0, 0, 2)
+    assert {ln.ignored for ln in d.system.lines if ln.kind in ("add", "del")} == {
+        "claude_code_billing_header"
+    }
+    assert d.messages.removed == 0
+    assert [ln.text for ln in d.messages.lines if ln.kind == "add"] == [
+        "── #3 user ──",
+        "[tool result] (read:0)",
+        "A",
+    ]
+    assert [(n.message, n.code) for n in d.notes] == [(2, "openclaw_rerendered_tool_call")]
 
 
 @pytest.mark.parametrize("n", [1, 2])

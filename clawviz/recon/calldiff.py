@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -206,15 +207,59 @@ class _Conversation:
         return ["\n".join(self.keys[s[k] : s[k + 1]]) for k in range(len(s) - 1)]
 
 
+_TOOL_ID = re.compile(r"^(\[tool (?:call\] \S+|result(?: error)?\])) \([^()\n]*\)$")
+"""The id at the end of a tool call's or tool result's head line (`block_lines`)."""
+
+
+def _key_line(line: str) -> str:
+    """What a line is matched on: a tool call's or result's head without its id (OpenClaw
+    re-renders ids in the history it re-sends; rule `openclaw_rerendered_tool_call`)."""
+    if line.startswith("[tool "):
+        m = _TOOL_ID.match(line)
+        if m:
+            return m.group(1)
+    return line
+
+
 def _conversation(messages: Iterable[Message]) -> _Conversation:
     conv = _Conversation([], [], [])
     for i, m in enumerate(messages):
         ml = message_lines(i, m)
         conv.lines.extend(ml)
         conv.keys.append("\x00" + str(m.get("role", "?")))
-        conv.keys.extend(ml[1:])
+        conv.keys.extend(_key_line(x) for x in ml[1:])
         conv.owner.extend([i] * len(ml))
     return conv
+
+
+RERENDERED = "openclaw_rerendered_tool_call"
+BILLING = "claude_code_billing_header"
+
+
+def _rerendered_notes(old: _Conversation, new: _Conversation) -> list[IgnoredNote]:
+    """Messages of the call that are a parent's message with tool-call ids re-rendered: drawn
+    as unchanged (their lines match without ids) and named with the rule."""
+    s_old, s_new = old.starts(), new.starts()
+    raw_old = {"\n".join(old.lines[s_old[k] + 1 : s_old[k + 1]]) for k in range(len(s_old) - 1)}
+    keys_old = set(old.message_keys())
+    out = []
+    for k, key in enumerate(new.message_keys()):
+        raw = "\n".join(new.lines[s_new[k] + 1 : s_new[k + 1]])
+        if raw != key.split("\n", 1)[-1] and key in keys_old and raw not in raw_old:
+            out.append(
+                IgnoredNote(
+                    "call",
+                    k + 1,
+                    RERENDERED,
+                    RULES[RERENDERED].description,
+                    new.lines[s_new[k] + 1][:80] if s_new[k] + 1 < s_new[k + 1] else "",
+                )
+            )
+    return out
+
+
+def _billing_lines(lines: list[str]) -> dict[int, str]:
+    return {n: BILLING for n, x in enumerate(lines) if "x-anthropic-billing-header:" in x}
 
 
 def _fold(lines: list[DiffLine], context: int) -> list[DiffLine]:
@@ -336,8 +381,15 @@ def call_diff(
     `*_ignored` are the decisions' `match_ignored` items (message index 0-based); `*_tools`
     the full tool definitions of the raw requests (the calls hold only the tool names).
     """
+    old_sys, new_sys = parent.system.splitlines(), call.system.splitlines()
+    # Claude Code's billing-header line changes on every request: marked with its rule.
     system = diff_lines(
-        parent.system.splitlines(), call.system.splitlines(), name="system prompt", context=context
+        old_sys,
+        new_sys,
+        name="system prompt",
+        old_ignored=_billing_lines(old_sys),
+        new_ignored=_billing_lines(new_sys),
+        context=context,
     )
     tools = diff_lines(
         tool_lines(parent_tools if parent_tools is not None else parent.tools),
@@ -373,6 +425,7 @@ def call_diff(
         for side, items in sides_items
         for it in items
     ]
+    notes += _rerendered_notes(old, new)
     return CallDiff(call.call_id, parent.call_id, system, tools, messages, notes)
 
 
