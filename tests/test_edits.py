@@ -256,3 +256,27 @@ def test_a_heartbeat_right_after_a_compaction_is_no_continuation():
     assert a.reasons == [] and a.status == "kept"
     kept = [p.call_ids for p in a.paths if p.state == "kept" and p.segment == 1]
     assert kept == [[c1.call_id, c2.call_id]]
+
+
+def test_openclaw_parent_tool_calls_are_not_drawn_removed_and_re_added(recorded_store):
+    """Issue 29: on the recorded Gateway session the call-vs-parent diff showed the parent's
+    tool call as removed and re-added on every turn (OpenClaw re-sends it with another id,
+    `m1_0` as `m10`). With the rule, those calls remove nothing from their parent."""
+    from tests.harness import recorded
+
+    folder = recorded.RECORDED / "openclaw-2026.9.6" / "gateway-session"
+    loaded = recorded_store(folder)
+    names = loaded.names(recorded.read_expected(folder))
+    by_id = {c.call_id: c for c in loaded.calls}
+    dec = loaded.analysis.decisions
+    for cid, d in dec.items():
+        if names[cid] in ("m2", "m4", "m6"):
+            parent = dec[d.parent_call]
+            diff = call_diff(
+                by_id[cid],
+                by_id[d.parent_call],
+                call_ignored=d.match_ignored,
+                parent_ignored=parent.match_ignored,
+            )
+            assert diff.messages.removed == 0, names[cid]
+            assert "openclaw_rerendered_tool_call" in {n.code for n in diff.notes}

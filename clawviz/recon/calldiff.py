@@ -20,7 +20,7 @@ from typing import Any, Literal
 from clawviz.recon.canonical import strip_patterns
 from clawviz.recon.edits import RULES, UNEXPLAINED, Edit, ItemMemo, align_history
 from clawviz.recon.markers import ALL_IGNORE_PATTERNS
-from clawviz.recon.matchview import match_view
+from clawviz.recon.matchview import DROP_RULES, match_view
 from clawviz.recon.tree import history_messages
 from clawviz.types import Call, Message
 
@@ -232,6 +232,19 @@ def _conversation(messages: Iterable[Message]) -> _Conversation:
     return conv
 
 
+DROP_CODES = frozenset(r.code for r in DROP_RULES)
+
+
+def _dropped(items: Iterable[dict[str, Any]]) -> set[int]:
+    return {int(it.get("index", 0)) for it in items if it.get("code") in DROP_CODES}
+
+
+def _unmatchable(conv: _Conversation, messages: set[int], side: str) -> None:
+    for n, owner in enumerate(conv.owner):
+        if owner in messages:
+            conv.keys[n] = f"\x00{side}-dropped-{owner}-{n}"
+
+
 RERENDERED = "openclaw_rerendered_tool_call"
 BILLING = "claude_code_billing_header"
 
@@ -399,6 +412,10 @@ def call_diff(
     )
     before = list(parent.messages) + ([parent.response] if parent.response else [])
     old, new = _conversation(before), _conversation(call.messages)
+    # A message matching drops (a request's own context block) stands for nothing on the other
+    # side: it never aligns, so the reply after it meets its copy in the call's history.
+    _unmatchable(old, _dropped(parent_ignored), "parent")
+    _unmatchable(new, _dropped(call_ignored), "call")
     sides = _Sides(
         old.lines,
         new.lines,
