@@ -181,3 +181,23 @@ def test_cross_check_flags_a_reply_kept_on_one_side_and_pruned_on_the_other():
     assert check["disagreements"] == [
         f"call {w_m2.line}: kept by the transcript, pruned on the wire"
     ]
+
+
+def test_cross_check_flags_another_parent():
+    from clawviz.jobs.sessions import Record, compare_kept
+    from clawviz.recon.pipeline import analyse_episode
+    from tests.recon_helpers import Ep, asst, tool_result, tool_use, user
+
+    episode = _records()
+    wire, w_calls, w_m2 = episode("wire", "toolu_X1", False)
+    # The transcript has a turn between m1 and the same answer: the answer's parent differs.
+    e = Ep(episode_id="t")
+    a1 = asst("", tool_use("Bash", {"cmd": "ls"}, "toolu_X1"))
+    m1 = e.call([user("go")], a1)
+    z = e.turn(m1, tool_result("toolu_X1", "a"), response=asst("Looking closer."))
+    e.turn(z, user("and?"), response=asst("Short answer."))
+    t = Record.of_calls("t", e.calls)
+    check = compare_kept(
+        t, analyse_episode(e.calls, reward=1.0), wire, analyse_episode(w_calls, reward=1.0)
+    )
+    assert check["disagreements"] == [f"call {w_m2.line}: another parent in the transcript"]

@@ -15,9 +15,9 @@ wire's, or, for a session without tool calls, most of the transcript's replies (
 messages) are replies on the wire, or all of them are and one is long enough to tell (an
 OpenClaw cron run's one reply: its own session, inside the wire's episode) or each was given
 on the wire within seconds of the transcript's time. The cross-check compares their decisions:
-a reply the transcript keeps that the wire has but prunes (or the reverse) is a disagreement
-about kept calls, written as JSON to the wire episode's `cross_check` (`{"transcript",
-"agree", "disagreements"}`).
+a reply the transcript keeps that the wire has but prunes (or the reverse), or given under
+another parent, is a disagreement about kept calls or parents, written as JSON to the wire
+episode's `cross_check` (`{"transcript", "agree", "disagreements"}`).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import orjson
 from sqlmodel import Session, col, select
 
 from clawviz.recon.canonical import block_text, match_key
+from clawviz.recon.classify import TIP_EXTENSIONS
 from clawviz.recon.edits import tool_ids
 from clawviz.recon.markers import ALL_IGNORE_PATTERNS
 from clawviz.settings import DEFAULT_SETTINGS, Settings
@@ -143,20 +144,43 @@ def _kept(rec: Record, analysis: EpisodeAnalysis) -> dict[str, bool]:
     return out
 
 
+def _parent_replies(rec: Record, analysis: EpisodeAnalysis) -> dict[str, str | None]:
+    """Per reply key of a main call: the reply key of its main parent (past tip extensions: a
+    transcript keeps a heartbeat the wire's next request hides), None for a root."""
+    key_of = {cid: key for key, cids in rec.replies.items() for cid in cids}
+    dec = analysis.decisions
+    out: dict[str, str | None] = {}
+    for key, cids in rec.replies.items():
+        for cid in cids:
+            d = dec.get(cid)
+            if d is None or d.role != "main":
+                continue
+            p = d.parent_call
+            while p is not None and p in dec and dec[p].role in TIP_EXTENSIONS:
+                p = dec[p].parent_call
+            out[key] = key_of.get(p) if p else None
+    return out
+
+
 def compare_kept(
     transcript: Record, t_analysis: EpisodeAnalysis, wire: Record, w_analysis: EpisodeAnalysis
 ) -> dict[str, object]:
-    """Where the two records disagree about kept calls (main replies both hold)."""
+    """Where the two records disagree about kept calls or parents, for each main reply both
+    hold (a parent is compared by its reply, past tip extensions)."""
     t_kept, w_kept = _kept(transcript, t_analysis), _kept(wire, w_analysis)
+    t_par, w_par = _parent_replies(transcript, t_analysis), _parent_replies(wire, w_analysis)
     by_id = {c.call_id: c for c in wire.calls}
     out = []
     for key in sorted(set(t_kept) & set(w_kept), key=lambda k: wire.replies[k][0]):
+        call = by_id[wire.replies[key][0]]
         if t_kept[key] != w_kept[key]:
-            call = by_id[wire.replies[key][0]]
             side = "kept by the transcript, pruned on the wire"
             if w_kept[key]:
                 side = "kept on the wire, pruned by the transcript"
             out.append(f"call {call_label(call)}: {side}")
+        tp, wp = t_par.get(key), w_par.get(key)
+        if tp is not None and wp is not None and tp != wp:
+            out.append(f"call {call_label(call)}: another parent in the transcript")
     return {"transcript": transcript.episode_id, "agree": not out, "disagreements": out}
 
 
