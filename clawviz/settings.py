@@ -136,6 +136,18 @@ class Settings:
             "bool",
         ),
     )
+    max_unexplained_edits: int = field(
+        default=1,
+        metadata=_meta(
+            "A kept call whose history differs from its parent's request plus reply in a way no "
+            "edit rule explains (recon.edits) is flagged unexplained_edit. An episode with more "
+            "such kept calls than this is dropped; up to this many, the flag is listed and the "
+            "episode kept (0: any such call drops it).",
+            "int",
+            minimum=0,
+            maximum=10_000,
+        ),
+    )
     unsupported_tools: tuple[str, ...] = field(
         default=("canvas",),
         metadata=_meta(

@@ -26,6 +26,7 @@ from clawviz.store.calls import load_calls
 from clawviz.store.db import init_db
 from clawviz.store.models import CallRow
 from tests.dburl import memory_engine
+from tests.harness import recorded
 from tests.recon_helpers import Ep, asst, tool_result, tool_use, user
 
 ROOT = Path(__file__).resolve().parent
@@ -155,3 +156,39 @@ def test_evidence_counts_every_unexplained_root(n_roots):
     a = analyse_episode(e.calls, reward=1.0)
     (r,) = [r for r in a.reasons if r.code == "unexplained_root"]
     assert r.evidence.startswith(f"{n_roots - 1} call(s)")
+
+
+SELF_CHECK = {"unexplained_root", "unexplained_edit", "lost_kept_call"}
+
+
+@pytest.mark.parametrize(
+    "folder", recorded.folders(), ids=[recorded.folder_id(f) for f in recorded.folders()]
+)
+def test_the_self_check_flags_no_committed_recording(recorded_store, folder):
+    """Every recording of a real harness rebuilds without any self-check flag (and no kept
+    call's parent needs an edit no rule explains)."""
+    loaded = recorded_store(folder)
+    flagged = [(r.code, r.evidence) for r in loaded.analysis.reasons if r.code in SELF_CHECK]
+    assert flagged == []
+    tree = build_call_tree(loaded.calls)
+    odd = {c: [e.summary for e in es if not e.explained] for c, es in tree.edits.items()}
+    assert {c: s for c, s in odd.items() if s} == {}
+
+
+def test_status_and_grpo_validity_come_from_one_verdict():
+    """`drop_unexplained_root` is read in one place (`pipeline.verdict`): off, an unexplained
+    root with a low reward is dropped for the reward alone and still counts in GRPO (the
+    reward rule is not abnormal); on, it is dropped and does not count."""
+    from clawviz.recon.pipeline import is_grpo_valid, verdict
+
+    e = Ep()
+    e.chain(2)
+    e.call([user("another root")])
+    low = DEFAULT_SETTINGS.reward_threshold / 2
+    for on in (False, True):
+        settings = DEFAULT_SETTINGS.with_(drop_unexplained_root=on)
+        a = analyse_episode(e.calls, reward=low, settings=settings)
+        assert _codes(a) == ["unexplained_root", "below_reward_threshold"]
+        v = verdict(a.reasons, low, settings)
+        assert (a.status, v.status) == ("dropped", "dropped")
+        assert v.grpo_valid is (not on) is is_grpo_valid(a.reasons, low, settings)

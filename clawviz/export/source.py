@@ -19,7 +19,7 @@ from clawviz.jobs.analyse import ensure_analysis
 from clawviz.settings import Settings
 from clawviz.store import calls as store
 from clawviz.store import queries
-from clawviz.store.models import Blob, CallRow, EpisodeStatus, restore_nul
+from clawviz.store.models import Blob, CallRow, Episode, EpisodeStatus, restore_nul
 from clawviz.types import Call, PathInfo, Reason, Rollout, Usage, system_text
 
 Progress = Callable[[int, int, str], None]
@@ -87,6 +87,12 @@ def selected_episodes(session: Session, settings: Settings, selection: Selection
     if selection.episode_ids is not None:
         frame = frame[frame["episode_id"].isin(selection.episode_ids)]
     frame = queries.filter_episodes(frame, selection.filter)
+    # A transcript linked to its session's wire episode (`jobs.sessions`) is a cross-check:
+    # the session is exported once, from the wire.
+    linked = session.exec(
+        select(Episode.episode_id).where(col(Episode.primary_episode).is_not(None))
+    )
+    frame = frame[~frame["episode_id"].isin(set(linked))]
     if not selection.include_dropped:
         frame = frame[frame["status"] == "kept"]
     out = []

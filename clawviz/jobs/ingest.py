@@ -33,7 +33,7 @@ from clawviz.ingest.lines import (
 )
 from clawviz.ingest.record import validate_call
 from clawviz.ingest.results import parse_result
-from clawviz.jobs import analyse
+from clawviz.jobs import analyse, sessions
 from clawviz.settings import DEFAULT_SETTINGS, Settings, mask_secrets
 from clawviz.store import calls as store
 from clawviz.store import db
@@ -686,6 +686,7 @@ def _ingest_targets(
         # analyses its own, and nothing else is recomputed.
         # (waits, and retries, while another SQLite writer holds the lock: `ensure_analysis`)
         analyse.ensure_analysis(session, settings, held=held.calls, only=episodes | held.rewarded)
+        sessions.link_sessions(session, episodes | held.rewarded, settings)  # one per session
     except SQLAlchemyError as exc:
         # The calls are committed; their decisions are then made on first view instead.
         session.rollback()

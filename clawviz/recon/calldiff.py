@@ -12,10 +12,16 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from clawviz.recon.canonical import strip_patterns
+from clawviz.recon.edits import RULES, UNEXPLAINED, Edit, ItemMemo, align_history
+from clawviz.recon.markers import ALL_IGNORE_PATTERNS
+from clawviz.recon.matchview import DROP_RULES, match_view
+from clawviz.recon.tree import history_messages
 from clawviz.types import Call, Message
 
 LineKind = Literal["same", "add", "del", "fold"]
@@ -201,15 +207,72 @@ class _Conversation:
         return ["\n".join(self.keys[s[k] : s[k + 1]]) for k in range(len(s) - 1)]
 
 
+_TOOL_ID = re.compile(r"^(\[tool (?:call\] \S+|result(?: error)?\])) \([^()\n]*\)$")
+"""The id at the end of a tool call's or tool result's head line (`block_lines`)."""
+
+
+def _key_line(line: str) -> str:
+    """What a line is matched on: a tool call's or result's head without its id (OpenClaw
+    re-renders ids in the history it re-sends; rule `openclaw_rerendered_tool_call`)."""
+    if line.startswith("[tool "):
+        m = _TOOL_ID.match(line)
+        if m:
+            return m.group(1)
+    return line
+
+
 def _conversation(messages: Iterable[Message]) -> _Conversation:
     conv = _Conversation([], [], [])
     for i, m in enumerate(messages):
         ml = message_lines(i, m)
         conv.lines.extend(ml)
         conv.keys.append("\x00" + str(m.get("role", "?")))
-        conv.keys.extend(ml[1:])
+        conv.keys.extend(_key_line(x) for x in ml[1:])
         conv.owner.extend([i] * len(ml))
     return conv
+
+
+DROP_CODES = frozenset(r.code for r in DROP_RULES)
+
+
+def _dropped(items: Iterable[dict[str, Any]]) -> set[int]:
+    return {int(it.get("index", 0)) for it in items if it.get("code") in DROP_CODES}
+
+
+def _unmatchable(conv: _Conversation, messages: set[int], side: str) -> None:
+    for n, owner in enumerate(conv.owner):
+        if owner in messages:
+            conv.keys[n] = f"\x00{side}-dropped-{owner}-{n}"
+
+
+RERENDERED = "openclaw_rerendered_tool_call"
+BILLING = "claude_code_billing_header"
+
+
+def _rerendered_notes(old: _Conversation, new: _Conversation) -> list[IgnoredNote]:
+    """Messages of the call that are a parent's message with tool-call ids re-rendered: drawn
+    as unchanged (their lines match without ids) and named with the rule."""
+    s_old, s_new = old.starts(), new.starts()
+    raw_old = {"\n".join(old.lines[s_old[k] + 1 : s_old[k + 1]]) for k in range(len(s_old) - 1)}
+    keys_old = set(old.message_keys())
+    out = []
+    for k, key in enumerate(new.message_keys()):
+        raw = "\n".join(new.lines[s_new[k] + 1 : s_new[k + 1]])
+        if raw != key.split("\n", 1)[-1] and key in keys_old and raw not in raw_old:
+            out.append(
+                IgnoredNote(
+                    "call",
+                    k + 1,
+                    RERENDERED,
+                    RULES[RERENDERED].description,
+                    new.lines[s_new[k] + 1][:80] if s_new[k] + 1 < s_new[k + 1] else "",
+                )
+            )
+    return out
+
+
+def _billing_lines(lines: list[str]) -> dict[int, str]:
+    return {n: BILLING for n, x in enumerate(lines) if "x-anthropic-billing-header:" in x}
 
 
 def _fold(lines: list[DiffLine], context: int) -> list[DiffLine]:
@@ -331,8 +394,15 @@ def call_diff(
     `*_ignored` are the decisions' `match_ignored` items (message index 0-based); `*_tools`
     the full tool definitions of the raw requests (the calls hold only the tool names).
     """
+    old_sys, new_sys = parent.system.splitlines(), call.system.splitlines()
+    # Claude Code's billing-header line changes on every request: marked with its rule.
     system = diff_lines(
-        parent.system.splitlines(), call.system.splitlines(), name="system prompt", context=context
+        old_sys,
+        new_sys,
+        name="system prompt",
+        old_ignored=_billing_lines(old_sys),
+        new_ignored=_billing_lines(new_sys),
+        context=context,
     )
     tools = diff_lines(
         tool_lines(parent_tools if parent_tools is not None else parent.tools),
@@ -342,6 +412,10 @@ def call_diff(
     )
     before = list(parent.messages) + ([parent.response] if parent.response else [])
     old, new = _conversation(before), _conversation(call.messages)
+    # A message matching drops (a request's own context block) stands for nothing on the other
+    # side: it never aligns, so the reply after it meets its copy in the call's history.
+    _unmatchable(old, _dropped(parent_ignored), "parent")
+    _unmatchable(new, _dropped(call_ignored), "call")
     sides = _Sides(
         old.lines,
         new.lines,
@@ -368,4 +442,93 @@ def call_diff(
         for side, items in sides_items
         for it in items
     ]
+    notes += _rerendered_notes(old, new)
     return CallDiff(call.call_id, parent.call_id, system, tools, messages, notes)
+
+
+# -- the edits between a call and its parent (the explorer's per-call `edits`) -----------------
+
+
+def _system_edits(call: Call, parent: Call) -> list[Edit]:
+    if call.system == parent.system:
+        return []
+    if strip_patterns(call.system, ALL_IGNORE_PATTERNS) == strip_patterns(
+        parent.system, ALL_IGNORE_PATTERNS
+    ):
+        billing = "x-anthropic-billing-header:" in call.system + parent.system
+        code = "claude_code_billing_header" if billing else "claude_code_system_reminder"
+        return [Edit(code, -1, "system prompt: only its volatile spans changed")]
+    return [
+        Edit("system_prompt_volatile", -1, "system prompt changed (the tree does not match on it)")
+    ]
+
+
+def _ignored_edits(items: Iterable[dict[str, Any]], side: str) -> list[Edit]:
+    out = []
+    for it in items:
+        code = str(it.get("code", ""))
+        index = int(it.get("index", 0))
+        what = f"{side} message #{index + 1}: {it.get('excerpt', '')}"
+        out.append(Edit(code if code in RULES else UNEXPLAINED, index, what))
+    return out
+
+
+def _has_tool_items(message: Message, items: ItemMemo) -> bool:
+    return any(i[0] in ("tool_use", "tool_result") for i in items(message)[1])
+
+
+def call_edits(
+    call: Call,
+    parent: Call,
+    *,
+    call_ignored: Sequence[dict[str, Any]] = (),
+    parent_ignored: Sequence[dict[str, Any]] = (),
+) -> list[dict[str, Any]]:
+    """Every edit between `call`'s request and `parent`'s request plus reply: dicts with `rule`
+    (its name), `code`, `explained` and `summary`, in the order system prompt, the call's parts
+    the match view left out, the parent's, then the history (`recon.edits.align_history`, the
+    alignment the parent search uses) and the re-rendered tool calls inside it.
+
+    `*_ignored` are the decisions' `match_ignored` items. An edit no rule explains has code
+    `unexplained_edit` (`explained` False)."""
+    edits = _system_edits(call, parent) + _ignored_edits(call_ignored, "call")
+    # The parent's own context block is the one every request drops: listed once, on the call.
+    edits += [
+        e
+        for e in _ignored_edits(parent_ignored, "parent")
+        if e.code not in ("openclaw_request_context", "merged_assistant")
+    ]
+    items = ItemMemo()
+    msgs, _ = match_view(history_messages(call.messages))
+    before = history_messages(parent.messages)
+    path = (
+        match_view(before, response=parent.response)[0]
+        if parent.response
+        else match_view(before)[0]
+    )
+    got = align_history(path, msgs, items)
+    if got is None:
+        edits.append(
+            Edit(
+                UNEXPLAINED,
+                0,
+                "the call's history does not continue the parent's request and reply",
+            )
+        )
+        return [e.as_dict() for e in edits]
+    edits += got.edits
+    for n, (a, b) in enumerate(zip(path, msgs, strict=False)):
+        if a is b or a == b:
+            continue
+        if items(a) != items(b):
+            break
+        if _has_tool_items(a, items):
+            edits.append(
+                Edit(
+                    "openclaw_rerendered_tool_call",
+                    n,
+                    f"message #{n + 1}: the parent's tool call re-sent re-rendered "
+                    "(another id or argument layout)",
+                )
+            )
+    return [e.as_dict() for e in edits]

@@ -477,7 +477,33 @@ def _detect(
         for m in rows:
             hit = _match_kind(kind, m, t, single_user, memo)
             if hit:
+                if kind == "continuation":
+                    side = _maintenance_after_compaction(rows, t, single_user, memo)
+                    if side is not None:
+                        return side
                 return Marker(kind=kind, harness=m.harness, evidence=hit)
+    return None
+
+
+MAINTENANCE_KINDS = ("aux_heartbeat", "aux_memory_flush")
+"""Side turns a harness may run directly after a compaction, on the compacted history."""
+
+
+def _maintenance_after_compaction(
+    rows: list[HarnessMarkers], t: CallText, single_user: bool, memo: Hits | None
+) -> Marker | None:
+    """A heartbeat or memory flush sent right after a compaction: its first message is the
+    compacted history (a continuation marker), its last user text the side turn's own prompt.
+    It is that side turn, not the continuation (issue 29: taken for the main path, its first
+    call became a segment's kept tip). The last user text must not be the continuation message
+    itself (a summary may quote an earlier heartbeat prompt)."""
+    if any(_first_hit(m.continuation_user, t.last_user) for m in rows):
+        return None
+    for kind in MAINTENANCE_KINDS:
+        for m in rows:
+            hit = _match_kind(kind, m, t, single_user, memo)
+            if hit:
+                return Marker(kind=kind, harness=m.harness, evidence=f"after compaction: {hit}")
     return None
 
 

@@ -10,8 +10,9 @@ messages the harness keeps, rule by rule, and says per call what it left out and
 (`Ignored`, shown by the call inspector). Matching stays keyed on canonical messages
 (`canonical.match_key`) of that view.
 
-The rules are data (`RULES`), one reason code each; docs/DECISIONS.md names the recording and
-test that back each one.
+The rules are data (`DROP_RULES`, `RENDER_RULES`), one reason code each, and each code is an
+entry of the one list of edit rules (`recon.edits.EDIT_RULES`, with its recording);
+docs/DECISIONS.md names the recording and test that back each one.
 """
 
 from __future__ import annotations
@@ -251,41 +252,12 @@ def match_view(
 
     Returns the very same list object when no rule applies and no response is given, so
     callers keep their identity fast paths; else a new list, and what was left out of the
-    request (the response itself is never reported).
+    request (the response itself is never reported). One walk decides it (`ViewWalker.view`).
     """
-    memo = memo if memo is not None else ViewMemo()
-    out: list[Message] = []
-    ignored: list[Ignored] = []
-    changed = False
-    dropped = False
-    """Whether a message was dropped since the last one kept."""
+    if response is None:
+        return ViewWalker(memo).view(messages)
+    out, ignored = ViewWalker(memo).view([*messages, response])
     n_req = len(messages)
-    seq = messages if response is None else [*messages, response]
-    for i, m in enumerate(seq):
-        d = memo.user.get(id(m))
-        if d is None:
-            d = memo.user[id(m)] = _decide(m)
-        kind, rules, kept = d
-        if kind != "keep":
-            changed = True
-            excerpt = _excerpt(block_text(m.get("content")))
-            ignored.extend(Ignored(code, i, excerpt, why) for code, why in rules)
-            if kind == "drop":
-                dropped = True
-                continue
-            m = kept or m
-        if dropped and m.get("role") == "assistant" and out and out[-1].get("role") == "assistant":
-            # The harness did not keep the prompt between these replies and joins them.
-            out[-1] = _merge(out[-1], m, memo)
-            if i < n_req:
-                ignored.append(
-                    Ignored(MERGE_CODE, i, _excerpt(block_text(m.get("content"))), MERGE_WHY)
-                )
-        else:
-            out.append(m)
-        dropped = False
-    if not changed and response is None:
-        return messages, ()
     return out, tuple(i for i in ignored if i.index < n_req)
 
 

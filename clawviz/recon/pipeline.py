@@ -8,7 +8,9 @@ The cache of these results in the store lives in `clawviz.store.decisions`.
 from __future__ import annotations
 
 from collections.abc import Hashable
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import Literal
 
 from clawviz.recon.advantage import grpo_advantages
 from clawviz.recon.classify import classify_calls
@@ -38,7 +40,7 @@ def analyse_episode(
     return EpisodeAnalysis(
         episode_id=episode_id or UNATTACHED,
         settings_hash=_settings_hash(settings),
-        status="dropped" if any(drops(r, settings) for r in result.reasons) else "kept",
+        status=verdict(result.reasons, reward, settings).status,
         reasons=result.reasons,
         decisions=result.decisions,
         paths=result.paths,
@@ -61,17 +63,45 @@ def _memo_settings_hash(settings: Settings) -> str:
 
 
 def drops(reason: Reason, settings: Settings = DEFAULT_SETTINGS) -> bool:
-    """Whether a reason drops its episode (`unexplained_root` only with the setting on)."""
-    return reason.code != "unexplained_root" or bool(settings.drop_unexplained_root)
+    """Whether a reason drops its episode: the self-check's `unexplained_root` and
+    `lost_kept_call` only with `drop_unexplained_root` on, `unexplained_edit` only when more
+    kept calls have such edits than `max_unexplained_edits`; every other reason does."""
+    if reason.code in ("unexplained_root", "lost_kept_call"):
+        return bool(settings.drop_unexplained_root)
+    if reason.code == "unexplained_edit":
+        return len(reason.call_ids) > settings.max_unexplained_edits
+    return True
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What an episode's reasons mean under the settings: its status and whether it counts in
+    its GRPO group's statistics."""
+
+    status: Literal["kept", "dropped"]
+    grpo_valid: bool
+
+
+def verdict(
+    reasons: list[Reason], reward: float | None, settings: Settings = DEFAULT_SETTINGS
+) -> Verdict:
+    """The one place the settings turn reasons into decisions (`drops` per reason): dropped
+    when any reason drops; GRPO-valid with a reward and no abnormal reason that drops.
+
+    Both users reach it one way, from `jobs.analyse.ensure_analysis`: `analyse_episode` (the
+    status stored with the decisions) and `apply_grpo` (on the stored reasons of a group)."""
+    dropping = [r for r in reasons if drops(r, settings)]
+    return Verdict(
+        "dropped" if dropping else "kept",
+        reward is not None and not any(r.code in ABNORMAL_CODES for r in dropping),
+    )
 
 
 def is_grpo_valid(
     reasons: list[Reason], reward: float | None, settings: Settings = DEFAULT_SETTINGS
 ) -> bool:
     """An attempt counts in its group's statistics: has a reward and no abnormal reason."""
-    return reward is not None and not any(
-        r.code in ABNORMAL_CODES and drops(r, settings) for r in reasons
-    )
+    return verdict(reasons, reward, settings).grpo_valid
 
 
 def apply_grpo(

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from clawviz.recon.canonical import message_hash
 from clawviz.recon.classify import Classification
 from clawviz.recon.markers import is_harness_retry, tool_names_used
-from clawviz.recon.selfcheck import unexplained_roots
+from clawviz.recon.selfcheck import Unexplained, lost_branches, unexplained_edits, unexplained_roots
 from clawviz.recon.tree import CallTree, failure_code
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 from clawviz.types import (
@@ -39,6 +39,8 @@ ABNORMAL_CODES = frozenset(
         "unsupported_tool",
         "missing_reward",
         "unexplained_root",
+        "unexplained_edit",
+        "lost_kept_call",
         "analysis_error",
     }
 )
@@ -409,21 +411,25 @@ def _reward_call(tree: CallTree, cls: Classification, paths: list[PathInfo]) -> 
     return mains[-1] if mains else None
 
 
-def _unexplained_reason(
-    tree: CallTree, cls: Classification, retry_of: dict[str, str]
-) -> Reason | None:
-    """`unexplained_root`: calls the rules cannot place (the first three quoted)."""
-    odd = unexplained_roots(tree, cls, retry_of)
+def _self_check_reason(code: str, what: str, odd: list[Unexplained]) -> Reason | None:
+    """A self-check reason naming every call it found (the first three quoted)."""
     if not odd:
         return None
     more = f" (and {len(odd) - 3} more)" if len(odd) > 3 else ""
     return Reason(
-        "unexplained_root",
-        f"{len(odd)} call(s) the rules cannot place: "
-        + "; ".join(u.evidence for u in odd[:3])
-        + more,
+        code,
+        f"{len(odd)} call(s) {what}: " + "; ".join(u.evidence for u in odd[:3]) + more,
         odd[0].call_id,
         [u.call_id for u in odd],
+    )
+
+
+def _unexplained_reason(
+    tree: CallTree, cls: Classification, retry_of: dict[str, str]
+) -> Reason | None:
+    """`unexplained_root`: calls the rules cannot place (the first three quoted)."""
+    return _self_check_reason(
+        "unexplained_root", "the rules cannot place", unexplained_roots(tree, cls, retry_of)
     )
 
 
@@ -521,4 +527,15 @@ def _episode_reasons(
         _unsupported_reason(tree, mains, settings),
         _reward_reason(tree, cls, reward, settings, paths or []),
     ]
+    if paths:
+        found += [
+            _self_check_reason(
+                "unexplained_edit",
+                "kept with edits no rule explains",
+                unexplained_edits(tree, paths),
+            ),
+            _self_check_reason(
+                "lost_kept_call", "pruned but re-sent by the kept path", lost_branches(tree, paths)
+            ),
+        ]
     return [r for r in found if r is not None]

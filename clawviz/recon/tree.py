@@ -8,12 +8,21 @@ the deepest owned node on its own message path. Walking the trie is linear in th
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from itertools import islice
 from typing import TYPE_CHECKING
 
-from clawviz.recon.canonical import match_items, match_key, normalize_ws, strip_patterns
+from clawviz.recon.canonical import match_key, normalize_ws, strip_patterns
+from clawviz.recon.edits import (
+    UNEXPLAINED,
+    Alignment,
+    Edit,
+    ItemMemo,
+    align_history,
+    dropped_tools,
+)
 from clawviz.recon.markers import ALL_IGNORE_PATTERNS
 from clawviz.recon.matchview import Ignored, ViewWalker
 from clawviz.types import Call, Message
@@ -42,6 +51,9 @@ class CallTree:
     ignored: dict[str, tuple[Ignored, ...]] = field(default_factory=dict)
     """Per call, the parts of its request that matching left out or read in their kept form
     (`recon.matchview`); calls where nothing was ignored are absent."""
+    edits: dict[str, tuple[Edit, ...]] = field(default_factory=dict)
+    """Per call whose parent the content-anchored alignment found (`recon.edits`): every edit
+    of its history against the parent's request plus reply, explained by a rule or not."""
 
     @cached_property
     def graph(self) -> nx.DiGraph:
@@ -193,73 +205,66 @@ class _Trie:
 
 
 _TOOL_ITEMS = ("tool_use", "tool_result")
-_LOSSY_WINDOW = 200
-"""Earlier calls a diverging request is compared with by `_lossy_parent` (latest first)."""
+_ALIGN_WINDOW = 200
+"""Earlier calls a diverging request is aligned with by `_aligned_parent` (latest first)."""
+
+# The names the tests and older callers use (the rule lives in `recon.edits`).
+_Items = ItemMemo
+_dropped_tools = dropped_tools
 
 
-class _Items:
-    """Match items per message object, computed on demand (messages stay alive meanwhile)."""
-
-    def __init__(self) -> None:
-        self.memo: dict[int, tuple[str, list]] = {}
-
-    def __call__(self, message: Message) -> tuple[str, list]:
-        got = self.memo.get(id(message))
-        if got is None:
-            role = "user" if message.get("role") == "tool" else str(message.get("role"))
-            items = match_items(message, ignore_patterns=ALL_IGNORE_PATTERNS)
-            got = self.memo[id(message)] = (role, items)
-        return got
+def item_memo() -> ItemMemo:
+    """A fresh per-message memo of match items."""
+    return ItemMemo()
 
 
-def _dropped_tools(old: tuple[str, list], new: tuple[str, list]) -> int | None:
-    """How many tool calls / results `new` lacks, if it is `old` with only some of them left."""
-    if old[0] != new[0]:
-        return None
-    rest_old = [i for i in old[1] if i[0] not in _TOOL_ITEMS]
-    rest_new = [i for i in new[1] if i[0] not in _TOOL_ITEMS]
-    if rest_old != rest_new:
-        return None
-    pool = [i for i in old[1] if i[0] in _TOOL_ITEMS]
-    n_old = len(pool)
-    for item in (i for i in new[1] if i[0] in _TOOL_ITEMS):
-        if item not in pool:
-            return None
-        pool.remove(item)
-    return n_old - (len(new[1]) - len(rest_new)) or None
+def _aligned_parent(
+    msgs: list[Message],
+    owners: list[tuple[str, list[Message]]],
+    covered: int,
+    items: ItemMemo,
+    anchors: set[str] | None,
+    key: Callable[[Message], str],
+) -> tuple[str, int, Alignment] | None:
+    """The earlier call whose request plus reply `msgs` continues, but for edits of the rules.
 
-
-def _lossy_parent(
-    msgs: list[Message], owners: list[tuple[str, list[Message]]], covered: int, items: _Items
-) -> tuple[str, int, int] | None:
-    """The earlier call whose messages + response `msgs` starts with, but for tool calls.
-
-    Claude Code 2.0 rebuilds the history from its transcript on `--resume` and keeps only one
-    branch of a reply with parallel tool calls: the re-sent assistant message lacks some of its
-    tool calls and the next user message their results (rule `resume_dropped_tool_calls`).
-    Returns (call id, messages covered, tool items dropped) for the longest such prefix that
-    covers more than `covered` messages; equal messages must match as usual.
+    Each candidate (latest 200 successful calls) is aligned with `msgs` by
+    `edits.align_history`, anchored on its reply. `anchors`: match keys of `msgs`; a candidate
+    whose reply is not among them is passed over unaligned (None: align every candidate, for a
+    history whose tool calls may have been dropped, when the reply itself is re-sent changed).
+    Returns (call id, messages of the candidate's path, alignment) for the longest path longer
+    than `covered` (fewer unexplained edits, then the latest, on a tie).
     """
-    best: tuple[str, int, int] | None = None
-    for cid, path in reversed(owners[-_LOSSY_WINDOW:]):
+    best: tuple[str, int, Alignment] | None = None
+    for cid, path in reversed(owners[-_ALIGN_WINDOW:]):
         n = len(path)
-        if n > len(msgs) or n <= covered or (best is not None and n <= best[1]):
+        if n > len(msgs) + 1 or n <= covered or (best is not None and n < best[1]):
             continue
-        dropped = 0
-        for old, new in zip(path, msgs, strict=False):
-            if old is new:
-                continue
-            a, b = items(old), items(new)
-            if a == b:
-                continue
-            lost = _dropped_tools(a, b)
-            if lost is None:
-                break
-            dropped += lost
-        else:
-            if dropped:
-                best = (cid, n, dropped)
+        if anchors is not None and key(path[-1]) not in anchors:
+            continue
+        got = align_history(path, msgs, items)
+        if got is None or not got.edits:
+            continue
+        if best is None or n > best[1] or got.unexplained < best[2].unexplained:
+            best = (cid, n, got)
     return best
+
+
+def _tolerated_text(got: Alignment) -> str:
+    """The role reason's note of a parent found by alignment: the rules that explained it."""
+    codes = list(dict.fromkeys(e.code for e in got.edits))
+    if codes == ["resume_dropped_tool_calls"]:
+        n = sum(int(e.summary.split(": ", 1)[1].split(" ", 1)[0]) for e in got.edits)
+        return (
+            f"resume_dropped_tool_calls: {n} tool call(s) or result(s) of "
+            f"the re-sent history are missing"
+        )
+    unexplained = got.unexplained
+    head = ", ".join(c for c in codes if c != UNEXPLAINED)
+    tail = f"{unexplained} unexplained edit(s)" if unexplained else ""
+    return f"{head or 'aligned'}: " + "; ".join(
+        x for x in (tail, *[e.summary for e in got.edits][:3]) if x
+    )
 
 
 def build_call_tree(calls: list[Call], *, match_rules: bool = True) -> CallTree:
@@ -283,6 +288,7 @@ def build_call_tree(calls: list[Call], *, match_rules: bool = True) -> CallTree:
         failed=frozenset(b.failed),
         tolerated=b.tolerated,
         ignored=b.ignored,
+        edits=b.edits,
     )
 
 
@@ -305,10 +311,11 @@ class _Builder:
         self.failed: set[str] = set()
         self.ignored: dict[str, tuple[Ignored, ...]] = {}
         self.tolerated: dict[str, str] = {}
+        self.edits: dict[str, tuple[Edit, ...]] = {}
         self.walker = ViewWalker()
-        self.items = _Items()
+        self.items = ItemMemo()
         self.owners: list[tuple[str, list[Message]]] = []
-        """Successful calls in order with their messages + response (for `_lossy_parent`)."""
+        """Successful calls in order with their messages + reply node (for `_aligned_parent`)."""
         self.covered: dict[str, int] = {}
         # The previous request's messages, and the node and best owner after each of them.
         self.prev: list[Message] = []
@@ -362,25 +369,32 @@ class _Builder:
         self.prev, self.prev_nodes, self.prev_best = msgs, nodes, bests
         return nodes, best, diverged
 
-    def _lossy(self, cid: str, msgs: list[Message], best: str | None, diverged: int | None):
-        """`best`, or the earlier call a re-rendered history re-sends with tool calls left out."""
-        if (
-            diverged is None
-            or diverged >= len(msgs) - 1
-            or not any(i[0] in _TOOL_ITEMS for i in self.items(msgs[diverged])[1])
-        ):
+    def _aligned(self, cid: str, msgs: list[Message], best: str | None, diverged: int | None):
+        """`best`, or the earlier call whose request plus reply `msgs` re-sends edited.
+
+        Only asked when the trie walk left every earlier path before the last message (no
+        earlier request sent that message there, yet more follow: a re-rendered history)."""
+        if not self.match_rules or diverged is None or diverged >= len(msgs) - 1:
             return best
-        # No earlier request sent this message here, yet more follow: a re-rendered history.
-        lossy = _lossy_parent(
-            msgs, self.owners, self.covered.get(best, 0) if best else 0, self.items
+        # A diverging message with tool items may be a re-sent one with tool calls dropped, whose
+        # reply is then not re-sent as is: every candidate is aligned. Else only candidates
+        # whose reply the history holds.
+        covered = self.covered.get(best, 0) if best else 0
+        n_max = len(msgs) + 1
+        if not any(covered < len(path) <= n_max for _, path in self.owners[-_ALIGN_WINDOW:]):
+            return best  # no earlier call explains more of this history than `best`
+        content = msgs[diverged].get("content")
+        tools = isinstance(content, list) and any(
+            isinstance(b, dict) and b.get("type") in _TOOL_ITEMS for b in content
         )
-        if lossy is None:
+        key = self.trie.key
+        anchors = None if tools else {key(m) for m in msgs[diverged:]}
+        got = _aligned_parent(msgs, self.owners, covered, self.items, anchors, key)
+        if got is None:
             return best
-        self.tolerated[cid] = (
-            f"resume_dropped_tool_calls: {lossy[2]} tool call(s) or result(s) of "
-            f"the re-sent history are missing"
-        )
-        return lossy[0]
+        self.tolerated[cid] = _tolerated_text(got[2])
+        self.edits[cid] = got[2].edits
+        return got[0]
 
     def _own(self, call: Call, msgs: list[Message], nodes: list[int]) -> None:
         """The node this call's response ends on is owned by it."""
@@ -394,11 +408,13 @@ class _Builder:
         ):
             # The reply joins the last assistant message (its prompt was not kept).
             base = nodes[-2] if len(nodes) > 1 else 0
-            self.owner[step(base, walker.joined_reply(call.response))] = cid
+            joined = walker.joined_reply(call.response)
+            self.owner[step(base, joined)] = cid
+            self.owners.append((cid, [*msgs[:-1], joined]))
         else:
             self.owner[step(nodes[-1] if nodes else 0, call.response)] = cid
-        self.owners.append((cid, [*msgs, call.response]))
-        self.covered[cid] = len(msgs) + 1
+            self.owners.append((cid, [*msgs, call.response]))
+        self.covered[cid] = len(self.owners[-1][1])
 
     def _earlier_request(self, node: int, system: str, cid: str) -> str | None:
         """The latest earlier request ending on `node` with the same `system_fingerprint` (an
@@ -422,7 +438,7 @@ class _Builder:
         cid = call.call_id
         msgs = self._view(call)
         nodes, best, diverged = self._walk(msgs)
-        best = self._lossy(cid, msgs, best, diverged)
+        best = self._aligned(cid, msgs, best, diverged)
         node = nodes[-1] if nodes else 0
         earlier = self._earlier_request(node, call.system, cid) if call.messages else None
         if earlier is not None and self.parent[earlier] != best:

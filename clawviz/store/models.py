@@ -160,6 +160,11 @@ class Episode(SQLModel, table=True):
     """exchange | transcript."""
     first_ts: float | None = None
     last_ts: float | None = None
+    primary_episode: str | None = None
+    """For a transcript of a session whose wire log is loaded too: the wire's episode (the
+    primary record; `jobs.sessions`). Exports skip such episodes."""
+    cross_check: str | None = None
+    """On a wire episode with a linked transcript: JSON of the comparison (`jobs.sessions`)."""
 
 
 class CallRow(SQLModel, table=True):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clawviz.figures.layout import tree_layout
-from clawviz.recon.calldiff import call_diff, message_lines
+from clawviz.recon.calldiff import call_diff, call_edits, message_lines
 from clawviz.types import Call, EpisodeAnalysis, Message, Role, State, call_label
 
 PAYLOAD_VERSION = 1
@@ -126,6 +126,7 @@ def build_payload(
         d = decisions.get(n.call_id)
         parent = parent_of[n.call_id]
         diff = None
+        edits: list[dict[str, Any]] = []
         if parent is not None:
             pd = decisions.get(parent)
             diff = _diff_payload(
@@ -133,6 +134,13 @@ def build_payload(
                 by_id[parent],
                 list(d.match_ignored) if d else [],
                 list(pd.match_ignored) if pd else [],
+            )
+            # Each edit against the parent, with the rule that explains it (recon.edits).
+            edits = call_edits(
+                c,
+                by_id[parent],
+                call_ignored=d.match_ignored if d else (),
+                parent_ignored=pd.match_ignored if pd else (),
             )
         response = None
         if c.response is not None:
@@ -155,6 +163,7 @@ def build_payload(
                 "role_reason": d.role_reason if d else "",
                 "note": n.note,
                 "parent": parent,
+                "edits": edits,
                 "children": children.get(n.call_id, []),
                 "retry_of": d.retry_of if d else None,
                 "segment": n.segment,
