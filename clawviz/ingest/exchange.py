@@ -36,8 +36,11 @@ REDACTED = "[redacted]"
 
 def is_secret_header(name: str) -> bool:
     low = name.lower()
-    if "ratelimit" in low:  # x-ratelimit-remaining-tokens: a count, not a credential
-        return False
+    if "ratelimit" in low:
+        # x-ratelimit-remaining-tokens is a count of token budget, not a credential; any other
+        # secret word in a rate-limit header (X-RateLimit-Auth) still is one.
+        low = re.sub(r"tokens?", "", low)
+        return any(w in low for w in _SECRET_WORDS)
     return low in REDACTED_HEADERS or any(w in low for w in _SECRET_WORDS)
 
 
@@ -46,22 +49,31 @@ def is_secret_query_param(name: str) -> bool:
     return low in _SECRET_QUERY_NAMES or any(w in low for w in _SECRET_QUERY_WORDS)
 
 
-_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@]*@")
+# The authority's userinfo runs to its LAST "@" (`https://u:p@ss@host/`: a parser takes "ss@host"
+# apart from "u:p@" differently, so everything before the last "@" is the secret).
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@")
+_PARAM_SEPARATORS = re.compile(r"([&;])")
+
+
+def _redact_params(query: str) -> str:
+    """A `name=value` list (either separator, `&` or `;`) with secret values replaced."""
+    parts = _PARAM_SEPARATORS.split(query)
+    for i in range(0, len(parts), 2):
+        name, eq, _value = parts[i].partition("=")
+        if eq and is_secret_query_param(name):
+            parts[i] = name + eq + REDACTED
+    return "".join(parts)
 
 
 def redact_url(url: str) -> str:
     """`url` with the values of secret query parameters (`?key=`, `api_key`, `access_token`,
-    ...) and any `user:password@` replaced; every other byte as it was."""
+    ...; `&` or `;` between them), the same in a `#access_token=...` fragment (OAuth's implicit
+    flow), and any `user:password@` replaced; every other byte as it was."""
     url = _USERINFO.sub(lambda m: m.group(1) + REDACTED + "@", url, count=1)
-    base, q, rest = url.partition("?")
-    if not q:
-        return url
-    query, hashmark, fragment = rest.partition("#")
-    parts = []
-    for part in query.split("&"):
-        name, eq, _value = part.partition("=")
-        parts.append(name + eq + REDACTED if eq and is_secret_query_param(name) else part)
-    return base + "?" + "&".join(parts) + hashmark + fragment
+    head, hashmark, fragment = url.partition("#")
+    base, q, query = head.partition("?")
+    out = base + q + _redact_params(query) if q else head
+    return out + hashmark + (_redact_params(fragment) if "=" in fragment else fragment)
 
 
 SESSION_HEADERS = ("x-session-id", "x-claude-code-session-id", "session_id", "session-id")
