@@ -94,7 +94,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         with session_scope(args.db) as session:
             require_writable(session.get_bind().engine)
             report = ingest_paths(
-                args.paths, session=session, settings=settings_of(args), progress=bar
+                args.paths,
+                session=session,
+                settings=settings_of(args),
+                progress=bar,
+                workers=args.workers,
             )
     except FileNotFoundError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -331,6 +335,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("ingest", parents=[common], help="load logs, results, transcripts, tasks")
     p.add_argument("paths", nargs="+", help="files or folders (recursive)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="read exchange logs and analyse episodes in N processes (default 1)",
+    )
     p.set_defaults(func=cmd_ingest)
 
     p = sub.add_parser("episodes", parents=[common], help="one row per episode")
