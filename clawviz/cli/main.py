@@ -1,5 +1,5 @@
 """Command line: `python -m clawviz {ingest,episodes,explain,search,settings,tasks,review,
-diagnose,findings,diff,check,record,export,migrate}`."""
+diagnose,findings,diff,check,record,export,analyse,migrate}`."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from clawviz.cli import analyse as cli_analyse
 from clawviz.cli import export as cli_export
 from clawviz.cli import review_cmds
 from clawviz.cli import share as cli_share
@@ -368,6 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
     review_cmds.register(sub)
     register_record(sub)
     cli_export.register(sub, common)
+    cli_analyse.register(sub, common)
     cli_share.register(sub, common)
     return parser
 
