@@ -42,7 +42,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 def cmd_analyse(args: argparse.Namespace) -> int:
     """Analyse; exit 0 when every stale episode was analysed, 1 on a usage or store error."""
-    from clawviz.jobs.rayrt import RayMissing
+    from clawviz.jobs.rayrt import RayMissing, import_ray
     from clawviz.jobs.reanalyse import reanalyse
     from clawviz.store.db import require_writable, session_scope
 
@@ -57,6 +57,8 @@ def cmd_analyse(args: argparse.Namespace) -> int:
     settings = settings_of(args)
     bar = ProgressBar() if sys.stderr.isatty() and not args.json else None
     try:
+        if engine == "ray":
+            import_ray()  # before any work: one line naming the extra when Ray is missing
         with session_scope(args.db) as session:
             require_writable(session.get_bind().engine)
             n = reanalyse(

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import orjson
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
@@ -189,6 +190,9 @@ def _is_task_file(path: Path) -> bool:
 def _collect(paths: list[str | os.PathLike[str]]) -> list[_Target]:
     targets: list[_Target] = []
     for given in paths:
+        if str(given).startswith("file://"):
+            # A file:// URL (as `--engine ray` takes, the pyarrow filesystems' form) is its path.
+            given = unquote(urlsplit(str(given)).path)
         p = Path(given)
         if not p.exists():
             raise FileNotFoundError(f"{given}: no such file or folder")
@@ -672,11 +676,15 @@ def ingest_paths(
     settings: Settings = DEFAULT_SETTINGS,
     progress: Progress | None = None,
     workers: int = 1,
+    engine: str = "process",
+    ray_address: str | None = None,
 ) -> IngestReport:
     """Ingest files and folders (recursive); raise FileNotFoundError if a path is missing.
 
     `workers` > 1: exchange logs are read, and the episodes analysed, in that many processes
-    (`clawviz.jobs.pool`); the store ends up as a single process leaves it."""
+    (`clawviz.jobs.pool`); the store ends up as a single process leaves it. `engine="ray"`: the
+    same with Ray tasks (at `ray_address`, else a local Ray with `workers` CPUs). A `file://`
+    URL is read as its local path."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     targets = _collect(list(paths))
@@ -685,7 +693,7 @@ def ingest_paths(
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _ingest_targets(targets, session, progress, settings, workers)
+        return _ingest_targets(targets, session, progress, settings, workers, engine, ray_address)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -697,11 +705,15 @@ def _ingest_targets(
     progress: Progress | None,
     settings: Settings = DEFAULT_SETTINGS,
     workers: int = 1,
+    engine: str = "process",
+    ray_address: str | None = None,
 ) -> IngestReport:
     pool = None
-    if workers > 1:
-        pool = _start_pool(targets, session, settings, workers)
+    if workers > 1 or engine == "ray":
+        pool = jobpool.IngestPool(workers, settings, engine, ray_address)
     try:
+        if pool is not None:
+            _start_pool(pool, targets, session, settings)
         return _load_targets(targets, session, progress, settings, pool)
     finally:
         if pool is not None:
@@ -793,7 +805,14 @@ def _load_targets(
         if pool is not None:
             from clawviz.jobs import reanalyse
 
-            reanalyse.reanalyse(session, settings, workers=pool.workers, only=only)
+            reanalyse.reanalyse(
+                session,
+                settings,
+                workers=pool.workers,
+                engine="ray" if pool.engine == "ray" else "process",
+                ray_address=pool.ray_address,
+                only=only,
+            )
         else:
             analyse.ensure_analysis(session, settings, held=held.calls, only=only)
     except SQLAlchemyError as exc:
@@ -1044,14 +1063,13 @@ def _append_file(
 
 
 def _start_pool(
-    targets: list[_Target], session: Session, settings: Settings, workers: int
-) -> jobpool.IngestPool:
-    """Hand the new exchange logs among `targets` to a pool of `workers` processes.
+    pool: jobpool.IngestPool, targets: list[_Target], session: Session, settings: Settings
+) -> None:
+    """Hand the new exchange logs among `targets` to the pool's workers.
 
     Every file is fingerprinted here: one loaded before is left to the ordinary path (which
     reports it already loaded), as is a grown log (appended, as before) and any other format;
     a second listing of the same bytes is loaded once (`duplicate_of`)."""
-    pool = jobpool.IngestPool(workers, settings)
     dialect = session.get_bind().dialect.name
     pool.direct = dialect == "postgresql"
     url = jobpool.store_url(session) if dialect == "postgresql" else None
@@ -1086,11 +1104,11 @@ def _start_pool(
                 pool.spool_dir(),
                 ExchangeParse,
                 write_prepared,
+                inline=pool.engine == "ray",
             )
         )
     session.rollback()  # end the read transaction: the workers and other writers go ahead
     pool.start(jobs)
-    return pool
 
 
 def write_prepared(
@@ -1173,7 +1191,14 @@ def _load_pooled(
         reason = f"worker failed: {type(done).__name__}: {mask_secrets(str(done))}"
         out.errors.append(SkippedFile(job.display, reason))
         return FileReport(job.display, "exchange", "error", error=reason)
-    if done.spool is None:
+    if done.parts is not None:
+        parts = done.parts
+
+        def write_parts() -> tuple[FileReport, IngestReport]:
+            return write_prepared(session, job, iter(parts), seen)
+
+        rep, mine = db.retry_locked(session, write_parts, seen.clear)
+    elif done.spool is None:
         rep, mine = done.report, done.out
         pool.episodes.update(mine.episode_ids)
     else:

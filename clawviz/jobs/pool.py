@@ -99,6 +99,9 @@ class Job:
     write: Any
     """`clawviz.jobs.ingest.write_prepared`: (session, job, parts, seen) -> (FileReport, an
     IngestReport with its rejected lines, notes, errors and episodes)."""
+    inline: bool = False
+    """Return the prepared rows in the answer instead of a spool file (Ray: the task may run
+    on another machine)."""
 
 
 @dataclass
@@ -111,6 +114,8 @@ class Done:
     """Its FileReport."""
     out: Any = None
     """An IngestReport with its rejected lines, notes, errors and episodes."""
+    parts: list[Any] | None = None
+    """`inline`: the file's chunks and tail."""
 
 
 class _Pack:
@@ -230,6 +235,8 @@ def _chunks(job: Job) -> Iterator[Chunk | Tail]:
 
 def run_job(job: Job) -> Done:
     """A worker's work on one file (in a pool process)."""
+    if job.db_url is None and job.inline:
+        return Done(job.index, parts=list(_chunks(job)))
     if job.db_url is None:
         fd, spool = tempfile.mkstemp(prefix=f"ingest-{job.index:05d}-", dir=job.spool_dir)
         with os.fdopen(fd, "wb") as f:
@@ -273,9 +280,21 @@ def store_url(session: Session) -> str:
 class IngestPool:
     """The exchange logs of one ingest, read by `workers` processes."""
 
-    def __init__(self, workers: int, settings: Settings) -> None:
+    def __init__(
+        self,
+        workers: int,
+        settings: Settings,
+        engine: str = "process",
+        ray_address: str | None = None,
+    ) -> None:
         self.workers = max(1, workers)
         self.settings = settings
+        self.engine = engine
+        """process (a pool on this machine) | ray (Ray tasks, `--engine ray`)."""
+        self.ray_address = ray_address
+        self._ray: Any = None
+        self._ray_ctx: Any = None
+        self._refs: dict[int, Any] = {}
         self.jobs: dict[int, Job] = {}
         self.duplicate_of: dict[int, int] = {}
         """Target index -> the earlier target with the same bytes (loaded once)."""
@@ -300,7 +319,21 @@ class IngestPool:
             self._tmp = tempfile.TemporaryDirectory(prefix="clawviz-ingest-")
         return self._tmp.name
 
+    def _start_ray(self, jobs: list[Job]) -> None:
+        """Each file a Ray task (retried by Ray if its worker dies: a file is one transaction
+        and its rows are keyed, so a retry never doubles a row)."""
+        from clawviz.jobs.rayrt import ray_session
+
+        self._ray_ctx = ray_session(self.ray_address, self.workers)
+        self._ray = self._ray_ctx.__enter__()
+        remote = self._ray.remote(num_cpus=1, max_retries=2)(run_job)
+        for job in jobs:
+            self._refs[job.index] = remote.remote(job)
+
     def _start(self, jobs: list[Job]) -> None:
+        if self.engine == "ray":
+            self._start_ray(jobs)
+            return
         ctx = _context()
         init = _forget_engines if ctx.get_start_method() == "fork" else None
         self._pool = ProcessPoolExecutor(
@@ -319,6 +352,11 @@ class IngestPool:
 
     def result(self, index: int) -> Done | BaseException:
         """The worker's answer for target `index` (waits), or why it has none."""
+        if self.engine == "ray" and index not in self.finished:
+            try:
+                self.finished[index] = self._ray.get(self._refs.pop(index))
+            except Exception as exc:  # noqa: BLE001 - retries spent: that file's error
+                return exc
         while index not in self.finished:
             try:
                 self.finished[index] = self.futures[index].result()
@@ -331,6 +369,9 @@ class IngestPool:
         return self.finished[index]
 
     def close(self) -> None:
+        if self._ray_ctx is not None:
+            self._ray_ctx.__exit__(None, None, None)
+            self._ray_ctx = self._ray = None
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
