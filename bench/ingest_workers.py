@@ -1,13 +1,14 @@
 """`ingest --workers 2` vs 1 and `analyse --workers 2` vs 1, measured in the same run, interleaved.
 
     python3 bench/ingest_workers.py [--rounds 3] [--mb 200] [--pg postgresql+psycopg://.../postgres]
-        [--only ingest|analyse]
+        [--only ingest|analyse] [--ray] [--no-sqlite]
 
 Input: two generated exchange logs of `--mb` MB each (`bench/gen.py`, seeds 1 and 2; the second
 one's episode ids get a `~b` suffix so the two files hold different episodes), written to
 `bench/out/workers/` once. Each round runs, in alternating order, `python -m clawviz ingest
 --workers 1` and `--workers 2` of both files into a fresh store (SQLite file; with `--pg`, also
-a fresh PostgreSQL database on that server), then `analyse --workers 1` and `--workers 2` with
+a fresh PostgreSQL database on that server; `--ray`: also `--engine ray`, a local Ray with 2
+CPUs, on PostgreSQL), then `analyse --workers 1` and `--workers 2` with
 `--set reward_threshold=0.7` on two copies of one ingested SQLite store. Reported: wall-clock
 medians and spreads, the 1/2 ratio per round, CPU seconds of all processes (wait4's rusage: the
 command and every worker it waited for), peak RSS of the driver and of the largest worker
@@ -167,11 +168,11 @@ def digest(url: str) -> str:
 
 
 def summary(rows: list[dict], key: str) -> dict:
-    by: dict[int, list[dict]] = {}
+    by: dict = {}
     for r in rows:
         by.setdefault(r["workers"], []).append(r)
     out: dict = {}
-    for w, rs in sorted(by.items()):
+    for w, rs in sorted(by.items(), key=lambda kv: str(kv[0])):
         walls = [r["wall_s"] for r in rs]
         out[f"w{w}"] = {
             "wall_median_s": round(statistics.median(walls), 2),
@@ -185,18 +186,28 @@ def summary(rows: list[dict], key: str) -> dict:
     if ratios:
         out["ratio_1_over_2_median"] = round(statistics.median(ratios), 2)
         out["ratio_spread"] = [round(min(ratios), 2), round(max(ratios), 2)]
+    ray_ratios = [
+        a["wall_s"] / b["wall_s"] for a, b in zip(by.get(1, []), by.get("ray", []), strict=False)
+    ]
+    if ray_ratios:
+        # Ray's workers are the raylet's children, not the command's: their CPU is not counted.
+        out["ratio_1_over_ray_median"] = round(statistics.median(ray_ratios), 2)
+        out["ratio_ray_spread"] = [round(min(ray_ratios), 2), round(max(ray_ratios), 2)]
     out["what"] = key
     return out
 
 
-def bench_ingest(logs: list[Path], rounds: int, pg: str | None) -> list[dict]:
+def bench_ingest(
+    logs: list[Path], rounds: int, pg: str | None, ray: bool = False, sqlite: bool = True
+) -> list[dict]:
     results: list[dict] = []
-    backends = ["sqlite"] + (["postgresql"] if pg else [])
+    backends = (["sqlite"] if sqlite else []) + (["postgresql"] if pg else [])
     digests: dict[str, set[str]] = {b: set() for b in backends}
     for r in range(rounds):
-        order = (1, 2) if r % 2 == 0 else (2, 1)
+        order: tuple = (1, 2) if r % 2 == 0 else (2, 1)
         for backend in backends:
-            for w in order:
+            variants = order + (("ray",) if ray and backend == "postgresql" else ())
+            for w in variants:
                 if backend == "sqlite":
                     path = OUT / f"ingest-w{w}.db"
                     for s in ("", "-wal", "-shm"):
@@ -205,7 +216,10 @@ def bench_ingest(logs: list[Path], rounds: int, pg: str | None) -> list[dict]:
                 else:
                     assert pg is not None
                     url = new_pg(pg)
-                row = run(["--db", url, "ingest", "--workers", str(w), *map(str, logs)])
+                flags = (
+                    ["--engine", "ray", "--workers", "2"] if w == "ray" else ["--workers", str(w)]
+                )
+                row = run(["--db", url, "ingest", *flags, *map(str, logs)])
                 row.update(round=r, workers=w, backend=backend, what="ingest")
                 digests[backend].add(digest(url))
                 if backend == "postgresql":
@@ -250,12 +264,16 @@ def main() -> None:
     ap.add_argument("--mb", type=float, default=200)
     ap.add_argument("--pg", default=None, help="PostgreSQL server URL (a maintenance database)")
     ap.add_argument("--only", choices=("ingest", "analyse"), default=None)
+    ap.add_argument(
+        "--ray", action="store_true", help="also `ingest --engine ray` (local, 2 CPUs) on --pg"
+    )
+    ap.add_argument("--no-sqlite", action="store_true", help="only the PostgreSQL ingest rows")
     a = ap.parse_args()
     logs = make_logs(a.mb)
     print(json.dumps({"logs": [str(p) for p in logs], "cpus": os.cpu_count()}), flush=True)
     out = []
     if a.only in (None, "ingest"):
-        rows = bench_ingest(logs, a.rounds, a.pg)
+        rows = bench_ingest(logs, a.rounds, a.pg, a.ray, not a.no_sqlite)
         for b in {r["backend"] for r in rows}:
             out.append(summary([r for r in rows if r["backend"] == b], f"ingest {b}"))
     if a.only in (None, "analyse"):
