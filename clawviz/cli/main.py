@@ -1,5 +1,5 @@
 """Command line: `python -m clawviz {ingest,episodes,explain,search,settings,tasks,review,
-diagnose,findings,diff,check,record,export,migrate}`."""
+diagnose,findings,diff,check,record,export,analyse,migrate}`."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from clawviz.cli import analyse as cli_analyse
 from clawviz.cli import export as cli_export
 from clawviz.cli import review_cmds
 from clawviz.cli import share as cli_share
@@ -87,16 +88,31 @@ def _report_text(report: IngestReport) -> str:
 def cmd_ingest(args: argparse.Namespace) -> int:
     """Load files and folders; exit 0 if all lines loaded, 2 if some were rejected, 1 on error."""
     from clawviz.jobs.ingest import ingest_paths
+    from clawviz.jobs.rayrt import RayMissing, import_ray
     from clawviz.store.db import require_writable, session_scope
 
+    if args.workers < 1:
+        print("error: --workers must be at least 1", file=sys.stderr)
+        return EXIT_FATAL
+    if args.ray_address and args.engine != "ray":
+        print("error: --ray-address needs --engine ray", file=sys.stderr)
+        return EXIT_FATAL
     bar = ProgressBar() if sys.stderr.isatty() and not args.json else None
     try:
+        if args.engine == "ray":
+            import_ray()  # before any work: one line naming the extra when Ray is missing
         with session_scope(args.db) as session:
             require_writable(session.get_bind().engine)
             report = ingest_paths(
-                args.paths, session=session, settings=settings_of(args), progress=bar
+                args.paths,
+                session=session,
+                settings=settings_of(args),
+                progress=bar,
+                workers=args.workers if args.engine != "ray" else max(2, args.workers),
+                engine=args.engine,
+                ray_address=args.ray_address,
             )
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, RayMissing) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FATAL
     finally:
@@ -331,6 +347,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("ingest", parents=[common], help="load logs, results, transcripts, tasks")
     p.add_argument("paths", nargs="+", help="files or folders (recursive)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="read exchange logs and analyse episodes in N processes (default 1)",
+    )
+    p.add_argument(
+        "--engine",
+        choices=("process", "ray"),
+        default="process",
+        help="ray: read and analyse as Ray tasks (pip install -r requirements-ray.txt); paths "
+        "may be file:// URLs",
+    )
+    p.add_argument(
+        "--ray-address",
+        default=None,
+        help="with --engine ray: the cluster to join (default: a local Ray, --workers CPUs)",
+    )
     p.set_defaults(func=cmd_ingest)
 
     p = sub.add_parser("episodes", parents=[common], help="one row per episode")
@@ -358,6 +392,7 @@ def build_parser() -> argparse.ArgumentParser:
     review_cmds.register(sub)
     register_record(sub)
     cli_export.register(sub, common)
+    cli_analyse.register(sub, common)
     cli_share.register(sub, common)
     return parser
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 import functools
 import gc
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import orjson
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
@@ -34,6 +35,7 @@ from clawviz.ingest.lines import (
 from clawviz.ingest.record import validate_call
 from clawviz.ingest.results import parse_result
 from clawviz.jobs import analyse, sessions
+from clawviz.jobs import pool as jobpool
 from clawviz.settings import DEFAULT_SETTINGS, Settings, mask_secrets
 from clawviz.store import calls as store
 from clawviz.store import db
@@ -188,6 +190,9 @@ def _is_task_file(path: Path) -> bool:
 def _collect(paths: list[str | os.PathLike[str]]) -> list[_Target]:
     targets: list[_Target] = []
     for given in paths:
+        if str(given).startswith("file://"):
+            # A file:// URL (as `--engine ray` takes, the pyarrow filesystems' form) is its path.
+            given = unquote(urlsplit(str(given)).path)
         p = Path(given)
         if not p.exists():
             raise FileNotFoundError(f"{given}: no such file or folder")
@@ -394,6 +399,125 @@ def _write_batch(fi: _FileIngest, batch: list[ParsedExchange], seen: store.SeenH
     fi.report.n_calls += len(batch) - len(failed)
 
 
+class ExchangeParse:
+    """Reading one exchange log into parsed calls, with no store: the part of loading a file that
+    the worker processes of `clawviz.jobs.pool` run (parse, canonicalise, hash), while writing
+    stays with whoever holds the store. `batches()` yields the calls in batches; what else the
+    file gave (rejected lines, notes, the episodes it names) is collected on the object."""
+
+    def __init__(
+        self,
+        path: Path,
+        display: str,
+        settings: Settings,
+        *,
+        size: int,
+        id_prefix: str,
+        cache: MessageCache | None = None,
+        resume: _Resume | None = None,
+    ) -> None:
+        self.path = path
+        self.display = display
+        self.settings = settings
+        self.size = size
+        self.id_prefix = resume.id_prefix if resume else id_prefix
+        self.cache = cache if cache is not None else MessageCache()
+        self.resume = resume
+        self.fallback = _fallback_episode(display, path, settings)
+        self.named: set[str] = set(resume.named) if resume else set()
+        self.n_fallback = 0
+        self.n_lines = 0
+        self.episodes: set[str] = set()
+        self.rejects: list[tuple[int, str, str]] = []
+        """(line, reason, raw) of lines not loaded, taken by the writer after each batch."""
+        self.warnings: list[Rejection] = []
+
+    def take_rejects(self) -> list[tuple[int, str, str]]:
+        out, self.rejects = self.rejects, []
+        return out
+
+    def single_named(self) -> str | None:
+        """FORMATS §1: identity-less calls (utility calls) join the file's one named episode
+        (after an append, also those of the earlier part once a name appears)."""
+        if (self.n_fallback or self.resume) and len(self.named) == 1:
+            return next(iter(self.named))
+        return None
+
+    def _parse(self, n: int, data: bytes) -> ParsedExchange | None:
+        try:
+            record = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            self.rejects.append((n, _bad_json_reason(data, exc), _raw_text(data)))
+            return None
+        cut = _truncated_reason(record)
+        if cut is not None:
+            self.rejects.append((n, cut, ""))
+            return None
+        try:
+            return parse_exchange(
+                record,
+                source_file=self.display,
+                line=n,
+                call_id=f"{self.id_prefix}:{n}",
+                file_episode=self.fallback,
+                cache=self.cache,
+            )
+        except FormatError as exc:
+            self.rejects.append((n, str(exc), _raw_text(data)))
+        except Exception as exc:  # noqa: BLE001 - one odd record must not stop the file
+            reason = f"cannot read exchange ({type(exc).__name__}: {exc})"
+            self.rejects.append((n, reason, _raw_text(data)))
+        return None
+
+    def batches(self) -> Iterator[tuple[list[ParsedExchange], int]]:
+        """(calls, bytes read so far) per batch of `BATCH_LINES` lines or `BATCH_BYTES`; the
+        last batch (maybe empty) comes after the whole file was read."""
+        resume = self.resume
+        reader = LineReader(
+            self.path,
+            self.settings,
+            start=resume.start if resume else 0,
+            end=self.size,
+            first_line=resume.first_line if resume else 1,
+        )
+        batch: list[ParsedExchange] = []
+        batch_bytes = 0
+        try:
+            for n, data in reader.lines(self.display):
+                # Only a line that starts with whitespace can be blank: no copy of every long line.
+                if data[:1].isspace() and not data.strip():
+                    continue
+                parsed = self._parse(n, data)
+                if parsed is None:
+                    continue
+                if parsed.has_identity:
+                    self.named.add(parsed.call.episode_id or "")
+                else:
+                    self.n_fallback += 1
+                if parsed.unknown_endpoint:
+                    self.warnings.append(
+                        Rejection(
+                            self.display,
+                            n,
+                            f"unknown endpoint {parsed.call.extra['unknown_endpoint']} "
+                            "kept as a non_model call",
+                        )
+                    )
+                self.episodes.add(parsed.call.episode_id or self.fallback)
+                batch.append(parsed)
+                batch_bytes += len(data)
+                if len(batch) >= BATCH_LINES or batch_bytes >= BATCH_BYTES:
+                    yield batch, reader.position()
+                    batch, batch_bytes = [], 0
+            self.n_lines = reader.n_lines
+            for problem in reader.problems():
+                self.rejects.append((problem.line, problem.reason, ""))
+            self.warnings.extend(reader.notes)
+            yield batch, reader.position()
+        finally:
+            reader.close()
+
+
 def _ingest_exchange(
     fi: _FileIngest,
     out: IngestReport,
@@ -402,86 +526,32 @@ def _ingest_exchange(
     seen: store.SeenHashes,
     resume: _Resume | None = None,
 ) -> None:
-    display = fi.target.display
-    fallback = _fallback_episode(display, fi.target.path, fi.settings)
-    named: set[str] = set(resume.named) if resume else set()
-    n_fallback = 0
-    batch: list[ParsedExchange] = []
-    batch_bytes = 0
-    id_prefix = resume.id_prefix if resume else fi.sha.removeprefix(FINGERPRINT)[:12]
-    reader = LineReader(
+    parse = ExchangeParse(
         fi.target.path,
+        fi.target.display,
         fi.settings,
-        start=resume.start if resume else 0,
-        end=fi.size,
-        first_line=resume.first_line if resume else 1,
+        size=fi.size,
+        id_prefix=fi.sha.removeprefix(FINGERPRINT)[:12],
+        cache=cache,
+        resume=resume,
     )
-    try:
-        for n, data in reader.lines(display):
-            # Only a line that starts with whitespace can be blank: no copy of every long line.
-            if data[:1].isspace() and not data.strip():
-                continue
-            try:
-                record = orjson.loads(data)
-            except orjson.JSONDecodeError as exc:
-                fi.reject(n, _bad_json_reason(data, exc), _raw_text(data))
-                continue
-            cut = _truncated_reason(record)
-            if cut is not None:
-                fi.reject(n, cut, "")
-                continue
-            try:
-                parsed = parse_exchange(
-                    record,
-                    source_file=display,
-                    line=n,
-                    call_id=f"{id_prefix}:{n}",
-                    file_episode=fallback,
-                    cache=cache,
-                )
-            except FormatError as exc:
-                fi.reject(n, str(exc), _raw_text(data))
-                continue
-            except Exception as exc:  # noqa: BLE001 - one odd record must not stop the file
-                fi.reject(n, f"cannot read exchange ({type(exc).__name__}: {exc})", _raw_text(data))
-                continue
-            if parsed.has_identity:
-                named.add(parsed.call.episode_id or "")
-            else:
-                n_fallback += 1
-            if parsed.unknown_endpoint:
-                out.warnings.append(
-                    Rejection(
-                        display,
-                        n,
-                        f"unknown endpoint {parsed.call.extra['unknown_endpoint']} "
-                        "kept as a non_model call",
-                    )
-                )
-            fi.episodes.add(parsed.call.episode_id or fallback)
+    for batch, pos in parse.batches():
+        for parsed in batch:
             fi.held.add(parsed.call)
-            batch.append(parsed)
-            batch_bytes += len(data)
-            if len(batch) >= BATCH_LINES or batch_bytes >= BATCH_BYTES:
-                _write_batch(fi, batch, seen)
-                batch, batch_bytes = [], 0
-                fi.flush_rejects(out)
-                tick(reader.position())
+        for line, reason, raw in parse.take_rejects():
+            fi.reject(line, reason, raw)
         _write_batch(fi, batch, seen)
-        fi.report.n_lines = reader.n_lines
-        for problem in reader.problems():
-            fi.reject(problem.line, problem.reason, "")
-        out.warnings.extend(reader.notes)
+        out.warnings.extend(parse.warnings)
+        parse.warnings = []
         fi.flush_rejects(out)
-    finally:
-        reader.close()
-    if (n_fallback or resume) and len(named) == 1:
-        # FORMATS §1: identity-less calls (utility calls) join the file's one named episode
-        # (after an append, also those of the earlier part once a name appears).
-        (only,) = named
-        store.reassign_episode(fi.session, fi.source.id or 0, fallback, only)
-        fi.held.rename(fallback, only)
-        fi.episodes.discard(fallback)
+        tick(pos)
+    fi.report.n_lines = parse.n_lines
+    fi.episodes.update(parse.episodes)
+    only = parse.single_named()
+    if only is not None:
+        store.reassign_episode(fi.session, fi.source.id or 0, parse.fallback, only)
+        fi.held.rename(parse.fallback, only)
+        fi.episodes.discard(parse.fallback)
         fi.episodes.add(only)
     store.refresh_episodes(fi.session, fi.episodes)
 
@@ -605,8 +675,16 @@ def ingest_paths(
     session: Session,
     settings: Settings = DEFAULT_SETTINGS,
     progress: Progress | None = None,
+    workers: int = 1,
+    engine: str = "process",
+    ray_address: str | None = None,
 ) -> IngestReport:
-    """Ingest files and folders (recursive); raise FileNotFoundError if a path is missing."""
+    """Ingest files and folders (recursive); raise FileNotFoundError if a path is missing.
+
+    `workers` > 1: exchange logs are read, and the episodes analysed, in that many processes
+    (`clawviz.jobs.pool`); the store ends up as a single process leaves it. `engine="ray"`: the
+    same with Ray tasks (at `ray_address`, else a local Ray with `workers` CPUs). A `file://`
+    URL is read as its local path."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     targets = _collect(list(paths))
@@ -615,7 +693,7 @@ def ingest_paths(
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _ingest_targets(targets, session, progress, settings)
+        return _ingest_targets(targets, session, progress, settings, workers, engine, ray_address)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -626,6 +704,28 @@ def _ingest_targets(
     session: Session,
     progress: Progress | None,
     settings: Settings = DEFAULT_SETTINGS,
+    workers: int = 1,
+    engine: str = "process",
+    ray_address: str | None = None,
+) -> IngestReport:
+    pool = None
+    if workers > 1 or engine == "ray":
+        pool = jobpool.IngestPool(workers, settings, engine, ray_address)
+    try:
+        if pool is not None:
+            _start_pool(pool, targets, session, settings)
+        return _load_targets(targets, session, progress, settings, pool)
+    finally:
+        if pool is not None:
+            pool.close()
+
+
+def _load_targets(
+    targets: list[_Target],
+    session: Session,
+    progress: Progress | None,
+    settings: Settings,
+    pool: Any = None,
 ) -> IngestReport:
     if session.get_bind().dialect.name == "sqlite":
         # Message and blob keys are random hashes: a larger page cache keeps B-tree inserts
@@ -638,7 +738,7 @@ def _ingest_targets(
     seen = store.SeenHashes()
     held = _Held()
     episodes: set[str] = set()
-    for target in targets:
+    for index, target in enumerate(targets):
         if target.kind == "unreadable":
             # Only regular files are read: a FIFO or /dev/zero would hang or never end.
             out.skipped_files.append(SkippedFile(target.display, target.problem))
@@ -653,6 +753,18 @@ def _ingest_targets(
         size = target.path.stat().st_size
         if progress:
             progress(done, total, target.display)
+
+        if pool is not None and index in pool.jobs:
+            # Read by a worker; written here (SQLite) or by the worker (PostgreSQL).
+            out.files.append(_load_pooled(pool, index, session, out, seen, episodes))
+            done += size
+            if progress:
+                progress(done, total, target.display)
+            continue
+        if pool is not None and index in pool.duplicate_of:
+            out.files.append(FileReport(target.display, "exchange", "already_loaded"))
+            done += size
+            continue
 
         def load(target: _Target = target, done: int = done) -> FileReport:
             return _ingest_file(
@@ -676,6 +788,10 @@ def _ingest_targets(
     _warn_uncovered(targets, out)
 
     def fill() -> None:
+        if pool is not None and pool.direct:
+            # Workers wrote files of one episode side by side, each refreshing its episodes
+            # from the calls its own transaction saw: once more now that all are committed.
+            store.refresh_episodes(session, pool.episodes)
         store.fill_episodes_from_results(session)
         session.commit()
 
@@ -685,8 +801,21 @@ def _ingest_targets(
         # Only the episodes this ingest touched (its calls, its results): a parallel ingest
         # analyses its own, and nothing else is recomputed.
         # (waits, and retries, while another SQLite writer holds the lock: `ensure_analysis`)
-        analyse.ensure_analysis(session, settings, held=held.calls, only=episodes | held.rewarded)
-        sessions.link_sessions(session, episodes | held.rewarded, settings)  # one per session
+        only = episodes | held.rewarded
+        if pool is not None:
+            from clawviz.jobs import reanalyse
+
+            reanalyse.reanalyse(
+                session,
+                settings,
+                workers=pool.workers,
+                engine="ray" if pool.engine == "ray" else "process",
+                ray_address=pool.ray_address,
+                only=only,
+            )
+        else:
+            analyse.ensure_analysis(session, settings, held=held.calls, only=only)
+        sessions.link_sessions(session, only, settings)  # one episode per session
     except SQLAlchemyError as exc:
         # The calls are committed; their decisions are then made on first view instead.
         session.rollback()
@@ -929,3 +1058,162 @@ def _append_file(
         report.n_calls = report.n_rejected = 0
         out.errors.append(SkippedFile(target.display, report.error))
     return report
+
+
+# --- `ingest --workers N` (`clawviz.jobs.pool`): which files the workers read, and writing them
+
+
+def _start_pool(
+    pool: jobpool.IngestPool, targets: list[_Target], session: Session, settings: Settings
+) -> None:
+    """Hand the new exchange logs among `targets` to the pool's workers.
+
+    Every file is fingerprinted here: one loaded before is left to the ordinary path (which
+    reports it already loaded), as is a grown log (appended, as before) and any other format;
+    a second listing of the same bytes is loaded once (`duplicate_of`)."""
+    dialect = session.get_bind().dialect.name
+    pool.direct = dialect == "postgresql"
+    url = jobpool.store_url(session) if dialect == "postgresql" else None
+    jobs: list[jobpool.Job] = []
+    by_sha: dict[str, int] = {}
+    for i, target in enumerate(targets):
+        if target.kind != "file" or _grown_candidates(session, target):
+            continue
+        try:
+            size, sha, _ = _file_hashes(target.path, ())
+        except OSError:
+            continue  # the ordinary path reports it
+        if sha in by_sha:
+            pool.duplicate_of[i] = by_sha[sha]
+            continue
+        if _previous_source(session, target.path, sha) is not None:
+            continue
+        fmt, _ = _sniff(target.path, settings, None, target.display)
+        if fmt != "exchange":
+            continue
+        by_sha[sha] = i
+        jobs.append(
+            jobpool.Job(
+                i,
+                str(target.path),
+                target.display,
+                sha,
+                size,
+                settings,
+                dialect in ("sqlite", "postgresql"),
+                url,
+                pool.spool_dir(),
+                ExchangeParse,
+                write_prepared,
+                inline=pool.engine == "ray",
+            )
+        )
+    session.rollback()  # end the read transaction: the workers and other writers go ahead
+    pool.start(jobs)
+
+
+def write_prepared(
+    session: Session,
+    job: jobpool.Job,
+    parts: Iterator[jobpool.Chunk | jobpool.Tail],
+    seen: store.SeenHashes,
+) -> tuple[FileReport, IngestReport]:
+    """Write one exchange log a worker prepared, in one transaction, as `_ingest_file` loads
+    one; returns its report and an IngestReport with its rejected lines, notes, errors and (in
+    `episode_ids`) its episodes."""
+    out = IngestReport()
+    target = _Target(Path(job.path), job.display, "file")
+    report = FileReport(job.display, "exchange", "loaded")
+    try:
+        fi = _FileIngest(session, target, job.sha, "exchange", report, size=job.size)
+        fi.settings = job.settings
+        for part in parts:
+            if isinstance(part, jobpool.Tail):
+                _finish_prepared(fi, part)
+                continue
+            for line, reason, raw in part.rejects:
+                fi.reject(line, reason, raw)
+            failed = jobpool.insert_guarded(session, part.items, fi.source.id, seen)
+            for line, reason in failed:
+                fi.reject(line, reason, "")
+            report.n_calls += len(part.items) - len(failed)
+            out.warnings.extend(part.warnings)
+            fi.flush_rejects(out)
+        fi.source.n_lines = report.n_lines
+        fi.source.n_calls = report.n_calls
+        fi.source.n_rejected = report.n_rejected
+        fi.source.n_episodes = len(fi.episodes)
+        session.add(fi.source)
+        session.commit()
+        out.episode_ids = sorted(fi.episodes)
+        if report.n_calls == 0:
+            report.status = "no_calls"
+    except IntegrityError as exc:
+        if "sha256" not in str(exc).lower():
+            return _file_failed(session, seen, target, out, report, exc), out
+        session.rollback()
+        seen.clear()
+        out.rejected = []
+        # Another process loaded (or is loading) the same bytes: not an error of this file.
+        done_by_other = store.source_by_sha(session, job.sha) is not None
+        session.rollback()
+        status = "already_loaded" if done_by_other else "already_being_loaded"
+        return FileReport(job.display, "exchange", status), out
+    except Exception as exc:  # noqa: BLE001 - a broken file is reported, the others still load
+        if db.is_locked(exc):
+            raise  # another writer holds the lock: the file is written again
+        return _file_failed(session, seen, target, out, report, exc), out
+    return report, out
+
+
+def _finish_prepared(fi: _FileIngest, tail: jobpool.Tail) -> None:
+    fi.report.n_lines = tail.n_lines
+    fi.episodes.update(tail.episodes)
+    if tail.single_named is not None:
+        store.reassign_episode(fi.session, fi.source.id or 0, tail.fallback, tail.single_named)
+        fi.episodes.discard(tail.fallback)
+        fi.episodes.add(tail.single_named)
+    store.refresh_episodes(fi.session, fi.episodes)
+
+
+def _load_pooled(
+    pool: jobpool.IngestPool,
+    index: int,
+    session: Session,
+    out: IngestReport,
+    seen: store.SeenHashes,
+    episodes: set[str],
+) -> FileReport:
+    """Target `index`'s report: what its worker wrote (PostgreSQL), or its spool written here
+    (SQLite, the one writer)."""
+    job = pool.jobs[index]
+    done = pool.result(index)
+    if isinstance(done, BaseException):
+        reason = f"worker failed: {type(done).__name__}: {mask_secrets(str(done))}"
+        out.errors.append(SkippedFile(job.display, reason))
+        return FileReport(job.display, "exchange", "error", error=reason)
+    if done.parts is not None:
+        parts = done.parts
+
+        def write_parts() -> tuple[FileReport, IngestReport]:
+            return write_prepared(session, job, iter(parts), seen)
+
+        rep, mine = db.retry_locked(session, write_parts, seen.clear)
+    elif done.spool is None:
+        rep, mine = done.report, done.out
+        pool.episodes.update(mine.episode_ids)
+    else:
+        spool = done.spool
+
+        def write() -> tuple[FileReport, IngestReport]:
+            return write_prepared(session, job, jobpool.read_spool(spool), seen)
+
+        try:
+            rep, mine = db.retry_locked(session, write, seen.clear)
+        finally:
+            Path(spool).unlink(missing_ok=True)
+    out.rejected.extend(mine.rejected)
+    out.warnings.extend(mine.warnings)
+    out.errors.extend(mine.errors)
+    episodes.update(mine.episode_ids)
+    return rep

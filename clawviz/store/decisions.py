@@ -314,6 +314,9 @@ def group_statuses(
                 EpisodeStatus.__table__.join(Episode.__table__, e.episode_id == st.episode_id)
             )
             .where(st.settings_hash == h, cond)
+            # A fixed order: the group's mean and sigma are then summed in the same order
+            # however the statuses were written (one process, or several workers' batches).
+            .order_by(st.episode_id)
         )
         for eid, status, reasons_json, paths_json, reward, task, harness in session.execute(query):
             if eid in group_of:

@@ -1,0 +1,380 @@
+"""`ingest --workers N`: exchange logs read in a process pool, written by one writer (SQLite) or
+by the workers themselves (PostgreSQL).
+
+The driver (`clawviz.jobs.ingest._ingest_targets`) walks the targets in the order a
+single-process ingest does. Before it starts, `IngestPool.plan` fingerprints every file, leaves
+out the ones loaded before (and a second listing of the same bytes), and hands each new exchange
+log to a worker. A worker runs `clawviz.jobs.ingest.ExchangeParse` on it (JSON, canonical
+messages, hashes) and turns its calls into store rows (serialised, compressed: `Prepared`):
+
+- SQLite (one writer): the rows are spooled to a temporary file, and the driver writes that file
+  in one transaction when the walk reaches it. The store then receives the same rows in the
+  same order as from a single process.
+- PostgreSQL: the worker writes its file itself, in its own transaction (content rows committed
+  at once, as every writer does), so writes run in parallel.
+
+Results files, transcripts, task folders and grown logs are loaded by the driver as before.
+Nothing is analysed until every file is in the store, so an episode whose lines span several
+files (or several recorder workers' files) is analysed whole, as in a single process; the
+analysis itself is spread over the workers by `clawviz.jobs.reanalyse`.
+
+Idempotence is the single-process ingest's: a file is one transaction, keyed by its
+fingerprint (a unique column), calls by their ids. A worker killed mid-file leaves nothing of
+that file (its transaction never committed); the driver starts a new pool and reads the file
+again (`RESTARTS`), and a later run loads whatever is still missing.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import sys
+import tempfile
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlmodel import Session
+
+from clawviz.ingest.exchange import MessageCache
+from clawviz.ingest.lines import FINGERPRINT, Rejection
+from clawviz.settings import Settings
+from clawviz.store import calls as store
+from clawviz.store import db
+from clawviz.store.models import Blob, CallRow, MessageRow
+from clawviz.types import ParsedExchange
+
+_CALLS: Any = CallRow.__table__  # type: ignore[attr-defined]
+_MESSAGES: Any = MessageRow.__table__  # type: ignore[attr-defined]
+_BLOBS: Any = Blob.__table__  # type: ignore[attr-defined]
+
+RESTARTS = 2
+"""New pools started after a worker died before the run gives up on the files left."""
+
+Prepared = tuple[tuple[Any, ...], list[tuple[Any, ...]], list[tuple[str, Any]]]
+"""One call as store rows: its `CallRow` values (source id left empty), the messages it is
+the first in its file to carry, and its new blobs."""
+
+
+@dataclass
+class Chunk:
+    """One batch of a file: its calls as rows, its rejected lines and notes, bytes read."""
+
+    items: list[Prepared]
+    rejects: list[tuple[int, str, str]]
+    warnings: list[Rejection]
+    position: int
+
+
+@dataclass
+class Tail:
+    """What the whole file gave besides its calls."""
+
+    n_lines: int
+    episodes: set[str]
+    fallback: str
+    single_named: str | None
+
+
+@dataclass(frozen=True)
+class Job:
+    """One exchange log for a worker."""
+
+    index: int
+    path: str
+    display: str
+    sha: str
+    size: int
+    settings: Settings
+    packed: bool
+    db_url: str | None
+    """PostgreSQL: the worker writes the file to this store. None: it spools the rows."""
+    spool_dir: str
+    parse: Any
+    """`clawviz.jobs.ingest.ExchangeParse` (given, not imported: ingest imports this module)."""
+    write: Any
+    """`clawviz.jobs.ingest.write_prepared`: (session, job, parts, seen) -> (FileReport, an
+    IngestReport with its rejected lines, notes, errors and episodes)."""
+    inline: bool = False
+    """Return the prepared rows in the answer instead of a spool file (Ray: the task may run
+    on another machine)."""
+
+
+@dataclass
+class Done:
+    """A worker's answer: the spool to write, or (PostgreSQL) what it wrote."""
+
+    index: int
+    spool: str | None = None
+    report: Any = None
+    """Its FileReport."""
+    out: Any = None
+    """An IngestReport with its rejected lines, notes, errors and episodes."""
+    parts: list[Any] | None = None
+    """`inline`: the file's chunks and tail."""
+
+
+class _Pack:
+    """`store._Packer` without a session: the dialect decides (compressed on SQLite and
+    PostgreSQL)."""
+
+    def __init__(self, on: bool) -> None:
+        self.on = on
+
+    text = store._Packer.text
+    message = store._Packer.message
+
+
+def prepare(batch: list[ParsedExchange], pack: Any, seen: store.SeenHashes) -> list[Prepared]:
+    """The rows `store.write_parsed` would write for `batch`, made without a store."""
+    out: list[Prepared] = []
+    known = seen.known
+    for p in batch:
+        messages: list[tuple[Any, ...]] = []
+        wires = p.raw_wire
+        for i, h in enumerate(p.message_hashes):
+            if h not in known and seen.add_new(h):
+                msg = p.call.messages[i]
+                wire = wires[i] if wires is not None else None
+                raw_json = wire if wire is not None else store._dumpb(p.raw_messages[i])
+                canonical_json, raw_col = pack.message(store._dumpb(msg), raw_json)
+                messages.append((h, str(msg.get("role")), canonical_json, raw_col, len(raw_json)))
+        blobs: dict[str, bytes] = {}
+        row = store._call_row(p, None, blobs, pack, seen.recent_blobs)
+        new_blobs = [(h, pack.text(t)) for h, t in blobs.items() if seen.add_new("blob:" + h)]
+        out.append((row, messages, new_blobs))
+    return out
+
+
+def _insert(
+    session: Session, items: list[Prepared], source_id: int | None, seen: store.SeenHashes
+) -> None:
+    messages = [m for it in items for m in it[1] if seen.add_new(m[0])]
+    blobs = [b for it in items for b in it[2] if seen.add_new("blob:" + b[0])]
+    calls = [it[0][:2] + (source_id,) + it[0][3:] for it in items if it[0]]
+    if not store._insert_content_now(session, messages, blobs):
+        store._insert_rows(session, _MESSAGES, store._MESSAGE_COLS, messages)
+        store._insert_rows(session, _BLOBS, ("hash", "text"), blobs)
+    store._insert_rows(session, _CALLS, store._CALL_COLS, calls)
+
+
+def insert_guarded(
+    session: Session, items: list[Prepared], source_id: int | None, seen: store.SeenHashes
+) -> list[tuple[int, str]]:
+    """`store.write_parsed_guarded` for prepared rows: (line, reason) of each call refused.
+
+    A refused call's messages and blobs are still written (content-addressed, harmless), since
+    a later call of the file may be the second to carry them."""
+    if not items:
+        return []
+    try:
+        with session.begin_nested():
+            _insert(session, items, source_id, seen)
+        return []
+    except store._VALUE_ERRORS as exc:
+        if not store._is_value_error(exc):
+            raise
+        seen.clear()
+    failed: list[tuple[int, str]] = []
+    line_col = store._CALL_COLS.index("line")
+    for row, messages, blobs in items:
+        try:
+            with session.begin_nested():
+                _insert(session, [((), messages, blobs)], source_id, seen)  # content only
+        except store._VALUE_ERRORS as exc:
+            if not store._is_value_error(exc):
+                raise
+            seen.clear()
+        try:
+            with session.begin_nested():
+                store._insert_rows(
+                    session,
+                    _CALLS,
+                    store._CALL_COLS,
+                    [row[:2] + (source_id,) + row[3:]],
+                )
+        except store._VALUE_ERRORS as exc:
+            if not store._is_value_error(exc):
+                raise
+            failed.append((row[line_col], store._store_error(exc)))
+    return failed
+
+
+# --- the worker ---------------------------------------------------------------------------
+
+_CACHE: MessageCache | None = None
+"""A worker's message-conversion cache, kept across its files (a pure speed-up)."""
+
+
+def _chunks(job: Job) -> Iterator[Chunk | Tail]:
+    """Read and prepare a file: its chunks, then its tail."""
+    global _CACHE
+    if _CACHE is None:
+        _CACHE = MessageCache()
+    parse = job.parse(
+        Path(job.path),
+        job.display,
+        job.settings,
+        size=job.size,
+        id_prefix=job.sha.removeprefix(FINGERPRINT)[:12],
+        cache=_CACHE,
+    )
+    # Per file, so every file's transaction carries each message it needs (a file that fails
+    # takes its messages with it; no other file relies on them).
+    seen = store.SeenHashes()
+    pack = _Pack(job.packed)
+    for batch, pos in parse.batches():
+        yield Chunk(prepare(batch, pack, seen), parse.take_rejects(), parse.warnings, pos)
+        parse.warnings = []
+    yield Tail(parse.n_lines, parse.episodes, parse.fallback, parse.single_named())
+
+
+def run_job(job: Job) -> Done:
+    """A worker's work on one file (in a pool process)."""
+    if job.db_url is None and job.inline:
+        return Done(job.index, parts=list(_chunks(job)))
+    if job.db_url is None:
+        fd, spool = tempfile.mkstemp(prefix=f"ingest-{job.index:05d}-", dir=job.spool_dir)
+        with os.fdopen(fd, "wb") as f:
+            for part in _chunks(job):
+                pickle.dump(part, f, protocol=pickle.HIGHEST_PROTOCOL)
+        return Done(job.index, spool=spool)
+    with Session(db.get_engine(job.db_url)) as session:
+        rep, out = job.write(session, job, _chunks(job), store.SeenHashes())
+    return Done(job.index, report=rep, out=out)
+
+
+def read_spool(path: str) -> Iterator[Chunk | Tail]:
+    with open(path, "rb") as f:
+        while True:
+            try:
+                yield pickle.load(f)  # noqa: S301 - our own worker's file, never user input
+            except EOFError:
+                return
+
+
+# --- the pool -----------------------------------------------------------------------------
+
+
+def _forget_engines() -> None:
+    """In a forked worker: drop the parent's pooled connections without closing them."""
+    for engine in list(db._ENGINES.values()):
+        engine.dispose(close=False)
+    db._ENGINES.clear()
+
+
+def _context() -> Any:
+    method = "fork" if sys.platform == "linux" else "spawn"
+    return multiprocessing.get_context(method)
+
+
+def store_url(session: Session) -> str:
+    """The session's store URL with its password (handed to worker processes, never shown)."""
+    return session.get_bind().engine.url.render_as_string(hide_password=False)
+
+
+class IngestPool:
+    """The exchange logs of one ingest, read by `workers` processes."""
+
+    def __init__(
+        self,
+        workers: int,
+        settings: Settings,
+        engine: str = "process",
+        ray_address: str | None = None,
+    ) -> None:
+        self.workers = max(1, workers)
+        self.settings = settings
+        self.engine = engine
+        """process (a pool on this machine) | ray (Ray tasks, `--engine ray`)."""
+        self.ray_address = ray_address
+        self._ray: Any = None
+        self._ray_ctx: Any = None
+        self._refs: dict[int, Any] = {}
+        self.jobs: dict[int, Job] = {}
+        self.duplicate_of: dict[int, int] = {}
+        """Target index -> the earlier target with the same bytes (loaded once)."""
+        self.futures: dict[int, Future[Done]] = {}
+        self.finished: dict[int, Done] = {}
+        self.restarts = 0
+        self.direct = False
+        """The workers write their files themselves (PostgreSQL)."""
+        self.episodes: set[str] = set()
+        """Episodes the workers' files touched (refreshed again once all are written)."""
+        self._pool: ProcessPoolExecutor | None = None
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+
+    def start(self, jobs: list[Job]) -> None:
+        """Start reading `jobs` (none: no pool at all)."""
+        self.jobs = {j.index: j for j in jobs}
+        if jobs:
+            self._start(jobs)
+
+    def spool_dir(self) -> str:
+        if self._tmp is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="clawviz-ingest-")
+        return self._tmp.name
+
+    def _start_ray(self, jobs: list[Job]) -> None:
+        """Each file a Ray task (retried by Ray if its worker dies: a file is one transaction
+        and its rows are keyed, so a retry never doubles a row)."""
+        from clawviz.jobs.rayrt import ray_session
+
+        self._ray_ctx = ray_session(self.ray_address, self.workers)
+        self._ray = self._ray_ctx.__enter__()
+        remote = self._ray.remote(num_cpus=1, max_retries=2)(run_job)
+        for job in jobs:
+            self._refs[job.index] = remote.remote(job)
+
+    def _start(self, jobs: list[Job]) -> None:
+        if self.engine == "ray":
+            self._start_ray(jobs)
+            return
+        ctx = _context()
+        init = _forget_engines if ctx.get_start_method() == "fork" else None
+        self._pool = ProcessPoolExecutor(
+            max_workers=min(self.workers, len(jobs)), mp_context=ctx, initializer=init
+        )
+        for job in jobs:
+            self.futures[job.index] = self._pool.submit(run_job, job)
+
+    def _restart(self) -> None:
+        """A worker died: a new pool reads every file not finished yet."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+        left = [j for i, j in self.jobs.items() if i not in self.finished]
+        self.restarts += 1
+        self._start(left)
+
+    def result(self, index: int) -> Done | BaseException:
+        """The worker's answer for target `index` (waits), or why it has none."""
+        if self.engine == "ray" and index not in self.finished:
+            try:
+                self.finished[index] = self._ray.get(self._refs.pop(index))
+            except Exception as exc:  # noqa: BLE001 - retries spent: that file's error
+                return exc
+        while index not in self.finished:
+            try:
+                self.finished[index] = self.futures[index].result()
+            except BrokenProcessPool as exc:
+                if self.restarts >= RESTARTS:
+                    return exc
+                self._restart()
+            except Exception as exc:  # noqa: BLE001 - reported as that file's error
+                return exc
+        return self.finished[index]
+
+    def close(self) -> None:
+        if self._ray_ctx is not None:
+            self._ray_ctx.__exit__(None, None, None)
+            self._ray_ctx = self._ray = None
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
