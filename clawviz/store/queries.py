@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 from sqlalchemy import text
@@ -259,6 +259,44 @@ def episode_rows(session: Session, settings_hash: str) -> list[EpisodeRow]:
             )
         )
     return out
+
+
+def listing_chunks(session: Session, settings_hash: str, chunk: int) -> Iterator[Sequence[Any]]:
+    """`clawviz episodes` rows in `chunk`-row lists, read as they are consumed: a server-side
+    cursor on PostgreSQL, the stepping sqlite3 cursor on SQLite. Each row is (episode_id,
+    task_id, harness, model, attempt, n_calls, status, reasons_json, result id, reward,
+    checks_json, rubric_json). The lookups of each chunk may run on the same connection while
+    the cursor stays open (a psycopg named cursor lives in the transaction)."""
+    from sqlmodel import col, select
+
+    from clawviz.store.models import Episode, EpisodeStatus, Result
+
+    e, st, r = Episode.__table__.c, EpisodeStatus.__table__.c, Result.__table__.c
+    query = (
+        select(
+            e.episode_id,
+            e.task_id,
+            e.harness,
+            e.model,
+            e.attempt,
+            e.n_calls,
+            st.status,
+            st.reasons_json,
+            r.id,
+            r.reward,
+            r.checks_json,
+            r.rubric_json,
+        )  # fmt: skip
+        .select_from(
+            Episode.__table__.outerjoin(
+                EpisodeStatus.__table__,
+                (st.episode_id == e.episode_id) & (st.settings_hash == settings_hash),
+            ).outerjoin(Result.__table__, r.episode_id == e.episode_id)
+        )
+        .order_by(col(e.task_id), col(e.harness), col(e.attempt), col(e.episode_id))
+    )
+    conn = session.connection().execution_options(stream_results=True, yield_per=chunk)
+    yield from conn.execute(query).partitions(chunk)
 
 
 def filter_rows(rows: Iterable[EpisodeRow], f: EpisodeFilter) -> list[EpisodeRow]:
