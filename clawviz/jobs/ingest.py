@@ -36,7 +36,7 @@ from clawviz.ingest.results import parse_result
 from clawviz.jobs import analyse
 from clawviz.settings import DEFAULT_SETTINGS, Settings, mask_secrets
 from clawviz.store import calls as store
-from clawviz.store import db
+from clawviz.store import db, search
 from clawviz.store.models import CallRow, Result, Source, Task, utcnow
 from clawviz.types import Call, ParsedExchange
 
@@ -669,6 +669,7 @@ def _ingest_targets(
         # SQLite has one writer: while another holds the lock (a long file of a concurrent
         # ingest) past the busy timeout, the file waits and loads again, never fails.
         rep = db.retry_locked(session, load, undo)
+        search.index_pending(session)  # the search index follows each file (issue 26, views)
         out.files.append(rep)
         done += size
         if progress:

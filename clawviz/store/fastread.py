@@ -75,6 +75,19 @@ LEFT OUTER JOIN episode_status AS st
 WHERE st.episode_id IS NULL OR st.settings_json != (:prefix || {_STAMP} || :suffix)
 """
 
+_N_STALE_QUEUED = f"""
+SELECT count(*) FROM episode_dirty AS d
+JOIN episode AS e ON e.episode_id = d.episode_id
+LEFT OUTER JOIN result AS r ON r.episode_id = e.episode_id
+LEFT OUTER JOIN episode_status AS st
+  ON st.episode_id = e.episode_id AND st.settings_hash = :h
+WHERE d.settings_hash = :h
+  AND (st.episode_id IS NULL OR st.settings_json != (:prefix || {_STAMP} || :suffix))
+"""
+"""`_N_STALE` over the change queue only (`clawviz.store.changes`): O(changed episodes)."""
+
+_REGISTERED = "SELECT analysis_version FROM analysis_mark WHERE settings_hash = :h"
+
 _UNATTACHED = """
 SELECT (SELECT count(*) FROM call WHERE episode_id IS NULL),
        (SELECT count(*) FROM decision WHERE settings_hash = :h AND episode_id = :u)
@@ -133,7 +146,12 @@ def n_stale(con: sqlite3.Connection, settings: Settings) -> int:
     """Episodes (plus 1 for unanalysed unattached calls) `ensure_analysis` would recompute."""
     prefix, suffix = settings_json_parts(settings)
     h = settings.settings_hash
-    (stale,) = con.execute(_N_STALE, {"h": h, "prefix": prefix, "suffix": suffix}).fetchone()
+    try:
+        mark = con.execute(_REGISTERED, {"h": h}).fetchone()
+    except sqlite3.Error:  # a store made before the change queue
+        mark = None
+    sql = _N_STALE_QUEUED if mark is not None and mark[0] == ANALYSIS_VERSION else _N_STALE
+    (stale,) = con.execute(sql, {"h": h, "prefix": prefix, "suffix": suffix}).fetchone()
     calls, done = con.execute(_UNATTACHED, {"h": h, "u": UNATTACHED}).fetchone()
     return stale + (calls != done)
 
