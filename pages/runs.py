@@ -28,7 +28,7 @@ def main() -> None:
     settings = state.current_settings()
     live.indicator(url)
     everything = data.runs_summary(url, settings.settings_hash, data.runs_view_key(
-        queries.RunsQuery()
+        queries.RunsQuery(page_size=queries.RUNS_PAGE_SIZE)
     ))  # fmt: skip
     if everything.episodes == 0:
         empty_store(url)

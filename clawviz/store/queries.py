@@ -685,8 +685,9 @@ def runs_summary(
 
 
 def runs_options(session: Session, settings_hash: str) -> dict[str, list[str]]:
-    """What each Runs filter offers: distinct tasks, harnesses, models, statuses, and the
-    reason codes some episode carries (keys: task_id, harness, model, status, reasons)."""
+    """What each Runs filter offers: distinct tasks, harnesses, models and statuses (keys
+    task_id, harness, model, status). The reason codes are `reason_counts_sql` of every
+    episode (the unfiltered view's chart input, so the page reads them once)."""
     conn = session.connection()
     out: dict[str, list[str]] = {}
     for key, sql in (
@@ -695,12 +696,24 @@ def runs_options(session: Session, settings_hash: str) -> dict[str, list[str]]:
         ("model", "SELECT DISTINCT model FROM episode WHERE model IS NOT NULL"),
     ):
         out[key] = sorted(str(v) for v in conn.execute(text(sql)).scalars())
-    status_sql = f"SELECT DISTINCT {RUNS_SORTS['status']} {_FROM_RUNS}"  # noqa: S608
-    out["status"] = sorted(
-        str(v) for v in conn.execute(text(status_sql), {"h": settings_hash}).scalars()
+    # Statuses from the status table alone (its key starts with the hash), plus 'not analysed'
+    # when some episode has no status under it: no join over every episode.
+    statuses = set(
+        conn.execute(
+            text("SELECT DISTINCT status FROM episode_status WHERE settings_hash = :h"),
+            {"h": settings_hash},
+        ).scalars()
     )
-    counts = reason_counts_sql(session, settings_hash)
-    out["reasons"] = sorted(counts["reason"])
+    n_status, n_episodes = conn.execute(
+        text(
+            "SELECT (SELECT COUNT(*) FROM episode_status WHERE settings_hash = :h), "
+            "(SELECT COUNT(*) FROM episode)"
+        ),
+        {"h": settings_hash},
+    ).one()
+    if n_status < n_episodes:
+        statuses.add("not analysed")
+    out["status"] = sorted(str(v) for v in statuses)
     return out
 
 

@@ -220,12 +220,14 @@ def sort_controls() -> tuple[str | None, bool]:
 def filter_options(url: str, settings_hash: str) -> dict[str, list[str]]:
     """What each multiselect filter offers (URL parameter -> values in the store), by SQL."""
     o = data.runs_options(url, settings_hash)
+    everything = data.runs_view_key(queries.RunsQuery(page_size=queries.RUNS_PAGE_SIZE))
+    reasons = sorted(data.runs_charts(url, settings_hash, everything).reasons["reason"])
     return {
         history.QP_TASKS: o["task_id"],
         history.QP_HARNESS: o["harness"],
         history.QP_MODEL: o["model"],
         history.QP_STATUS: o["status"],
-        history.QP_REASON: o["reasons"],
+        history.QP_REASON: reasons,
     }
 
 
@@ -351,11 +353,14 @@ def table_view(url: str, settings: Settings, n_episodes: int) -> None:
     f = filters(options)
     sort, desc = sort_controls()
     found = None if matching is None else tuple(sorted(matching))
-    view = data.runs_view_key(queries.RunsQuery(filter=f, matching=found, sort=sort,
-                                                descending=desc))  # fmt: skip
+    # The set of episodes (not its order): the key of the counts and charts, shared with the
+    # page's whole-store summary when nothing is filtered; a sort change reads one page.
+    view = data.runs_view_key(
+        queries.RunsQuery(filter=f, matching=found, page_size=queries.RUNS_PAGE_SIZE)
+    )
     summary = data.runs_summary(url, h, view)
     st.caption(f"{summary.episodes:,} of {n_episodes:,} episodes · click a row to open it")
-    page_no = pager(summary.episodes, view)
+    page_no = pager(summary.episodes, f"{view}|{sort}|{desc}")
     page = data.runs_page(url, h, data.runs_view_key(
         queries.RunsQuery(filter=f, matching=found, sort=sort, descending=desc, page=page_no,
                           page_size=queries.RUNS_PAGE_SIZE)
