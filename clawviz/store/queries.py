@@ -664,24 +664,44 @@ class RunsSummary:
     with_reward: int
 
 
-def runs_summary(
+def runs_aggregates(
     session: Session, settings_hash: str, f: EpisodeFilter = EpisodeFilter(),
     matching: Iterable[str] | None = None,
-) -> RunsSummary:  # fmt: skip
-    """Counts over the episodes a filter (and search) selects, in one aggregate query."""
+) -> tuple[RunsSummary, pd.DataFrame]:  # fmt: skip
+    """The counts and the episodes per reason code of the episodes a filter (and search)
+    selects, in one aggregate query (one pass over them)."""
+    import pandas as pd
+
     where, params = _runs_where(f, matching)
     params.update(h=settings_hash, ur=_reason_like("unexplained_root"))
+    sums = []
+    for i, code in enumerate(KNOWN_REASONS):
+        params[f"k{i}"] = _reason_like(code)
+        sums.append(
+            f"COALESCE(SUM(CASE WHEN s.reasons_json LIKE :k{i} ESCAPE '\\' THEN 1 ELSE 0 END), 0)"
+        )
     sql = f"""
         SELECT COUNT(*),
                COALESCE(SUM(CASE WHEN s.status = 'kept' THEN 1 ELSE 0 END), 0),
                COALESCE(SUM(CASE WHEN s.status = 'dropped' THEN 1 ELSE 0 END), 0),
                COALESCE(SUM(CASE WHEN s.reasons_json LIKE :ur ESCAPE '\\' THEN 1 ELSE 0 END), 0),
                COALESCE(SUM(e.n_calls), 0), COUNT(DISTINCT e.task_id),
-               COUNT(COALESCE(s.reward, r.reward))
+               COUNT(COALESCE(s.reward, r.reward)), {", ".join(sums)}
         {_FROM_RUNS} {where}
     """  # noqa: S608 - every value is a bound parameter
-    row = session.connection().execute(text(sql), params).one()
-    return RunsSummary(*(int(v or 0) for v in row))
+    row = [int(v or 0) for v in session.connection().execute(text(sql), params).one()]
+    summary = RunsSummary(*row[:7])
+    counts = [(code, n) for code, n in zip(KNOWN_REASONS, row[7:], strict=True) if n]
+    counts.sort(key=lambda kv: (-kv[1], kv[0]))
+    return summary, pd.DataFrame(counts, columns=["reason", "episodes"])
+
+
+def runs_summary(
+    session: Session, settings_hash: str, f: EpisodeFilter = EpisodeFilter(),
+    matching: Iterable[str] | None = None,
+) -> RunsSummary:  # fmt: skip
+    """Counts over the episodes a filter (and search) selects (`runs_aggregates`)."""
+    return runs_aggregates(session, settings_hash, f, matching)[0]
 
 
 def runs_options(session: Session, settings_hash: str) -> dict[str, list[str]]:
@@ -722,21 +742,7 @@ def reason_counts_sql(
     matching: Iterable[str] | None = None,
 ) -> pd.DataFrame:  # fmt: skip
     """`reason_counts` of the selected episodes, counted by SQL (columns reason, episodes)."""
-    import pandas as pd
-
-    where, params = _runs_where(f, matching)
-    params["h"] = settings_hash
-    sums = []
-    for i, code in enumerate(KNOWN_REASONS):
-        params[f"k{i}"] = _reason_like(code)
-        sums.append(
-            f"COALESCE(SUM(CASE WHEN s.reasons_json LIKE :k{i} ESCAPE '\\' THEN 1 ELSE 0 END), 0)"
-        )
-    sql = f"SELECT {', '.join(sums)} {_FROM_RUNS} {where}"  # noqa: S608
-    row = session.connection().execute(text(sql), params).one()
-    counts = [(code, int(n)) for code, n in zip(KNOWN_REASONS, row, strict=True) if n]
-    counts.sort(key=lambda kv: (-kv[1], kv[0]))
-    return pd.DataFrame(counts, columns=["reason", "episodes"])
+    return runs_aggregates(session, settings_hash, f, matching)[1]
 
 
 REWARD_BINS = 20
@@ -794,11 +800,19 @@ def group_advantages(
     cond = "s.advantage IS NOT NULL"
     where = f"{where} AND {cond}" if where else f"WHERE {cond}"
     conn = session.connection()
-    n = conn.execute(text(f"SELECT COUNT(DISTINCT {g}) {_FROM_RUNS} {where}"), params).scalar_one()  # noqa: S608
+    # The group names once (one pass), then the attempts of the first ones (one more).
+    names = sorted(
+        str(v)
+        for v in conn.execute(text(f"SELECT DISTINCT {g} {_FROM_RUNS} {where}"), params).scalars()  # noqa: S608
+    )
+    n = len(names)
+    first = names[:max_groups]
+    for i, name in enumerate(first):
+        params[f"g{i}"] = name
+    wanted = ", ".join(f":g{i}" for i in range(len(first))) or "NULL"
     sql = f"""
         SELECT {g} AS "group", e.episode_id, e.task_id, e.harness, e.attempt, s.advantage
-        {_FROM_RUNS} {where} AND {g} IN (
-            SELECT DISTINCT {g} {_FROM_RUNS} {where} ORDER BY 1 LIMIT :mg)
+        {_FROM_RUNS} {where} AND {g} IN ({wanted})
         ORDER BY 1, e.attempt, e.episode_id
     """  # noqa: S608
     df = _read(session, sql, **params)

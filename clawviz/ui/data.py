@@ -91,11 +91,18 @@ def runs_options(url: str, settings_hash: str) -> dict[str, list[str]]:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def runs_summary(url: str, settings_hash: str, view_key: str) -> queries.RunsSummary:
-    """The aggregates of one Runs view (`view_key`: `runs_view_key` of its query)."""
+def runs_aggregates(
+    url: str, settings_hash: str, view_key: str
+) -> tuple[queries.RunsSummary, pd.DataFrame]:
+    """The counts and reason counts of one Runs view (`view_key`: `runs_view_key`), one pass."""
     q = runs_query_of(view_key)
     with _session(url) as s:
-        return queries.runs_summary(s, settings_hash, q.filter, q.matching)
+        return queries.runs_aggregates(s, settings_hash, q.filter, q.matching)
+
+
+def runs_summary(url: str, settings_hash: str, view_key: str) -> queries.RunsSummary:
+    """The counts of one Runs view (`runs_aggregates`)."""
+    return runs_aggregates(url, settings_hash, view_key)[0]
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
@@ -113,7 +120,7 @@ def runs_charts(url: str, settings_hash: str, view_key: str) -> RunsCharts:
     with _session(url) as s:
         groups, n_groups = queries.group_advantages(s, settings_hash, q.filter, q.matching)
         return RunsCharts(
-            queries.reason_counts_sql(s, settings_hash, q.filter, q.matching),
+            runs_aggregates(url, settings_hash, view_key)[1],
             queries.reward_bins(s, settings_hash, q.filter, q.matching),
             groups,
             n_groups,
