@@ -86,25 +86,72 @@ def test_query_syntax_is_literal_unless_asked_for(session):
             search.search(session, 'NEAR("dumpster"', syntax=True)
 
 
+def _docs(session) -> list[tuple]:
+    from sqlalchemy import text
+
+    rows = session.execute(text("SELECT kind, key, call_id, role, text FROM search_doc"))
+    return sorted(tuple(r) for r in rows)
+
+
+def _pending(session) -> int:
+    from sqlalchemy import text
+
+    return session.execute(text("SELECT COUNT(*) FROM search_pending")).scalar_one()
+
+
 def test_filters_and_an_incremental_index(session, tmp_path):
-    assert search.refresh_index(session) > 0  # the first build
+    # Ingest keeps the index: nothing is left for a search to index (issue 26).
+    n_first = search._max_id(session)
+    assert n_first > 0 and _pending(session) == 0
     assert search.refresh_index(session) == 0  # nothing new: nothing to add
     other = LOGS / "t0001-openclaw-a2.jsonl"
     ingest_paths([other], session=session)
     session.commit()
-    added = search.refresh_index(session)
+    assert _pending(session) == 0 and search._max_id(session) > n_first
     # the incremental index holds what one built from scratch on both files holds
     with Session(get_engine(fresh_url(tmp_path, "both"))) as both:
         ingest_paths([LOG, other], session=both)
         both.commit()
-        assert 0 < added and search.refresh_index(both) == search.refresh_index(session) + (
-            search._max_id(session)
-        )
+        assert _docs(both) == _docs(session)
     episodes = {h.episode_id for h in search.search(session, "dumpster")}
     assert episodes == {"t0001-openclaw-a1", "t0001-openclaw-a2"}
     only = search.search(session, "dumpster", episode_id="t0001-openclaw-a2")
     assert only and {h.episode_id for h in only} == {"t0001-openclaw-a2"}
     assert search.episodes_matching(session, "dumpster") == episodes
+
+
+def test_calls_written_outside_ingest_are_queued_and_indexed_in_batches(session, monkeypatch):
+    """A call written by any writer (here raw SQL, as a bench copy or another tool would) is
+    queued by the trigger; the next search indexes it, in batches, without an anti-join."""
+    from sqlalchemy import event, text
+
+    from clawviz.store.models import CallRow
+
+    before = search._max_id(session)
+    cols = [c.name for c in CallRow.__table__.columns]
+    picked = ", ".join("call_id || '-copy'" if c == "call_id" else f'"{c}"' for c in cols)
+    names = ", ".join(f'"{c}"' for c in cols)
+    session.execute(text(f'INSERT INTO "call" ({names}) SELECT {picked} FROM "call"'))
+    session.commit()
+    n_calls = session.execute(text('SELECT COUNT(*) FROM "call"')).scalar_one()
+    assert _pending(session) == n_calls // 2
+    batches: list[int] = []
+    real = search._index_batch
+    monkeypatch.setattr(search, "BATCH", 3)
+    monkeypatch.setattr(search, "_index_batch", lambda s, b: batches.append(len(b)) or real(s, b))
+    seen: list[str] = []
+    engine = session.get_bind()
+    listen = lambda *a, **_k: seen.append(a[2])  # noqa: E731
+    event.listen(engine, "before_cursor_execute", listen)
+    try:
+        hits = search.search(session, "dumpster")
+    finally:
+        event.remove(engine, "before_cursor_execute", listen)
+    assert _pending(session) == 0 and sum(batches) == n_calls // 2
+    assert not any("NOT EXISTS (SELECT" in s for s in seen)  # no anti-join of every call
+    # The copies' replies are new documents (their own call ids); messages were known already.
+    assert search._max_id(session) - before == n_calls // 2
+    assert hits
 
 
 def test_cli_search_json(tmp_path):

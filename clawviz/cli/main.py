@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from clawviz.cli import analyse as cli_analyse
@@ -127,67 +128,76 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return EXIT_REJECTED if report.rejected else EXIT_OK
 
 
+ROWS_CHUNK = 2000
+"""Episodes read (and their pinned calls looked up) together by `iter_episode_rows`."""
+
+
 def episode_rows(session: Session, settings: Settings = DEFAULT_SETTINGS) -> list[dict[str, Any]]:
     """One row per episode with reward (the one reward rule), status and reasons."""
+    return list(iter_episode_rows(session, settings))
+
+
+def iter_episode_rows(
+    session: Session, settings: Settings = DEFAULT_SETTINGS
+) -> Iterator[dict[str, Any]]:
+    """`episode_rows` as a generator: analyses first, then reads the rows `ROWS_CHUNK` at a
+    time through a server-side cursor (PostgreSQL) or the driver's cursor (SQLite), so memory
+    stays at one chunk at any number of episodes."""
+    from clawviz.jobs import analyse
+    from clawviz.store.queries import listing_chunks
+
+    analyse.ensure_analysis(session, settings)
+    for chunk in listing_chunks(session, settings.settings_hash, ROWS_CHUNK):
+        yield from _row_chunk(session, settings, chunk)
+
+
+def _row_chunk(session: Session, settings: Settings, chunk: Sequence[Any]) -> list[dict[str, Any]]:
     import orjson
     from sqlmodel import col, select
 
-    from clawviz.jobs import analyse
-    from clawviz.store.models import Episode, EpisodeStatus, Result
-    from clawviz.store.rewards import result_reward
+    from clawviz.store.models import CallRow
+    from clawviz.store.rewards import reward_from_columns
 
-    settings_hash = settings.settings_hash
-    analyse.ensure_analysis(session, settings)
-    statuses = {
-        s.episode_id: s
-        for s in session.exec(
-            select(EpisodeStatus).where(EpisodeStatus.settings_hash == settings_hash)
-        )
-    }
-    rewards = {r.episode_id: result_reward(r, settings) for r in session.exec(select(Result))}
     rows: list[dict[str, Any]] = []
-    for ep in session.exec(
-        select(Episode).order_by(
-            col(Episode.task_id),
-            col(Episode.harness),
-            col(Episode.attempt),
-            col(Episode.episode_id),
-        )
-    ):
-        st = statuses.get(ep.episode_id)
-        items = orjson.loads(st.reasons_json) if st else []
-        reasons = [r.get("code") for r in items]
+    for eid, task, harness, model, attempt, n_calls, status, rj, rid, rew, checks, rubric in chunk:
+        items = orjson.loads(rj) if rj else []
         rows.append(
             {
-                "episode_id": ep.episode_id,
-                "task_id": ep.task_id,
-                "harness": ep.harness,
-                "model": ep.model,
-                "attempt": ep.attempt,
-                "n_calls": ep.n_calls,
-                "reward": rewards.get(ep.episode_id),
-                "status": st.status if st else "unknown",
-                "reasons": reasons,
-                "reasons_at": [r.get("call_id") for r in items],
+                "episode_id": eid,
+                "task_id": task,
+                "harness": harness,
+                "model": model,
+                "attempt": attempt,
+                "n_calls": n_calls,
+                "reward": None
+                if rid is None
+                else reward_from_columns(rew, checks, rubric, settings),
+                "status": status or "unknown",
+                "reasons": [i.get("code") for i in items],
+                "reasons_at": [i.get("call_id") for i in items],
             }
         )
     # Each reason's pinned call by its number (`clawviz.types.call_label`: the log line).
-    from clawviz.store.models import CallRow
-
-    pinned = {cid for r in rows for cid in r["reasons_at"] if cid}
-    lines = (
-        {
-            c: str(line)
-            for c, line in session.exec(
-                select(CallRow.call_id, CallRow.line).where(col(CallRow.call_id).in_(pinned))
-            )
-        }
-        if pinned
-        else {}
-    )
+    pinned = sorted({cid for r in rows for cid in r["reasons_at"] if cid})
+    lines: dict[str, str] = {}
+    for i in range(0, len(pinned), 500):
+        part = pinned[i : i + 500]
+        query = select(CallRow.call_id, CallRow.line).where(col(CallRow.call_id).in_(part))
+        lines.update({c: str(line) for c, line in session.exec(query)})
     for r in rows:
         r["reasons_at"] = [lines.get(cid) if cid else None for cid in r["reasons_at"]]
     return rows
+
+
+def _print_json_rows(rows: Iterable[dict[str, Any]]) -> None:
+    """`_print_json(list(rows))`, byte for byte, printed row by row as the rows come."""
+    out = sys.stdout
+    first = True
+    for row in rows:
+        body = json.dumps(row, indent=2, default=str).replace("\n", "\n  ")
+        out.write(("[\n  " if first else ",\n  ") + body)
+        first = False
+    out.write("[]\n" if first else "\n]\n")
 
 
 def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
@@ -212,22 +222,31 @@ def cmd_episodes(args: argparse.Namespace) -> int:
     from clawviz.store import fastread
 
     settings = settings_of(args)
-    rows = fastread.episode_rows(args.db or settings.resolved_database_url, settings)
+    url = args.db or settings.resolved_database_url
+    if args.json:
+        # Streamed: printed as read, so memory stays at one chunk of rows (issue 26).
+        fast = fastread.iter_episode_rows(url, settings)
+        if fast is not None:
+            _print_json_rows(fast)
+            return EXIT_OK
+        from clawviz.store.db import session_scope
+
+        with session_scope(args.db) as session:
+            _print_json_rows(iter_episode_rows(session, settings))
+        return EXIT_OK
+    rows = fastread.episode_rows(url, settings)
     if rows is None:
         from clawviz.store.db import session_scope
 
         with session_scope(args.db) as session:
             rows = episode_rows(session, settings)
-    if args.json:
-        _print_json(rows)
-    else:
-        cols = ["episode_id", "task_id", "harness", "model", "attempt", "n_calls", "reward"]
-        for r in rows:
-            # `code@N`: the reason and the number of the call it is pinned on.
-            at = r.get("reasons_at") or [None] * len(r["reasons"])
-            pairs = zip(r["reasons"], at, strict=False)
-            r["reasons"] = [c if n is None else f"{c}@{n}" for c, n in pairs]
-        print(_table(rows, cols + ["status", "reasons"]))
+    cols = ["episode_id", "task_id", "harness", "model", "attempt", "n_calls", "reward"]
+    for r in rows:
+        # `code@N`: the reason and the number of the call it is pinned on.
+        at = r.get("reasons_at") or [None] * len(r["reasons"])
+        pairs = zip(r["reasons"], at, strict=False)
+        r["reasons"] = [c if n is None else f"{c}@{n}" for c, n in pairs]
+    print(_table(rows, cols + ["status", "reasons"]))
     return EXIT_OK
 
 

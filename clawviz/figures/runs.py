@@ -77,8 +77,43 @@ def reward_by_harness_figure(episodes: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def advantage_by_group_figure(groups: pd.DataFrame, max_groups: int = 40) -> go.Figure:
-    """GRPO advantage of each attempt, one column per group (task / harness)."""
+def reward_bins_figure(bins: pd.DataFrame) -> go.Figure:
+    """Episodes per reward bin, one bar series per harness (`queries.reward_bins`: counted by
+    SQL, so the chart costs the same at 1,000 and 100,000 episodes)."""
+    fig = go.Figure()
+    width = 1.0 / max(int(bins["bin"].max()) + 1, 20) if len(bins) else 0.05
+    for harness, part in bins.groupby("harness"):
+        fig.add_trace(
+            go.Bar(
+                x=(part["lo"] + width / 2).to_numpy(dtype=float),
+                y=part["episodes"].to_numpy(dtype=int),
+                width=width * 0.9,
+                name=label(harness),
+                customdata=part["lo"].to_numpy(dtype=float),
+                hovertemplate="reward from %{customdata:.2f}<br>%{y} episodes"
+                "<extra>%{fullData.name}</extra>",
+            )
+        )
+    fig.update_layout(
+        title={"text": "Reward per harness (episodes per 0.05)", "font": {"size": 14}},
+        height=300,
+        margin={"l": 10, "r": 10, "t": 40, "b": 30},
+        barmode="overlay",
+        legend={"orientation": "h", "y": -0.2},
+        xaxis={"title": "reward", "range": [-0.02, 1.02]},
+        yaxis={"title": "episodes"},
+    )
+    fig.update_traces(opacity=0.7)
+    return fig
+
+
+def advantage_by_group_figure(
+    groups: pd.DataFrame, max_groups: int = 40, n_groups: int | None = None
+) -> go.Figure:
+    """GRPO advantage of each attempt, one column per group (task / harness).
+
+    `n_groups`: how many groups there are when `groups` holds only the first ones (the Runs
+    page reads just those from SQL); by default, the groups in `groups`."""
     names = sorted(groups["group"].unique())
     keep = names[:max_groups]
     df = groups[groups["group"].isin(keep)].sort_values(["group", "attempt"])
@@ -101,8 +136,9 @@ def advantage_by_group_figure(groups: pd.DataFrame, max_groups: int = 40) -> go.
     )
     fig.add_hline(y=0, line={"color": "#999", "width": 1})
     title = "GRPO advantage per group"
-    if len(keep) < len(names):
-        title += f" (first {len(keep)} of {len(names):,} groups)"
+    total = max(n_groups or 0, len(names))
+    if len(keep) < total:
+        title += f" (first {len(keep)} of {total:,} groups)"
     fig.update_layout(
         title={"text": title, "font": {"size": 14}},
         height=300,

@@ -38,7 +38,7 @@ from clawviz.jobs import analyse, sessions
 from clawviz.jobs import pool as jobpool
 from clawviz.settings import DEFAULT_SETTINGS, Settings, mask_secrets
 from clawviz.store import calls as store
-from clawviz.store import db
+from clawviz.store import db, search
 from clawviz.store.models import CallRow, Result, Source, Task, utcnow
 from clawviz.types import Call, ParsedExchange
 
@@ -781,6 +781,7 @@ def _load_targets(
         # SQLite has one writer: while another holds the lock (a long file of a concurrent
         # ingest) past the busy timeout, the file waits and loads again, never fails.
         rep = db.retry_locked(session, load, undo)
+        search.index_pending(session)  # the search index follows each file (issue 26, views)
         out.files.append(rep)
         done += size
         if progress:

@@ -23,7 +23,9 @@ from sqlalchemy import (
     func,
     insert,
     literal,
+    null,
     or_,
+    text,
     update,
 )
 from sqlmodel import Session, select
@@ -34,9 +36,11 @@ from clawviz.settings import DEFAULT_SETTINGS, Settings
 from clawviz.store.fastread import ANALYSIS_VERSION, settings_json_parts
 from clawviz.store.models import (
     NUL_PREFIX,
+    AnalysisMark,
     CallRow,
     DecisionRow,
     Episode,
+    EpisodeDirty,
     EpisodeStatus,
     Result,
     utcnow,
@@ -100,40 +104,94 @@ class Stale:
     stored: bool
     reward: float | None
     n_calls: int = 0
+    queued: int | None = None
+    """The `seq` of its change-queue row (None: found by the full check); cleared with it."""
 
 
 def stale_episodes(session: Session, settings: Settings) -> list[Stale]:
-    """One query: episodes with no status under these settings, or one from other inputs."""
+    """Episodes with no status under these settings, or one from other inputs.
+
+    O(changed): for a settings hash registered in `analysis_mark` only the episodes of the
+    change queue (`clawviz.store.changes`) are checked, and the queued ones found fresh are
+    dequeued (committed). An unregistered hash is registered once: the full check queues every
+    stale episode it finds, so the queue holds exactly what is stale whatever the caller then
+    analyses (ingest analyses only its own episodes).
+    """
+    h = settings.settings_hash
+    if _registered(session, h) or _register(session, settings):
+        return _stale_query(session, settings, queue=True)
+    return _stale_query(session, settings, queue=False)
+
+
+def _registered(session: Session, h: str) -> bool:
+    mark = AnalysisMark.__table__.c
+    version = session.execute(
+        select(mark.analysis_version).where(mark.settings_hash == h)
+    ).scalar_one_or_none()
+    return version == ANALYSIS_VERSION
+
+
+_ENQUEUE = (
+    "INSERT INTO episode_dirty (settings_hash, episode_id, seq) VALUES (:h, :e, 0) "
+    "ON CONFLICT (settings_hash, episode_id) DO NOTHING"
+)
+
+
+def _register(session: Session, settings: Settings) -> bool:
+    """List the hash in `analysis_mark` and queue every episode the full check finds stale, in
+    one transaction: a change committed after it is queued by the triggers. On PostgreSQL a
+    share lock on the input tables waits for writers in flight first (their triggers ran before
+    the mark). False on a read-only store (checked in full each time instead)."""
+    h = settings.settings_hash
+    mark = AnalysisMark.__table__
+    try:
+        if session.get_bind().dialect.name == "postgresql":
+            session.execute(text("LOCK TABLE episode, result IN SHARE MODE"))
+        session.execute(delete(mark).where(mark.c.settings_hash == h))
+        session.execute(insert(mark).values(settings_hash=h, analysis_version=ANALYSIS_VERSION))
+        stale = _stale_query(session, settings, queue=False)
+        if stale:
+            rows = [{"h": h, "e": item.episode_id} for item in stale]
+            session.connection().execute(text(_ENQUEUE), rows)
+        session.commit()
+        return True
+    except Exception:  # noqa: BLE001 - a read-only store or an old schema: the full check
+        session.rollback()
+        return False
+
+
+def _stale_query(session: Session, settings: Settings, *, queue: bool) -> list[Stale]:
+    """The stamp comparison, over every episode (`queue` False) or over the queued ones."""
     h = settings.settings_hash
     e, r, st = Episode.__table__.c, Result.__table__.c, EpisodeStatus.__table__.c
+    q = EpisodeDirty.__table__.c
     prefix, suffix = _settings_json_parts(settings)
     stamp = _inputs_stamp()
-    query = (
-        select(
-            e.episode_id,
-            e.task_id,
-            e.harness,
-            e.n_calls,
-            stamp,
-            st.episode_id.is_not(None),
-            r.id,
-            r.reward,
-            r.checks_json,
-            r.rubric_json,
-        )
-        .select_from(
-            Episode.__table__.outerjoin(Result.__table__, r.episode_id == e.episode_id).outerjoin(
-                EpisodeStatus.__table__,
-                (st.episode_id == e.episode_id) & (st.settings_hash == h),
-            )
-        )
-        .where(st.episode_id.is_(None) | (st.settings_json != literal(prefix) + stamp + suffix))
-        # Group members together: a batch then refreshes most of its groups only once.
-        .order_by(e.task_id, e.harness, e.episode_id)
+    is_stale = st.episode_id.is_(None) | (st.settings_json != literal(prefix) + stamp + suffix)
+    joined = Episode.__table__.outerjoin(Result.__table__, r.episode_id == e.episode_id).outerjoin(
+        EpisodeStatus.__table__,
+        (st.episode_id == e.episode_id) & (st.settings_hash == h),
     )
-    out = []
+    columns = [
+        e.episode_id, e.task_id, e.harness, e.n_calls, stamp, st.episode_id.is_not(None),
+        r.id, r.reward, r.checks_json, r.rubric_json,
+    ]  # fmt: skip
+    if queue:
+        query = (
+            select(*columns, q.seq, case((is_stale, 1), else_=0))
+            .select_from(EpisodeDirty.__table__.join(joined, e.episode_id == q.episode_id))
+            .where(q.settings_hash == h)
+        )
+    else:
+        query = select(*columns, null(), literal(1)).select_from(joined).where(is_stale)
+    # Group members together: a batch then refreshes most of its groups only once.
+    query = query.order_by(e.task_id, e.harness, e.episode_id)
+    out, fresh = [], []
     for row in session.execute(query):
-        eid, task, harness, n_calls, stamp_text, stored, rid, rew, checks, rubric = row
+        eid, task, harness, n_calls, stamp_text, stored, rid, rew, checks, rubric, seq, bad = row
+        if not bad:
+            fresh.append({"b_h": h, "b_e": eid, "b_s": seq})
+            continue
         reward = None
         if rid is not None:
             reward = reward_from_result(
@@ -142,8 +200,32 @@ def stale_episodes(session: Session, settings: Settings) -> list[Stale]:
                 orjson.loads(rubric or "{}"),
                 weights=settings.reward_weights,
             )
-        out.append(Stale(eid, (task, harness), stamp_text, bool(stored), reward, n_calls or 0))
+        out.append(Stale(eid, (task, harness), stamp_text, bool(stored), reward, n_calls or 0, seq))
+    if queue and fresh:
+        _dequeue(session, fresh)
     return out
+
+
+def _stale_of_queue(session: Session, settings: Settings) -> list[Stale]:
+    return _stale_query(session, settings, queue=True)
+
+
+def _dequeue(session: Session, rows: list[dict[str, Any]]) -> None:
+    """Delete queue rows that still carry the `seq` that was read (a newer change keeps its
+    row), committed; a read-only store keeps its queue (the check stays right, only slower)."""
+    q = EpisodeDirty.__table__
+    try:
+        session.connection().execute(
+            delete(q).where(
+                q.c.settings_hash == bindparam("b_h"),
+                q.c.episode_id == bindparam("b_e"),
+                q.c.seq == bindparam("b_s"),
+            ),
+            rows,
+        )
+        session.commit()
+    except Exception:  # noqa: BLE001 - read-only: the queue stays, the check still holds
+        session.rollback()
 
 
 _VALUE_FIELDS = tuple(f for f in _DECISION_FIELDS if f != "match_ignored")
@@ -239,6 +321,22 @@ def persist_analyses(
             for a, item in analyses
         ],
     )
+    q = EpisodeDirty.__table__
+    queued = [
+        {"b_h": h, "b_e": item.episode_id, "b_s": item.queued}
+        for _, item in analyses
+        if item.queued is not None
+    ]
+    if queued:
+        # In the batch's transaction: dequeued exactly when its analysis is stored.
+        con.execute(
+            delete(q).where(
+                q.c.settings_hash == bindparam("b_h"),
+                q.c.episode_id == bindparam("b_e"),
+                q.c.seq == bindparam("b_s"),
+            ),
+            queued,
+        )
 
 
 def unattached_stale(session: Session, settings: Settings) -> bool:

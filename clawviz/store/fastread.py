@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,19 @@ LEFT OUTER JOIN episode_status AS st
 WHERE st.episode_id IS NULL OR st.settings_json != (:prefix || {_STAMP} || :suffix)
 """
 
+_N_STALE_QUEUED = f"""
+SELECT count(*) FROM episode_dirty AS d
+JOIN episode AS e ON e.episode_id = d.episode_id
+LEFT OUTER JOIN result AS r ON r.episode_id = e.episode_id
+LEFT OUTER JOIN episode_status AS st
+  ON st.episode_id = e.episode_id AND st.settings_hash = :h
+WHERE d.settings_hash = :h
+  AND (st.episode_id IS NULL OR st.settings_json != (:prefix || {_STAMP} || :suffix))
+"""
+"""`_N_STALE` over the change queue only (`clawviz.store.changes`): O(changed episodes)."""
+
+_REGISTERED = "SELECT analysis_version FROM analysis_mark WHERE settings_hash = :h"
+
 _UNATTACHED = """
 SELECT (SELECT count(*) FROM call WHERE episode_id IS NULL),
        (SELECT count(*) FROM decision WHERE settings_hash = :h AND episode_id = :u)
@@ -132,30 +146,57 @@ def n_stale(con: sqlite3.Connection, settings: Settings) -> int:
     """Episodes (plus 1 for unanalysed unattached calls) `ensure_analysis` would recompute."""
     prefix, suffix = settings_json_parts(settings)
     h = settings.settings_hash
-    (stale,) = con.execute(_N_STALE, {"h": h, "prefix": prefix, "suffix": suffix}).fetchone()
+    try:
+        mark = con.execute(_REGISTERED, {"h": h}).fetchone()
+    except sqlite3.Error:  # a store made before the change queue
+        mark = None
+    sql = _N_STALE_QUEUED if mark is not None and mark[0] == ANALYSIS_VERSION else _N_STALE
+    (stale,) = con.execute(sql, {"h": h, "prefix": prefix, "suffix": suffix}).fetchone()
     calls, done = con.execute(_UNATTACHED, {"h": h, "u": UNATTACHED}).fetchone()
     return stale + (calls != done)
 
 
+CHUNK = 2000
+"""Rows read, parsed and handed out together by `iter_episode_rows` (memory stays at a chunk)."""
+
+
 def episode_rows(url: str, settings: Settings) -> list[dict[str, Any]] | None:
     """`clawviz episodes` rows read directly, or None when the full path is needed."""
+    rows = iter_episode_rows(url, settings)
+    return None if rows is None else list(rows)
+
+
+def iter_episode_rows(url: str, settings: Settings) -> Iterator[dict[str, Any]] | None:
+    """`episode_rows` as a generator reading `CHUNK` rows at a time (constant memory at any
+    number of episodes), or None when the full path is needed. The checks run before it
+    returns; the rows are read as the generator is consumed."""
     con = _connect(url)
     if con is None:
         return None
     try:
         # A store behind the newest schema takes the full path, which says to migrate it.
         (revision,) = con.execute("SELECT version_num FROM alembic_version").fetchone()
-        if revision is None or revision != head_revision():
+        if revision is None or revision != head_revision() or n_stale(con, settings):
+            con.close()
             return None
-        if n_stale(con, settings):
-            return None
-        rows = con.execute(_ROWS, {"h": settings.settings_hash}).fetchall()
+        cursor = con.execute(_ROWS, {"h": settings.settings_hash})
     except sqlite3.Error:
+        con.close()
         return None
+    return _rows_of(con, cursor)
+
+
+def _rows_of(con: sqlite3.Connection, cursor: sqlite3.Cursor) -> Iterator[dict[str, Any]]:
+    try:
+        while rows := cursor.fetchmany(CHUNK):
+            yield from _chunk_rows(con, rows)
     finally:
         con.close()
+
+
+def _chunk_rows(con: sqlite3.Connection, rows: list[tuple]) -> list[dict[str, Any]]:
     parsed = [orjson.loads(restore_nul(row[-1])) if row[-1] else [] for row in rows]
-    lines = _lines_of(url, {r["call_id"] for rs in parsed for r in rs if r.get("call_id")})
+    lines = _lines_of(con, {r["call_id"] for rs in parsed for r in rs if r.get("call_id")})
     out = []
     for (eid, task, harness, model, attempt, n_calls, reward, status, _), items in zip(
         rows, parsed, strict=True
@@ -178,21 +219,13 @@ def episode_rows(url: str, settings: Settings) -> list[dict[str, Any]] | None:
     return out
 
 
-def _lines_of(url: str, call_ids: set[str]) -> dict[str, str]:
+def _lines_of(con: sqlite3.Connection, call_ids: set[str]) -> dict[str, str]:
     """`call_label` (the log line, as text) of the calls episode reasons are pinned on."""
-    if not call_ids:
-        return {}
-    con = _connect(url)
-    if con is None:
-        return {}
-    try:
-        ids = sorted(call_ids)
-        out: dict[str, str] = {}
-        for i in range(0, len(ids), 500):
-            chunk = ids[i : i + 500]
-            marks = ",".join("?" * len(chunk))
-            sql = f"SELECT call_id, line FROM call WHERE call_id IN ({marks})"  # noqa: S608
-            out.update({restore_nul(c): str(line) for c, line in con.execute(sql, chunk)})
-        return out
-    finally:
-        con.close()
+    ids = sorted(call_ids)
+    out: dict[str, str] = {}
+    for i in range(0, len(ids), 500):
+        chunk = ids[i : i + 500]
+        marks = ",".join("?" * len(chunk))
+        sql = f"SELECT call_id, line FROM call WHERE call_id IN ({marks})"  # noqa: S608
+        out.update({restore_nul(c): str(line) for c, line in con.execute(sql, chunk)})
+    return out

@@ -436,3 +436,46 @@ def call_order_by(columns: Any) -> list[Any]:
             out.append(col.is_(None))
         out.append(col)
     return out
+
+
+# --- the change queue of the staleness check (clawviz.store.changes; issue 26) -----------------
+class AnalysisMark(SQLModel, table=True):
+    """A settings hash whose analysis follows the change queue (`episode_dirty`)."""
+
+    __tablename__ = "analysis_mark"
+    settings_hash: str = Field(primary_key=True)
+    analysis_version: int = Field(sa_type=BigInteger)
+
+
+class EpisodeDirty(SQLModel, table=True):
+    """An episode changed since its analysis under `settings_hash` (rows added by triggers)."""
+
+    __tablename__ = "episode_dirty"
+    settings_hash: str = Field(primary_key=True)
+    episode_id: str = Field(primary_key=True)
+    seq: int = Field(sa_type=BigInteger, index=True)
+
+
+class SearchPending(SQLModel, table=True):
+    """A call the full-text index has not read yet (added by a trigger on call inserts)."""
+
+    __tablename__ = "search_pending"
+    call_id: str = Field(primary_key=True)
+
+
+def _create_change_triggers(target: Any, connection: Any, **_kw: Any) -> None:
+    from sqlalchemy import text
+
+    from clawviz.store.changes import trigger_ddl
+
+    for sql in trigger_ddl(connection.dialect.name):
+        connection.execute(text(sql))
+
+
+def _listen_change_triggers() -> None:
+    from sqlalchemy import event
+
+    event.listen(SQLModel.metadata, "after_create", _create_change_triggers)
+
+
+_listen_change_triggers()

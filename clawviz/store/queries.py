@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 from sqlalchemy import text
@@ -261,6 +261,44 @@ def episode_rows(session: Session, settings_hash: str) -> list[EpisodeRow]:
     return out
 
 
+def listing_chunks(session: Session, settings_hash: str, chunk: int) -> Iterator[Sequence[Any]]:
+    """`clawviz episodes` rows in `chunk`-row lists, read as they are consumed: a server-side
+    cursor on PostgreSQL, the stepping sqlite3 cursor on SQLite. Each row is (episode_id,
+    task_id, harness, model, attempt, n_calls, status, reasons_json, result id, reward,
+    checks_json, rubric_json). The lookups of each chunk may run on the same connection while
+    the cursor stays open (a psycopg named cursor lives in the transaction)."""
+    from sqlmodel import col, select
+
+    from clawviz.store.models import Episode, EpisodeStatus, Result
+
+    e, st, r = Episode.__table__.c, EpisodeStatus.__table__.c, Result.__table__.c
+    query = (
+        select(
+            e.episode_id,
+            e.task_id,
+            e.harness,
+            e.model,
+            e.attempt,
+            e.n_calls,
+            st.status,
+            st.reasons_json,
+            r.id,
+            r.reward,
+            r.checks_json,
+            r.rubric_json,
+        )  # fmt: skip
+        .select_from(
+            Episode.__table__.outerjoin(
+                EpisodeStatus.__table__,
+                (st.episode_id == e.episode_id) & (st.settings_hash == settings_hash),
+            ).outerjoin(Result.__table__, r.episode_id == e.episode_id)
+        )
+        .order_by(col(e.task_id), col(e.harness), col(e.attempt), col(e.episode_id))
+    )
+    conn = session.connection().execution_options(stream_results=True, yield_per=chunk)
+    yield from conn.execute(query).partitions(chunk)
+
+
 def filter_rows(rows: Iterable[EpisodeRow], f: EpisodeFilter) -> list[EpisodeRow]:
     """`filter_episodes` on `episode_rows`: the rows that pass the filter, in order."""
     wanted = set(f.reasons)
@@ -493,3 +531,290 @@ def _stats_in_python(df: pd.DataFrame) -> pd.DataFrame:
     )
     per["tokens"] = tokens.groupby(level=0).sum()
     return per.reset_index()
+
+
+# --- the Runs page at O(page): filters, sort, page and aggregates in SQL -------------------------
+RUNS_PAGE_SIZE = 25
+"""Rows of one Runs page: a screenful (the table scrolls inside it)."""
+
+RUNS_SORTS: dict[str, str] = {
+    "episode_id": "e.episode_id",
+    "task_id": "e.task_id",
+    "harness": "e.harness",
+    "model": "e.model",
+    "attempt": "e.attempt",
+    "n_calls": "e.n_calls",
+    "reward": "COALESCE(s.reward, r.reward)",
+    "advantage": "s.advantage",
+    "status": "COALESCE(s.status, 'not analysed')",
+}
+"""Columns the Runs table sorts on -> their SQL (nothing else reaches the ORDER BY)."""
+
+KNOWN_REASONS: tuple[str, ...] = (
+    "too_many_branches",
+    "ended_in_error",
+    "unsupported_tool",
+    "missing_reward",
+    "below_reward_threshold",
+    "unexplained_root",
+    "analysis_error",
+    "superseded_retry",
+    "not_longest",
+    "failed_http",
+    "truncated_stream",
+    "orphaned_request",
+)
+"""Reason codes an episode's verdict can carry (`types.ReasonCode`, the self-check's
+`unexplained_root`, `jobs.analyse.ANALYSIS_ERROR`): what the SQL counts and filters look for."""
+
+_FROM_RUNS = """
+        FROM episode e
+        LEFT JOIN episode_status s
+          ON s.episode_id = e.episode_id AND s.settings_hash = :h
+        LEFT JOIN result r ON r.episode_id = e.episode_id
+"""
+
+
+def _reason_like(code: str) -> str:
+    """The LIKE pattern of a reason code in `reasons_json` (orjson: `"code":"x"`, no spaces; a
+    `"code":` inside an evidence string is escaped as `\\"code\\":`, so it never matches)."""
+    escaped = code.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f'%"code":"{escaped}"%'
+
+
+def _runs_where(f: EpisodeFilter, matching: Iterable[str] | None) -> tuple[str, dict[str, Any]]:
+    """The WHERE clause (with its parameters) of a Runs filter plus a search's episodes."""
+    conds: list[str] = []
+    params: dict[str, Any] = {}
+
+    def one_of(sql: str, name: str, values: Iterable[str]) -> None:
+        names = []
+        for i, v in enumerate(values):
+            params[f"{name}{i}"] = v
+            names.append(f":{name}{i}")
+        conds.append(f"{sql} IN ({', '.join(names)})" if names else "1 = 0")
+
+    if f.tasks:
+        one_of("e.task_id", "t", f.tasks)
+    if f.harnesses:
+        one_of("e.harness", "hn", f.harnesses)
+    if f.models:
+        one_of("e.model", "m", f.models)
+    if f.statuses:
+        one_of(RUNS_SORTS["status"], "st", f.statuses)
+    if f.reasons:
+        likes = []
+        for i, code in enumerate(f.reasons):
+            params[f"rc{i}"] = _reason_like(code)
+            likes.append(f"s.reasons_json LIKE :rc{i} ESCAPE '\\'")
+        conds.append("(" + " OR ".join(likes) + ")")
+    reward = RUNS_SORTS["reward"]
+    in_range = []
+    if f.reward_min is not None:
+        params["rmin"] = f.reward_min
+        in_range.append(f"{reward} >= :rmin")
+    if f.reward_max is not None:
+        params["rmax"] = f.reward_max
+        in_range.append(f"{reward} <= :rmax")
+    present = " AND ".join([f"{reward} IS NOT NULL", *in_range])
+    conds.append(f"(({present}) OR {reward} IS NULL)" if f.include_missing_reward else present)
+    if matching is not None:
+        one_of("e.episode_id", "q", sorted(matching))
+    return ("WHERE " + " AND ".join(conds)) if conds else "", params
+
+
+def _runs_order(sort: str | None, descending: bool) -> str:
+    if sort not in RUNS_SORTS:
+        return _EPISODE_ORDER_SQL
+    col = RUNS_SORTS[sort]
+    tail = _EPISODE_ORDER_SQL.replace("ORDER BY", ",", 1)
+    return f" ORDER BY {col} IS NULL, {col} {'DESC' if descending else 'ASC'}{tail}"
+
+
+@dataclass(frozen=True)
+class RunsQuery:
+    """One Runs view: the filter, a search's episodes (None: no search), the sort and page."""
+
+    filter: EpisodeFilter = EpisodeFilter()
+    matching: tuple[str, ...] | None = None
+    sort: str | None = None
+    descending: bool = False
+    page: int = 0
+    page_size: int = RUNS_PAGE_SIZE
+
+
+def runs_page(session: Session, settings_hash: str, q: RunsQuery) -> pd.DataFrame:
+    """One page of the Runs table (EPISODE_COLUMNS), filtered, sorted and cut in SQL."""
+    where, params = _runs_where(q.filter, q.matching)
+    params.update(h=settings_hash, lim=q.page_size, off=max(q.page, 0) * q.page_size)
+    sql = _EPISODE_ROWS_SQL + where + _runs_order(q.sort, q.descending) + " LIMIT :lim OFFSET :off"
+    return _episode_rows(_read(session, sql, **params))
+
+
+@dataclass(frozen=True)
+class RunsSummary:
+    """SQL aggregates of a set of episodes (the Runs metrics)."""
+
+    episodes: int
+    kept: int
+    dropped: int
+    unexplained: int
+    calls: int
+    tasks: int
+    with_reward: int
+
+
+def runs_aggregates(
+    session: Session, settings_hash: str, f: EpisodeFilter = EpisodeFilter(),
+    matching: Iterable[str] | None = None,
+) -> tuple[RunsSummary, pd.DataFrame]:  # fmt: skip
+    """The counts and the episodes per reason code of the episodes a filter (and search)
+    selects, in one aggregate query (one pass over them)."""
+    import pandas as pd
+
+    where, params = _runs_where(f, matching)
+    params.update(h=settings_hash, ur=_reason_like("unexplained_root"))
+    sums = []
+    for i, code in enumerate(KNOWN_REASONS):
+        params[f"k{i}"] = _reason_like(code)
+        sums.append(
+            f"COALESCE(SUM(CASE WHEN s.reasons_json LIKE :k{i} ESCAPE '\\' THEN 1 ELSE 0 END), 0)"
+        )
+    sql = f"""
+        SELECT COUNT(*),
+               COALESCE(SUM(CASE WHEN s.status = 'kept' THEN 1 ELSE 0 END), 0),
+               COALESCE(SUM(CASE WHEN s.status = 'dropped' THEN 1 ELSE 0 END), 0),
+               COALESCE(SUM(CASE WHEN s.reasons_json LIKE :ur ESCAPE '\\' THEN 1 ELSE 0 END), 0),
+               COALESCE(SUM(e.n_calls), 0), COUNT(DISTINCT e.task_id),
+               COUNT(COALESCE(s.reward, r.reward)), {", ".join(sums)}
+        {_FROM_RUNS} {where}
+    """  # noqa: S608 - every value is a bound parameter
+    row = [int(v or 0) for v in session.connection().execute(text(sql), params).one()]
+    summary = RunsSummary(*row[:7])
+    counts = [(code, n) for code, n in zip(KNOWN_REASONS, row[7:], strict=True) if n]
+    counts.sort(key=lambda kv: (-kv[1], kv[0]))
+    return summary, pd.DataFrame(counts, columns=["reason", "episodes"])
+
+
+def runs_summary(
+    session: Session, settings_hash: str, f: EpisodeFilter = EpisodeFilter(),
+    matching: Iterable[str] | None = None,
+) -> RunsSummary:  # fmt: skip
+    """Counts over the episodes a filter (and search) selects (`runs_aggregates`)."""
+    return runs_aggregates(session, settings_hash, f, matching)[0]
+
+
+def runs_options(session: Session, settings_hash: str) -> dict[str, list[str]]:
+    """What each Runs filter offers: distinct tasks, harnesses, models and statuses (keys
+    task_id, harness, model, status). The reason codes are `reason_counts_sql` of every
+    episode (the unfiltered view's chart input, so the page reads them once)."""
+    conn = session.connection()
+    out: dict[str, list[str]] = {}
+    for key, sql in (
+        ("task_id", "SELECT DISTINCT task_id FROM episode WHERE task_id IS NOT NULL"),
+        ("harness", "SELECT DISTINCT harness FROM episode WHERE harness IS NOT NULL"),
+        ("model", "SELECT DISTINCT model FROM episode WHERE model IS NOT NULL"),
+    ):
+        out[key] = sorted(str(v) for v in conn.execute(text(sql)).scalars())
+    # Statuses from the status table alone (its key starts with the hash), plus 'not analysed'
+    # when some episode has no status under it: no join over every episode.
+    statuses = set(
+        conn.execute(
+            text("SELECT DISTINCT status FROM episode_status WHERE settings_hash = :h"),
+            {"h": settings_hash},
+        ).scalars()
+    )
+    n_status, n_episodes = conn.execute(
+        text(
+            "SELECT (SELECT COUNT(*) FROM episode_status WHERE settings_hash = :h), "
+            "(SELECT COUNT(*) FROM episode)"
+        ),
+        {"h": settings_hash},
+    ).one()
+    if n_status < n_episodes:
+        statuses.add("not analysed")
+    out["status"] = sorted(str(v) for v in statuses)
+    return out
+
+
+def reason_counts_sql(
+    session: Session, settings_hash: str, f: EpisodeFilter = EpisodeFilter(),
+    matching: Iterable[str] | None = None,
+) -> pd.DataFrame:  # fmt: skip
+    """`reason_counts` of the selected episodes, counted by SQL (columns reason, episodes)."""
+    return runs_aggregates(session, settings_hash, f, matching)[1]
+
+
+REWARD_BINS = 20
+"""Bins of the reward distribution per harness (width 0.05 over [0, 1])."""
+
+
+def reward_bins(
+    session: Session, settings_hash: str, f: EpisodeFilter = EpisodeFilter(),
+    matching: Iterable[str] | None = None,
+) -> pd.DataFrame:  # fmt: skip
+    """Episodes per (harness, reward bin) of the selected episodes with a reward: columns
+    harness ('?' for none), bin (0..REWARD_BINS-1, reward 1.0 in the last), lo, episodes."""
+    import pandas as pd
+
+    where, params = _runs_where(f, matching)
+    params.update(h=settings_hash, nb=REWARD_BINS)
+    reward = RUNS_SORTS["reward"]
+    b = (
+        f"CAST(FLOOR({reward} * :nb) AS INTEGER)"
+        if _dialect(session) != "sqlite"
+        else (f"CAST({reward} * :nb AS INTEGER)")
+    )
+    cond = f"{reward} IS NOT NULL"
+    where = f"{where} AND {cond}" if where else f"WHERE {cond}"
+    sql = (
+        f"SELECT COALESCE(e.harness, '?') AS harness, {b} AS bin, COUNT(*) AS episodes "  # noqa: S608
+        f"{_FROM_RUNS} {where} GROUP BY COALESCE(e.harness, '?'), {b}"
+    )
+    df = _read(session, sql, **params)
+    if df.empty:
+        return pd.DataFrame(columns=["harness", "bin", "lo", "episodes"])
+    df["bin"] = df["bin"].clip(0, REWARD_BINS - 1).astype(int)
+    df = df.groupby(["harness", "bin"], as_index=False)["episodes"].sum()
+    df["lo"] = df["bin"] / REWARD_BINS
+    return (
+        df[["harness", "bin", "lo", "episodes"]]
+        .sort_values(["harness", "bin"])
+        .reset_index(drop=True)
+    )
+
+
+def _dialect(session: Session) -> str:
+    return session.get_bind().dialect.name
+
+
+def group_advantages(
+    session: Session, settings_hash: str, f: EpisodeFilter = EpisodeFilter(),
+    matching: Iterable[str] | None = None, max_groups: int = 40,
+) -> tuple[pd.DataFrame, int]:  # fmt: skip
+    """The advantages of the first `max_groups` GRPO groups (task / harness, by name) among the
+    selected episodes, and how many groups have an advantage (`group_frame` in SQL)."""
+    where, params = _runs_where(f, matching)
+    params.update(h=settings_hash, mg=max_groups)
+    g = "COALESCE(e.task_id, '?') || ' / ' || COALESCE(e.harness, '?')"
+    cond = "s.advantage IS NOT NULL"
+    where = f"{where} AND {cond}" if where else f"WHERE {cond}"
+    conn = session.connection()
+    # The group names once (one pass), then the attempts of the first ones (one more).
+    names = sorted(
+        str(v)
+        for v in conn.execute(text(f"SELECT DISTINCT {g} {_FROM_RUNS} {where}"), params).scalars()  # noqa: S608
+    )
+    n = len(names)
+    first = names[:max_groups]
+    for i, name in enumerate(first):
+        params[f"g{i}"] = name
+    wanted = ", ".join(f":g{i}" for i in range(len(first))) or "NULL"
+    sql = f"""
+        SELECT {g} AS "group", e.episode_id, e.task_id, e.harness, e.attempt, s.advantage
+        {_FROM_RUNS} {where} AND {g} IN ({wanted})
+        ORDER BY 1, e.attempt, e.episode_id
+    """  # noqa: S608
+    df = _read(session, sql, **params)
+    df["advantage"] = df["advantage"].astype(float)
+    return df, int(n or 0)

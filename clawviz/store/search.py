@@ -122,45 +122,122 @@ def _ensure_fts(session: Session) -> None:
         )
 
 
-def _unindexed_calls(session: Session) -> list[tuple]:
-    return list(
+def _pending_calls(session: Session, limit: int) -> list[tuple]:
+    """The pending calls (`search_pending`) of the episodes of up to `limit` pending calls,
+    whole episodes in call order: a reply re-sent as history later in its episode is found in
+    the same batch, so it stays the reply's document (not a new message)."""
+    some = list(
         session.execute(
             text(
-                'SELECT c.call_id, c.episode_id, c.message_hashes, c.response_json FROM "call" c '
-                "WHERE NOT EXISTS (SELECT 1 FROM search_doc d "
-                "WHERE d.kind = 'call' AND d.key = c.call_id) "
-                "ORDER BY c.episode_id, c.seq, c.t_request, c.source_file, c.line"
+                'SELECT DISTINCT c.episode_id FROM "call" c JOIN (SELECT call_id FROM '
+                "search_pending LIMIT :n) p ON p.call_id = c.call_id"
+            ),
+            {"n": limit},
+        ).scalars()
+    )
+    if not some:
+        return []
+    cols = "c.call_id, c.episode_id, c.message_hashes, c.response_json"
+    order = " ORDER BY c.episode_id, c.seq, c.t_request, c.source_file, c.line"
+    base = f'SELECT {cols} FROM "call" c JOIN search_pending p ON p.call_id = c.call_id WHERE '
+    out: list[tuple] = []
+    if None in some:
+        out += list(session.execute(text(base + "c.episode_id IS NULL" + order)))
+    named = [e for e in some if e is not None]
+    for i in range(0, len(named), BATCH):
+        part = named[i : i + BATCH]
+        marks = ", ".join(f":e{j}" for j in range(len(part)))
+        out += list(
+            session.execute(
+                text(base + f"c.episode_id IN ({marks})" + order),
+                {f"e{j}": e for j, e in enumerate(part)},
             )
         )
-    )
+    return out
 
 
 def refresh_index(session: Session, progress: Progress | None = None) -> int:
-    """Index the calls the index has not seen; returns how many documents were added."""
+    """Index the calls of the pending queue (filled by a trigger on call inserts, so this
+    never searches for unindexed calls), `BATCH` calls per committed batch; returns how many
+    documents were added. Ingest calls `index_pending` after each file, so a search usually
+    finds the queue empty (one indexed probe)."""
     _ensure_fts(session)
-    calls = _unindexed_calls(session)
-    known = {
-        k for (k,) in session.execute(text("SELECT key FROM search_doc WHERE kind = 'message'"))
-    }
-    first_new = _max_id(session) + 1
-    added = 0
-    for start in range(0, len(calls), BATCH):
-        batch = calls[start : start + BATCH]
-        docs = _batch_docs(session, batch, known)
-        session.execute(SearchDoc.__table__.insert(), docs)
-        added += len(docs)
+    total = session.execute(text("SELECT COUNT(*) FROM search_pending")).scalar_one()
+    added = done = 0
+    while batch := _pending_calls(session, BATCH):
+        added += _index_batch(session, batch)
+        session.commit()
+        done += len(batch)
         if progress:
-            progress(min(start + BATCH, len(calls)), len(calls))
-    if added and _is_sqlite(session):
-        session.execute(
-            text(
-                "INSERT INTO search_fts(rowid, text) SELECT id, text FROM search_doc "
-                "WHERE id >= :first"
-            ),
-            {"first": first_new},
-        )
+            progress(min(done, total), max(total, done))
     session.commit()
     return added
+
+
+def index_pending(session: Session) -> int:
+    """`refresh_index` for ingest's end of a file: the calls it just wrote, in batches; never
+    fails the ingest (on an error the calls stay queued for the next file or search)."""
+    try:
+        return refresh_index(session)
+    except Exception:  # noqa: BLE001 - the index catches up later; the calls are stored
+        session.rollback()
+        return 0
+
+
+def _index_batch(session: Session, batch: list[tuple]) -> int:
+    """Write the documents of one batch of pending calls and dequeue them (one transaction)."""
+    first_new = _max_id(session) + 1
+    ids = [c[0] for c in batch]
+    # A call indexed already (by a parallel process, or before the queue): its documents stand.
+    done = _indexed(session, ids)
+    todo = [c for c in batch if c[0] not in done]
+    docs = _batch_docs(session, todo, _known(session, todo))
+    if docs:
+        session.execute(SearchDoc.__table__.insert(), docs)
+        if _is_sqlite(session):
+            session.execute(
+                text(
+                    "INSERT INTO search_fts(rowid, text) SELECT id, text FROM search_doc "
+                    "WHERE id >= :first"
+                ),
+                {"first": first_new},
+            )
+    for i in range(0, len(ids), BATCH):
+        part = ids[i : i + BATCH]
+        marks = ", ".join(f":c{j}" for j in range(len(part)))
+        session.execute(
+            text(f"DELETE FROM search_pending WHERE call_id IN ({marks})"),  # noqa: S608
+            {f"c{j}": c for j, c in enumerate(part)},
+        )
+    return len(docs)
+
+
+def _in_list(session: Session, sql: str, values: list[str]) -> set[str]:
+    out: set[str] = set()
+    for i in range(0, len(values), BATCH):
+        part = values[i : i + BATCH]
+        marks = ", ".join(f":v{j}" for j in range(len(part)))
+        rows = session.execute(text(sql.format(marks)), {f"v{j}": v for j, v in enumerate(part)})
+        out.update(r[0] for r in rows)
+    return out
+
+
+def _indexed(session: Session, call_ids: list[str]) -> set[str]:
+    sql = "SELECT key FROM search_doc WHERE kind = 'call' AND key IN ({})"
+    return _in_list(session, sql, call_ids)
+
+
+def _known(session: Session, batch: list[tuple]) -> set[str]:
+    """The message hashes of this batch's requests and replies already in the index (an
+    indexed lookup per batch, never the whole index in memory)."""
+    hashes: set[str] = set()
+    for _call_id, _episode_id, hashes_json, response_json in batch:
+        hashes.update(_loads(unpack_text(hashes_json)) or [])
+        reply = _loads(unpack_text(response_json))
+        if isinstance(reply, dict):
+            hashes.add(message_hash(reply))
+    sql = "SELECT key FROM search_doc WHERE kind = 'message' AND key IN ({})"
+    return _in_list(session, sql, sorted(hashes))
 
 
 def _max_id(session: Session) -> int:

@@ -6,7 +6,8 @@ changes when either does; objects that should not be hashed are passed with a le
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 import streamlit as st
@@ -80,6 +81,78 @@ def ensure_analysed(url: str, settings_hash: str, _settings: Settings) -> None:
 def episodes(url: str, settings_hash: str) -> pd.DataFrame:
     with _session(url) as s:
         return queries.episodes_frame(s, settings_hash)
+
+
+@st.cache_data(show_spinner=False)
+def runs_options(url: str, settings_hash: str) -> dict[str, list[str]]:
+    """What the Runs filters offer (`queries.runs_options`: distinct values, by SQL)."""
+    with _session(url) as s:
+        return queries.runs_options(s, settings_hash)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def runs_aggregates(
+    url: str, settings_hash: str, view_key: str
+) -> tuple[queries.RunsSummary, pd.DataFrame]:
+    """The counts and reason counts of one Runs view (`view_key`: `runs_view_key`), one pass."""
+    q = runs_query_of(view_key)
+    with _session(url) as s:
+        return queries.runs_aggregates(s, settings_hash, q.filter, q.matching)
+
+
+def runs_summary(url: str, settings_hash: str, view_key: str) -> queries.RunsSummary:
+    """The counts of one Runs view (`runs_aggregates`)."""
+    return runs_aggregates(url, settings_hash, view_key)[0]
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def runs_page(url: str, settings_hash: str, view_key: str) -> pd.DataFrame:
+    """One page of the Runs table, cached per store, settings hash and view (filter, search,
+    sort, page): a filter change reads one page, and going back to a view reads nothing."""
+    with _session(url) as s:
+        return queries.runs_page(s, settings_hash, runs_query_of(view_key))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def runs_charts(url: str, settings_hash: str, view_key: str) -> RunsCharts:
+    """The Runs charts' inputs for a view, each an SQL aggregate."""
+    q = runs_query_of(view_key)
+    with _session(url) as s:
+        groups, n_groups = queries.group_advantages(s, settings_hash, q.filter, q.matching)
+        return RunsCharts(
+            runs_aggregates(url, settings_hash, view_key)[1],
+            queries.reward_bins(s, settings_hash, q.filter, q.matching),
+            groups,
+            n_groups,
+        )
+
+
+@dataclass
+class RunsCharts:
+    reasons: pd.DataFrame
+    rewards: pd.DataFrame
+    groups: pd.DataFrame
+    n_groups: int
+
+
+def runs_view_key(q: queries.RunsQuery) -> str:
+    """A Runs query as canonical text: the cache key of its page, summary and charts."""
+    d = asdict(q)
+    d["filter"] = asdict(q.filter)
+    return json.dumps(d, sort_keys=True)
+
+
+def runs_query_of(view_key: str) -> queries.RunsQuery:
+    d = json.loads(view_key)
+    f: dict[str, Any] = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in d.pop("filter").items()
+    }
+    matching = d.pop("matching")
+    return queries.RunsQuery(
+        filter=queries.EpisodeFilter(**f),
+        matching=None if matching is None else tuple(matching),
+        **d,
+    )
 
 
 @st.cache_data(show_spinner=False)

@@ -3,7 +3,9 @@ remembers its episode across pages, and no page asks the internet for anything."
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
@@ -23,6 +25,12 @@ for (const name of ['pushState', 'replaceState']) {
 }
 """
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
+EXPECTED = json.loads((Path(__file__).parents[2] / "sample_logs" / "expected.json").read_text())
+RUNS_ORDER = [
+    e["episode_id"]
+    for e in sorted(EXPECTED["episodes"], key=lambda e: (e["task_id"], e["harness"], e["attempt"]))
+]
+"""The sample episodes in the Runs table's order (task, harness, attempt), from the scenario."""
 
 
 @pytest.fixture(autouse=True)
@@ -76,17 +84,14 @@ def test_back_and_forward_walk_one_selection_at_a_time(app_server, page):
     page.get_by_test_id("stDataFrame").first.wait_for()
     _settle(page)
     _history(page)
+    # One click on a row opens its episode (issue 25 §3), in the same tab.
     click_table_row(page, page.get_by_test_id("stDataFrame").first, 1)
-    link = page.get_by_role("link", name="Open episode")
-    link.wait_for()
-    _settle(page)
-    episode = link.inner_text().rsplit("Open episode", 1)[1].strip()
-    assert _history(page) == []  # selecting a row is no navigation
-    link.click()
     page.wait_for_url("**/episode?episode=*")
+    episode = RUNS_ORDER[1]
     page.wait_for_selector("[data-testid='stPlotlyChart'] .js-plotly-plot .scatterlayer .point")
     _settle(page)
     assert _query(page) == {"episode": [episode]}
+    # One entry for the click: the row's own page link, followed (not st.switch_page: two).
     assert _history(page) == [["pushState", f"/episode?episode={episode}"]]
     default_call = _call_box(page)
 
@@ -192,8 +197,8 @@ def test_filters_push_entries_and_the_episode_is_remembered(app_server, page):
     page.get_by_test_id("stDataFrame").first.wait_for()
     _settle(page)
     # A pasted URL restores the filter.
-    page.get_by_text("episodes · select a row to open it").wait_for()
-    shown = page.get_by_text("episodes · select a row to open it").inner_text()
+    page.get_by_text("episodes · click a row to open it").wait_for()
+    shown = page.get_by_text("episodes · click a row to open it").inner_text()
     assert shown.split(" of ")[0] != shown.split(" of ")[1].split()[0], shown
     _history(page)
     page.get_by_text("Include episodes without reward").click()
