@@ -42,13 +42,23 @@ def _plain(table: str, row: dict) -> dict:
     return row
 
 
+# The change queues of 0009 (clawviz.store.changes) are bookkeeping that did not exist at 0006:
+# a v6 store has none to copy, and 0009 fills them from what it finds (a settings hash takes the
+# full staleness check once). What this test follows is the data, so they are left out.
+QUEUES = frozenset({"analysis_mark", "episode_dirty", "search_pending"})
+
+
+def _tables() -> list:
+    return [t for t in SQLModel.metadata.sorted_tables if t.name not in QUEUES]
+
+
 def _snapshot(url: str) -> dict:
-    """Every row of every table (packed texts unpacked), and every episode's calls and every
-    call's raw request as the store's readers rebuild them."""
+    """Every row of every data table (packed texts unpacked), and every episode's calls and
+    every call's raw request as the store's readers rebuild them."""
     engine = get_engine(url)
     out: dict = {}
     with Session(engine) as s:
-        for table in SQLModel.metadata.sorted_tables:
+        for table in _tables():
             rows = [_plain(table.name, dict(r._mapping)) for r in s.execute(select(table))]
             key = [c.name for c in table.primary_key.columns]
             rows.sort(key=lambda r: tuple(str(r[k]) for k in key))
@@ -71,7 +81,7 @@ def _v6_copy(reference: dict, url: str) -> None:
     meta.reflect(engine)
     escape = NulSafeString()
     with engine.begin() as conn:
-        for table in SQLModel.metadata.sorted_tables:
+        for table in _tables():
             rows = []
             for row in reference[table.name]:
                 if table.name == "meta":
