@@ -757,6 +757,7 @@ def _load_targets(
         if pool is not None and index in pool.jobs:
             # Read by a worker; written here (SQLite) or by the worker (PostgreSQL).
             out.files.append(_load_pooled(pool, index, session, out, seen, episodes))
+            search.index_pending(session)  # in target order, as below
             done += size
             if progress:
                 progress(done, total, target.display)

@@ -223,10 +223,15 @@ def link_sessions(
     query = select(Episode).where(
         Episode.source_kind == "transcript", col(Episode.primary_episode).is_(None)
     )
-    transcripts = list(session.exec(query))
+    # In episode-id order, whatever order the rows were written in (parallel writers), so the
+    # links and each wire episode's cross-check come out the same for any ingest.
+    transcripts = sorted(session.exec(query), key=lambda e: e.episode_id)
     if not transcripts:
         return []
-    wires = list(session.exec(select(Episode).where(Episode.source_kind == "exchange")))
+    wires = sorted(
+        session.exec(select(Episode).where(Episode.source_kind == "exchange")),
+        key=lambda e: e.episode_id,
+    )
     load = _Loader(session)
     links: list[tuple[str, str, str]] = []
     for ep_t in transcripts:
@@ -240,8 +245,12 @@ def link_sessions(
         hits = [(w, why) for w in cands if (why := same_session(t, load(w))) is not None]
         if not hits:
             continue
-        # The wire episode holding most of the transcript's replies.
-        ep_w, why = max(hits, key=lambda h: len(set(t.replies) & set(load(h[0]).replies)))
+        # The wire episode holding most of the transcript's replies; on a tie (a resumed
+        # session re-sends the replies of the one it resumes) the first in episode-id order.
+        ep_w, why = min(
+            hits,
+            key=lambda h: (-len(set(t.replies) & set(load(h[0]).replies)), h[0].episode_id),
+        )
         ep_t.primary_episode = ep_w.episode_id
         try:
             check = cross_check(session, t, load(ep_w), settings)
