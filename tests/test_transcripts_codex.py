@@ -96,3 +96,75 @@ def test_gzipped_session_files_load_like_plain_ones(tmp_path):
     read = read_transcript(cut)
     assert any("gzip stream ends early" in reason for _, reason, _ in read.rejects)
     assert read.format == CODEX_FORMAT
+
+
+def _wire_bodies(folder: Path) -> list[dict]:
+    """The request bodies the proxy logged for a recording (the wire, not clawviz's replay)."""
+    out = []
+    for line in (folder / "exchanges.jsonl").read_text().splitlines():
+        body = json.loads(line)["request"]["body"]
+        out.append(json.loads(body) if isinstance(body, str) else body)
+    return out
+
+
+def _text(item: dict) -> str:
+    """The text of a wire input item or a replayed message (its parts, joined)."""
+    return "".join(part["text"] for part in item["content"])
+
+
+def test_base_instructions_go_where_the_release_that_wrote_the_rollout_put_them(tmp_path):
+    """0.160.0 sends the base instructions in the request's `instructions` field, 0.169.1 and
+    0.171.0 as the first developer message of `input` (the logged requests say so); the replay
+    follows the rollout's own session_meta.cli_version, not where the file lies."""
+    from clawviz.ingest.transcripts.codex import instructions_layout
+
+    layouts = {
+        v: instructions_layout({"cli_version": v})
+        for v in ("0.160.0", "0.168.9", "0.169.1", "0.171.0", "0.0.0", "dev", None)
+    }
+    assert layouts == {
+        "0.160.0": "field",
+        "0.168.9": "field",
+        "0.169.1": "message",
+        "0.171.0": "message",
+        "0.0.0": "message",
+        "dev": "message",
+        None: "message",
+    }
+
+    old = RECORDED.parent / "codex-0.160.0" / "failed-call-compaction"
+    new = RECORDED.parent / "codex-0.169.1" / "failed-call-compaction"
+    for folder in (old, new):
+        meta = json.loads((folder / "rollout.jsonl").read_text().splitlines()[0])["payload"]
+        base = meta["base_instructions"]["text"]
+        wire = _wire_bodies(folder)
+        calls = read_transcript(folder / "rollout.jsonl").calls
+        first = calls[0]
+        opening = base.split("\n")[0]
+        if folder is old:
+            # the wire: the `instructions` field (trimmed, same opening), then the items
+            assert all(b["instructions"].split("\n")[0] == opening for b in wire)
+            assert all(c.system == base for c in calls)
+            n = 0
+        else:
+            # the wire: no `instructions`; the first input item is the (trimmed) base
+            assert all("instructions" not in b for b in wire)
+            assert all(_text(b["input"][0]).split("\n")[0] == opening for b in wire)
+            assert all(c.system == "" and _text(c.messages[0]) == base for c in calls)
+            n = 1
+        assert len(first.messages) == len(wire[0]["input"])
+        assert {_text(c.messages[n]) for c in calls} == {_text(b["input"][n]) for b in wire}
+        assert {c.messages[n]["role"] for c in calls} == {"system"}
+
+    # the same 0.160.0 rollout, told it was written by 0.171.0, replays to the later layout
+    lines = (old / "rollout.jsonl").read_text().splitlines()
+    head = json.loads(lines[0])
+    base = head["payload"]["base_instructions"]["text"]
+    head["payload"]["cli_version"] = "0.171.0"
+    moved = tmp_path / "codex-0.160.0" / "rollout.jsonl"
+    moved.parent.mkdir()
+    moved.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    relabelled = read_transcript(moved).calls
+    assert relabelled[0].system == ""
+    assert _text(relabelled[0].messages[0]) == base
+    assert len(relabelled[0].messages) == len(_wire_bodies(old)[0]["input"]) + 1

@@ -95,16 +95,6 @@ KNOWN_WRONG: dict[str, dict[str, str]] = {
             "[d1]): " + _OC82_AFTER_COMPACTION
         ),
     },
-    "codex-0.160.0/failed-call-compaction": {
-        "test_codex_rollout_rebuilds_the_requests_codex_sent": (
-            "Codex 0.160.0 sends its base instructions in the request's `instructions` field, "
-            "not as the first developer message (0.169.1 and 0.171.0 do): the wire call of m1 "
-            "(line 2) has messages [developer, user, user], but clawviz's replay of the rollout "
-            "(call L9, and every later one) puts session_meta.base_instructions first as its "
-            "own system message, [system, developer, user, user], so past the first message "
-            "no logged request matches it (the wire's reconstruction of the episode is right)"
-        ),
-    },
 }
 
 

@@ -8,14 +8,18 @@ response, with its `response_id` and usage), `compacted` (after a compaction: th
 `message` and the `replacement_history` the next requests start from) and others this reader
 does not need.
 
-Replay (what Codex 0.171 sends, checked against recordings of the same runs in
-tests/data/recorded/codex-0.171.0): a request is the base instructions as a first developer
-message (as `session_meta` keeps them; the text sent can be shorter, Codex drops sections about
-tools it did not offer, e.g. `## Planning`), then every response item so far
-(`replacement_history` after a compaction). The items between one model response's start and
-its `token_usage_record` are that response. A response
-whose id a later `compacted` record names is the compaction call: its request is the history
-plus Codex's compaction prompt (not written down; its fixed first sentence stands in, marked
+Replay (what Codex sends, checked against recordings of the same runs in
+tests/data/recorded/codex-<version>): a request is the base instructions (as `session_meta`
+keeps them; the text sent can be shorter, Codex drops sections about tools it did not offer,
+e.g. `## Planning`), then every response item so far (`replacement_history` after a
+compaction). Where the base instructions go depends on the release that wrote the rollout
+(`session_meta.cli_version`, `instructions_layout`): 0.169 and later send them as the first
+developer message of `input`; 0.160 sends them in the request's `instructions` field, so the
+replayed call has them as its system text and its messages start at the first response item
+(a missing or unreadable version takes the later layout). The items between one model
+response's start and its `token_usage_record` are that response. A response whose id a later
+`compacted` record names is the compaction call: its request is the history plus Codex's
+compaction prompt (not written down; its fixed first sentence stands in, marked
 `synthetic_request`). Every thread file of one session (main and sub-agents) shares the
 session's episode; sub-agent calls are recognised later the way wire calls are (their first
 user text is a parent's `spawn_agent` message). Retries and failed requests never reach a
@@ -49,6 +53,11 @@ COMPACTION_PROMPT = (
 )
 """The first sentences of Codex's compaction prompt (the rest is not in the rollout)."""
 
+MESSAGE_LAYOUT_SINCE = (0, 169)
+"""The first release known to send the base instructions as the first developer message of
+`input` (recorded: 0.169.1, 0.171.0); older ones send them in `instructions` (recorded: 0.160.0;
+0.161-0.168 are not recorded and taken to be like 0.160)."""
+
 _ASSISTANT_ITEMS = {
     "function_call",
     "custom_tool_call",
@@ -77,6 +86,27 @@ def looks_like_codex(records: list[dict[str, Any]]) -> bool:
                 return True
     typed = [r for r in records[:50] if r.get("type") in _RECORD_TYPES and "payload" in r]
     return bool(typed) and any(r.get("type") == "response_item" for r in typed)
+
+
+def _release(version: Any) -> tuple[int, ...] | None:
+    """`cli_version` as numbers (`0.160.0` -> (0, 160, 0)); None when it is missing, not a
+    plain dotted release, or a source build's `0.0.0`."""
+    if not isinstance(version, str):
+        return None
+    parts = version.strip().split("-")[0].split(".")
+    if not all(p.isdigit() for p in parts) or not any(int(p) for p in parts):
+        return None
+    return tuple(int(p) for p in parts)
+
+
+def instructions_layout(meta: dict[str, Any]) -> str:
+    """Where the release that wrote this rollout put its base instructions in a request:
+    `"field"` (the request's `instructions`, before `MESSAGE_LAYOUT_SINCE`) or `"message"` (a
+    first developer message of `input`; also for a missing or unknown version)."""
+    release = _release(meta.get("cli_version"))
+    if release is not None and release < MESSAGE_LAYOUT_SINCE:
+        return "field"
+    return "message"
 
 
 def _is_response_side(item: dict[str, Any]) -> bool:
@@ -154,11 +184,22 @@ def read_codex(path: str | Path, lines: list[Line], rejects: list[Reject]) -> Tr
     meta, body = _split_meta(lines, rejects)
     thread_id = str(meta.get("id") or Path(path).stem)
     episode_id = str(meta.get("session_id") or meta.get("parent_thread_id") or thread_id)
-    base = (meta.get("base_instructions") or {}).get("text")
-    head = [
-        {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": base}]}
-    ]
-    history: list[dict[str, Any]] = list(head) if base else []
+    base_raw = meta.get("base_instructions")
+    base = base_raw.get("text") if isinstance(base_raw, dict) else None
+    base = base if isinstance(base, str) and base else None
+    system = ""
+    head: list[dict[str, Any]] = []
+    if base and instructions_layout(meta) == "field":
+        system = base
+    elif base:
+        head = [
+            {
+                "type": "message",
+                "role": "developer",
+                "content": [{"type": "input_text", "text": base}],
+            }
+        ]
+    history: list[dict[str, Any]] = list(head)
     compacted_ids = {
         str(ln.record["payload"].get("compaction_response_id"))
         for ln in body
@@ -198,6 +239,7 @@ def read_codex(path: str | Path, lines: list[Line], rejects: list[Reject]) -> Tr
                 episode_id=episode_id,
                 harness="codex",
                 model=model,
+                system=system,
                 messages=_messages(request),
                 response=responses_group_message(pending) if pending else None,
                 usage=usage_of(u, _USAGE_KEYS),
@@ -229,7 +271,7 @@ def read_codex(path: str | Path, lines: list[Line], rejects: list[Reject]) -> Tr
             if pending:
                 emit(ln, p)
         elif kind == "compacted":
-            _compact(history, head if base else [], p, ln.number, notes)
+            _compact(history, head, p, ln.number, notes)
         else:
             continue
         t_before = parse_time(r.get("timestamp"))
