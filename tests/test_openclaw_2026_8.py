@@ -91,6 +91,10 @@ def test_a_retry_reply_re_sent_after_its_failed_turn_placeholder_continues_the_r
     )
     assert _parents(e)[c1.call_id] == b1.call_id
     assert _parents(e, match_rules=False)[c1.call_id] is None
+    # The retry prompt is left out of b1's own view, so c1 continues it as a prefix (no
+    # alignment edit is needed).
+    assert [i.code for i in match_view(b1.messages)[1]] == ["openclaw_unkept_prompt"]
+    assert c1.call_id not in build_call_tree(e.calls).edits
     view, why = match_view(c1.messages)
     assert [i.code for i in why] == ["openclaw_joined_placeholder"]
     assert view[2]["content"] == [{"type": "text", "text": reply}]
