@@ -66,6 +66,8 @@ def test_rule_codes_are_listed():
         "openclaw_rerendered_prompt",
         "openclaw_hidden_heartbeat",
         "openclaw_queued_prompt",
+        "openclaw_joined_placeholder",
+        "openclaw_joined_flush_prompt",
         "merged_assistant",
     }
 

@@ -14,6 +14,7 @@ from functools import lru_cache
 
 from clawviz.recon.canonical import block_text, match_key, normalize_ws, with_prefixes
 from clawviz.recon.markers import (
+    AFTER_COMPACTION,
     ALL_IGNORE_PATTERNS,
     CallText,
     Marker,
@@ -213,6 +214,10 @@ def classify_calls(tree: CallTree) -> Classification:
         gt = _ground_truth(call, marker)
         cr = _rule_role(tree, call, text, marker, gt, roles, walk.spawns, main_identity, main_tools)
         cr = _link_role(tree, call, text, cr, gt, roles, walk)
+        if marker is not None and parent is None and marker.evidence.startswith(AFTER_COMPACTION):
+            # A heartbeat or memory flush that is the first request on a compacted history
+            # (rule `maintenance_after_compaction`): linked to the summary it continues.
+            cr.linked_call = _find_summary(tree, call, walk.summaries, walk.summary_snippets)
         if cr.role == "main" and main_root is None and parent is None:
             main_root = cid
             if main_identity is None:
@@ -391,16 +396,20 @@ def _assign_segments(tree: CallTree, roles: dict[str, CallRole]) -> int:
         anc = tree.parent[cid]
         while anc is not None and roles[anc].role != "main":
             anc = tree.parent[anc]
-        if cr.continuation and anc is None:
+        via = None if cr.continuation or anc is not None else _maintenance_root(tree, roles, cid)
+        if (cr.continuation or via is not None) and anc is None:
+            # Below a maintenance turn that was the first request on a compacted history, the
+            # first main call starts that compaction's segment (`maintenance_after_compaction`).
+            link = cr.linked_call if via is None else roles[via].linked_call
             head = _first_message_key(call)
-            same = [seg for key, seg in by_summary.get(cr.linked_call or "", []) if key == head]
-            if cr.linked_call is not None and same:
+            same = [seg for key, seg in by_summary.get(link or "", []) if key == head]
+            if link is not None and same:
                 cr.segment = same[0]
                 continue
             top += 1
             cr.segment = top
-            if cr.linked_call is not None:
-                by_summary.setdefault(cr.linked_call, []).append((head, top))
+            if link is not None:
+                by_summary.setdefault(link, []).append((head, top))
         elif anc is not None and roles[anc].segment is not None:
             cr.segment = roles[anc].segment
         else:
@@ -411,6 +420,18 @@ def _assign_segments(tree: CallTree, roles: dict[str, CallRole]) -> int:
                 top = max(top, 0)
                 cr.segment = top
     return top + 1
+
+
+def _maintenance_root(tree: CallTree, roles: dict[str, CallRole], cid: str) -> str | None:
+    """The root above `cid` when it is a tip extension linked to a summary (a heartbeat or
+    memory flush sent first on a compacted history) and only tip extensions lie between."""
+    p = tree.parent[cid]
+    while p is not None and roles[p].role in TIP_EXTENSIONS:
+        if tree.parent[p] is None:
+            link = roles[p].linked_call
+            return p if link is not None and roles[link].role == "aux_summary" else None
+        p = tree.parent[p]
+    return None
 
 
 def _assign_threads(tree: CallTree, roles: dict[str, CallRole]) -> None:

@@ -63,7 +63,8 @@ EDIT_RULES: tuple[EditRule, ...] = (
         "dropped harness prompt",
         "view",
         "OpenClaw's own turn prompt (its retry after a failed call, a sub-agent's completion "
-        "notice) is sent for one model call and not kept",
+        "notice) is sent for one model call and not kept (2026.8's retry prompt `Continue from "
+        "the current transcript after the latest tool result.`: compaction-after-failure, b1)",
         f"{OC}/gateway-session (m4-a2, ann1)",
     ),
     EditRule(
@@ -78,7 +79,8 @@ EDIT_RULES: tuple[EditRule, ...] = (
         "re-rendered prompt",
         "view",
         "OpenClaw keeps its sub-agents-settled prompt under an inter-session header and its "
-        "heartbeat prompt as the poll line",
+        "heartbeat prompt as the poll line (2026.8's heartbeat prompt, the poll line, the "
+        "event and the monitor prompt, too: heartbeat-after-compaction, hb)",
         f"{OC}/gateway-session (m7, hb)",
     ),
     EditRule(
@@ -104,6 +106,24 @@ EDIT_RULES: tuple[EditRule, ...] = (
         "a heartbeat answered NO_REPLY is hidden from the main history; a flush's private copy "
         "keeps its poll line joined to the next user message",
         f"{OC}/gateway-session (flush)",
+    ),
+    EditRule(
+        "openclaw_joined_placeholder",
+        "placeholder joined to the reply",
+        "view",
+        "OpenClaw 2026.8 re-sends the reply of a retry after a failed turn with the failed "
+        "turn's placeholder line `[assistant turn failed before producing content]` before it; "
+        "the reply is read without that line",
+        "openclaw-2026.8.2/compaction-after-failure (flush2, hb, c1: b1's reply)",
+    ),
+    EditRule(
+        "openclaw_joined_flush_prompt",
+        "joined flush prompt",
+        "view",
+        "OpenClaw 2026.8 re-sends its memory flush's prompt `Continue the OpenClaw runtime "
+        "event.` joined to the prompt after it (a sub-agent announce, the heartbeat poll line) "
+        "in one user message; it is read as the two messages the request that sent them had",
+        "openclaw-2026.8.2/compaction-after-failure (b-500, b-overflow: ann's prompts; c1: hb's)",
     ),
     EditRule(
         "openclaw_send_time",
@@ -160,6 +180,15 @@ EDIT_RULES: tuple[EditRule, ...] = (
         "where a turn failed the harness re-sends a placeholder (an empty assistant message, a "
         "synthetic error tool result) that the parent's request did not hold",
         "tests/test_edits.py (OpenClaw after a compaction, issue 29)",
+    ),
+    EditRule(
+        "openclaw_flush_private_copy",
+        "flush's private copy without tool turns",
+        "history",
+        "OpenClaw 2026.8 runs a memory flush (flush prompt in the system prompt) on a private "
+        "copy of the history that leaves out the tool calls and tool results; its parent is the "
+        "latest call whose request plus reply, without those messages, the copy starts with",
+        "openclaw-2026.8.2/compaction-after-failure (flush1 under a2)",
     ),
     EditRule(
         "rerendered_summary_head",

@@ -56,6 +56,8 @@ class HarnessMarkers:
     heartbeat_last_user: tuple[re.Pattern[str], ...] = ()
     cron_first_user: tuple[re.Pattern[str], ...] = ()
     memory_flush_last_user: tuple[re.Pattern[str], ...] = ()
+    memory_flush_system: tuple[re.Pattern[str], ...] = ()
+    """Matched on the system text (OpenClaw 2026.8 puts its flush prompt there)."""
     subagent_result_user: tuple[re.Pattern[str], ...] = ()
     retry_last_user: tuple[re.Pattern[str], ...] = ()
     wrapper_user: tuple[re.Pattern[str], ...] = ()
@@ -144,9 +146,17 @@ HARNESS_MARKERS: tuple[HarnessMarkers, ...] = (
             _DATE + r"Follow the heartbeat monitor scratch context when provided\.",
             # How 2026.9 keeps that prompt in its transcript (a replayed heartbeat ends here).
             _DATE + r"\[OpenClaw heartbeat poll\]\s*$",
+            # 2026.8: the poll line, the event, then the monitor prompt (after a compaction
+            # wrapped as a queued user message; openclaw-2026.8.2/heartbeat-after-compaction).
+            r"(?m)^\[OpenClaw heartbeat poll\]\s*\n.*?Follow the heartbeat monitor scratch "
+            r"context when provided\.",
         ),
         cron_first_user=_rx(_DATE + r"\[cron:([^\s\]]+) ([^\]]*)\] "),
         memory_flush_last_user=_rx(_DATE + r"Pre-compaction memory flush\."),
+        # 2026.8 sends the flush prompt in the system prompt's internal-context block (the
+        # last user text is `Continue the OpenClaw runtime event.`; recordings
+        # openclaw-2026.8.2/compaction-after-failure and heartbeat-after-compaction).
+        memory_flush_system=_rx(r"(?m)^Pre-compaction memory flush\."),
         subagent_result_user=_rx(
             r"<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>",
             r"^\s*\[Subagent Context\] Every subagent spawned from this session has now settled",
@@ -418,7 +428,9 @@ def _match_kind(
     if kind == "aux_cron":
         return _hit(m.cron_first_user, t.first_user, memo)
     if kind == "aux_memory_flush":
-        return _first_hit(m.memory_flush_last_user, t.last_user)
+        return _first_hit(m.memory_flush_last_user, t.last_user) or _hit(
+            m.memory_flush_system, t.system, memo, _system_hit
+        )
     return None
 
 
@@ -486,6 +498,8 @@ def _detect(
 
 
 MAINTENANCE_KINDS = ("aux_heartbeat", "aux_memory_flush")
+AFTER_COMPACTION = "after compaction: "
+"""How the evidence of a maintenance marker on a compacted history starts."""
 """Side turns a harness may run directly after a compaction, on the compacted history."""
 
 
@@ -503,8 +517,15 @@ def _maintenance_after_compaction(
         for m in rows:
             hit = _match_kind(kind, m, t, single_user, memo)
             if hit:
-                return Marker(kind=kind, harness=m.harness, evidence=f"after compaction: {hit}")
+                return Marker(kind=kind, harness=m.harness, evidence=AFTER_COMPACTION + hit)
     return None
+
+
+@lru_cache(maxsize=256)
+def is_memory_flush_system(system: str) -> bool:
+    """Whether a system prompt carries a harness's memory-flush marker (OpenClaw 2026.8 sends
+    the flush prompt there; its flush runs on a private copy of the history)."""
+    return bool(system) and any(_first_hit(m.memory_flush_system, system) for m in HARNESS_MARKERS)
 
 
 def is_harness_retry(call: Call, text: CallText | None = None) -> bool:

@@ -64,6 +64,8 @@ DROP_RULES: tuple[DropRule, ...] = (
         "openclaw_unkept_prompt",
         re.compile(
             _DATE + r"(?:Continue the current task from the existing transcript"
+            # 2026.8's wording of the retry prompt (openclaw-2026.8.2/compaction-after-failure).
+            r"|Continue from the current transcript after the latest tool result\."
             r"|A background task completed\. Use this result to reply)",
         ),
         "OpenClaw's own turn prompt (its retry after a failed call, a sub-agent's completion "
@@ -135,6 +137,19 @@ def _heartbeat_kept_form(text: str) -> str | None:
     return "[OpenClaw heartbeat poll]" if _HEARTBEAT.search(text) else None
 
 
+# 2026.8 sends its heartbeat prompt as the poll line, then the event and the monitor prompt;
+# the history keeps the poll line alone (openclaw-2026.8.2/heartbeat-after-compaction, hb).
+_POLL_PROMPT = re.compile(
+    _DATE + r"\[OpenClaw heartbeat poll\]\s*\n.*?Follow the heartbeat monitor scratch context "
+    r"when provided\.",
+    re.DOTALL,
+)
+
+
+def _poll_prompt_kept_form(text: str) -> str | None:
+    return "[OpenClaw heartbeat poll]" if _POLL_PROMPT.search(text) else None
+
+
 def _joined_poll_removed(text: str) -> str | None:
     m = _POLL_JOINED.search(text)
     return (m.group(1) or "") + text[m.end() :] if m else None
@@ -171,12 +186,34 @@ RENDER_RULES: tuple[RenderRule, ...] = (
         "message; it keeps the prompt without that wrapper",
     ),
     RenderRule(
+        "openclaw_rerendered_prompt",
+        _poll_prompt_kept_form,
+        "OpenClaw 2026.8 sends its heartbeat prompt as the poll line followed by the event and "
+        "the monitor prompt (after a compaction wrapped as a queued user message); it keeps the "
+        "poll line alone",
+    ),
+    RenderRule(
         "openclaw_hidden_heartbeat",
         _joined_poll_removed,
         "a heartbeat answered NO_REPLY is hidden from the main history, but a memory flush's "
         "private copy keeps its poll line joined to the next user message",
     ),
 )
+
+PLACEHOLDER_CODE = "openclaw_joined_placeholder"
+PLACEHOLDER_WHY = (
+    "OpenClaw 2026.8 re-sends a reply that followed a failed turn with the failed turn's "
+    "placeholder line before it; the reply is read without it"
+)
+_JOINED_PLACEHOLDER = re.compile(r"^\s*\[assistant turn failed before producing content\]\s*\n")
+
+SPLIT_CODE = "openclaw_joined_flush_prompt"
+SPLIT_WHY = (
+    "OpenClaw 2026.8 re-sends its memory flush's prompt `Continue the OpenClaw runtime event.` "
+    "joined to the prompt that came after it (a sub-agent announce, the heartbeat poll line); "
+    "the request that sent them had two messages: it is read as those two"
+)
+_JOINED_FLUSH_PROMPT = re.compile(_DATE + r"Continue the OpenClaw runtime event\.(?=\s*\S)")
 
 MERGE_CODE = "merged_assistant"
 MERGE_WHY = (
@@ -185,17 +222,28 @@ MERGE_WHY = (
 )
 
 RULE_CODES: tuple[str, ...] = tuple(
-    dict.fromkeys([*(r.code for r in DROP_RULES), *(r.code for r in RENDER_RULES), MERGE_CODE])
+    dict.fromkeys(
+        [
+            *(r.code for r in DROP_RULES),
+            *(r.code for r in RENDER_RULES),
+            PLACEHOLDER_CODE,
+            SPLIT_CODE,
+            MERGE_CODE,
+        ]
+    )
 )
+
+
+Decision = tuple[str, tuple[tuple[str, str], ...], tuple[Message, ...]]
+"""("keep" | "drop" | "render" | "split", the (code, why) of the rules that applied, the kept
+form: one message, or two for a split, none for keep and drop)."""
 
 
 @dataclass
 class ViewMemo:
     """Per-episode memo of the per-message decisions (calls re-send the same message objects)."""
 
-    user: dict[int, tuple[str, tuple[tuple[str, str], ...], Message | None]] = field(
-        default_factory=dict
-    )
+    user: dict[int, Decision] = field(default_factory=dict)
     """id(message) -> `_decide(message)`."""
     merged: dict[tuple[int, ...], Message] = field(default_factory=dict)
 
@@ -205,19 +253,63 @@ def _excerpt(text: str) -> str:
     return text[:80] + ("..." if len(text) > 80 else "")
 
 
-def _decide(message: Message) -> tuple[str, tuple[tuple[str, str], ...], Message | None]:
-    """("keep" | "drop" | "render", the (code, why) of the rules that applied, kept form)."""
+def _placeholder_removed(message: Message) -> Message | None:
+    """An assistant message whose text opens with OpenClaw's failed-turn placeholder line and
+    goes on (the reply the retry produced): the message without that line."""
+    content = message.get("content")
+    if isinstance(content, str):
+        m = _JOINED_PLACEHOLDER.match(content)
+        rest = content[m.end() :] if m else ""
+        return {**message, "content": rest} if rest.strip() else None
+    if not isinstance(content, list) or not content:
+        return None
+    first = content[0]
+    if not isinstance(first, dict) or first.get("type") != "text":
+        return None
+    text = str(first.get("text", ""))
+    m = _JOINED_PLACEHOLDER.match(text)
+    if m is None:
+        return None
+    rest = text[m.end() :]
+    blocks = ([{**first, "text": rest}] if rest.strip() else []) + list(content[1:])
+    return {**message, "content": blocks} if blocks else None
+
+
+def _decide(message: Message) -> Decision:
+    """How the harness keeps `message` (`Decision`)."""
+    if message.get("role") == "assistant":
+        kept_reply = _placeholder_removed(message)
+        if kept_reply is None:
+            return "keep", (), ()
+        return "render", ((PLACEHOLDER_CODE, PLACEHOLDER_WHY),), (kept_reply,)
     if message.get("role") != "user":
-        return "keep", (), None
+        return "keep", (), ()
     content = message.get("content")
     if isinstance(content, list):
         for b in content:
             if isinstance(b, dict) and b.get("type") not in ("text", None):
-                return "keep", (), None  # tool results and images are history
+                return "keep", (), ()  # tool results and images are history
     text = block_text(content)
     for drop in DROP_RULES:
         if drop.pattern.search(text):
-            return "drop", ((drop.code, drop.why),), None
+            return "drop", ((drop.code, drop.why),), ()
+    split = _JOINED_FLUSH_PROMPT.match(text)
+    if split is not None:
+        rest, applied = _rendered(text[split.end() :].strip())
+        parts = (_user(split.group(0).strip()), _user(rest))
+        return "split", ((SPLIT_CODE, SPLIT_WHY), *applied), parts
+    text, applied = _rendered(text)
+    if not applied:
+        return "keep", (), ()
+    return "render", tuple(applied), (_user(text),)
+
+
+def _user(text: str) -> Message:
+    return {"role": "user", "content": [{"type": "text", "text": text}]}
+
+
+def _rendered(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """A user text in its kept form by the render rules, and the (code, why) that applied."""
     applied: list[tuple[str, str]] = []
     for rule in RENDER_RULES:
         kept = rule.render(text)
@@ -225,9 +317,7 @@ def _decide(message: Message) -> tuple[str, tuple[tuple[str, str], ...], Message
             continue
         applied.append((rule.code, rule.why))
         text = kept
-    if not applied:
-        return "keep", (), None
-    return "render", tuple(applied), {"role": "user", "content": [{"type": "text", "text": text}]}
+    return text, applied
 
 
 def _merge(a: Message, b: Message, memo: ViewMemo) -> Message:
@@ -320,7 +410,9 @@ class ViewWalker:
                     dropped = True
                     snaps.append((len(out), out[-1] if out else None, len(ignored), True, True))
                     continue
-                m = kept or m
+                if kind == "split":
+                    out.append(kept[0])
+                m = kept[-1]
             if (
                 dropped
                 and m.get("role") == "assistant"

@@ -23,7 +23,7 @@ from clawviz.recon.edits import (
     align_history,
     dropped_tools,
 )
-from clawviz.recon.markers import ALL_IGNORE_PATTERNS
+from clawviz.recon.markers import ALL_IGNORE_PATTERNS, is_memory_flush_system
 from clawviz.recon.matchview import Ignored, ViewWalker
 from clawviz.types import Call, Message
 from clawviz.types import call_order_key as order_key
@@ -250,6 +250,43 @@ def _aligned_parent(
     return best
 
 
+def _tool_only(message: Message, items: ItemMemo) -> bool:
+    """A message of tool calls or tool results only (an assistant message of only tool calls,
+    a tool result message)."""
+    its = items(message)[1]
+    return bool(its) and all(i[0] in _TOOL_ITEMS for i in its)
+
+
+def _private_copy_parent(
+    msgs: list[Message],
+    owners: list[tuple[str, list[Message]]],
+    items: ItemMemo,
+    covered: int,
+) -> tuple[str, Alignment] | None:
+    """The parent of a memory flush whose private copy of the history left out the tool calls
+    and results (rule `openclaw_flush_private_copy`, OpenClaw 2026.8): the latest earlier call
+    whose request plus reply, without its tool-only messages, is what `msgs` starts with, the
+    longest such path first. Some tool-only message must be left out, and what is left of the
+    path must be more than the `covered` messages an exact prefix already explains."""
+    best: tuple[str, int, Alignment] | None = None
+    for cid, path in reversed(owners[-_ALIGN_WINDOW:]):
+        if best is not None and len(path) <= best[1]:
+            continue
+        kept = [m for m in path if not _tool_only(m, items)]
+        n_left = len(path) - len(kept)
+        if not n_left or not kept or len(kept) <= covered or len(kept) > len(msgs) - 1:
+            continue
+        if any(items(a) != items(b) for a, b in zip(kept, msgs, strict=False)):
+            continue
+        edit = Edit(
+            "openclaw_flush_private_copy",
+            len(kept),
+            f"{n_left} tool call or tool result message(s) of the parent's history are left out",
+        )
+        best = (cid, len(path), Alignment(len(kept), (edit,)))
+    return (best[0], best[2]) if best else None
+
+
 def _tolerated_text(got: Alignment) -> str:
     """The role reason's note of a parent found by alignment: the rules that explained it."""
     codes = list(dict.fromkeys(e.code for e in got.edits))
@@ -369,13 +406,27 @@ class _Builder:
         self.prev, self.prev_nodes, self.prev_best = msgs, nodes, bests
         return nodes, best, diverged
 
-    def _aligned(self, cid: str, msgs: list[Message], best: str | None, diverged: int | None):
+    def _aligned(self, call: Call, msgs: list[Message], best: str | None, diverged: int | None):
         """`best`, or the earlier call whose request plus reply `msgs` re-sends edited.
 
         Only asked when the trie walk left every earlier path before the last message (no
         earlier request sent that message there, yet more follow: a re-rendered history)."""
         if not self.match_rules or diverged is None or diverged >= len(msgs) - 1:
             return best
+        got = self._aligned_by_rules(call.call_id, msgs, best, diverged)
+        if got is best and is_memory_flush_system(call.system):
+            covered = self.covered.get(best, 0) if best else 0
+            copy = _private_copy_parent(msgs, self.owners, self.items, covered)
+            if copy is not None:
+                self.tolerated[call.call_id] = _tolerated_text(copy[1])
+                self.edits[call.call_id] = copy[1].edits
+                return copy[0]
+        return got
+
+    def _aligned_by_rules(
+        self, cid: str, msgs: list[Message], best: str | None, diverged: int
+    ) -> str | None:
+        """`_aligned` by `edits.align_history` (the candidate's reply is the anchor)."""
         # A diverging message with tool items may be a re-sent one with tool calls dropped, whose
         # reply is then not re-sent as is: every candidate is aligned. Else only candidates
         # whose reply the history holds.
@@ -438,7 +489,7 @@ class _Builder:
         cid = call.call_id
         msgs = self._view(call)
         nodes, best, diverged = self._walk(msgs)
-        best = self._aligned(cid, msgs, best, diverged)
+        best = self._aligned(call, msgs, best, diverged)
         node = nodes[-1] if nodes else 0
         earlier = self._earlier_request(node, call.system, cid) if call.messages else None
         if earlier is not None and self.parent[earlier] != best:
