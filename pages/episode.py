@@ -16,6 +16,7 @@ from clawviz.export import Selection
 from clawviz.figures.layout import tree_layout
 from clawviz.figures.palette import COLOUR_MODES, state_colour
 from clawviz.figures.tree import call_from_selection
+from clawviz.settings import Settings
 from clawviz.types import Call, Role, State
 from clawviz.ui import data, diff_view, history, sections, state
 from clawviz.ui.decision_panel import call_decision, episode_reasons
@@ -32,6 +33,8 @@ from clawviz.ui.pages import WORKSPACE, page_file, run_page
 from clawviz.ui.render import render_message
 
 if TYPE_CHECKING:
+    from streamlit.delta_generator import DeltaGenerator
+
     from clawviz.store.queries import EpisodeRow
 
 WORKSPACE_PAGE = page_file(WORKSPACE)
@@ -41,7 +44,7 @@ KEY_NEXT = "episode_next"
 KEY_SWITCH = "episode_switch"
 
 
-def _fmt(v, signed: bool = False) -> str:
+def _fmt(v: float | None, signed: bool = False) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "—"
     return f"{v:+.3f}" if signed else f"{v:.3f}"
@@ -79,13 +82,27 @@ def runs_order(eps: list[EpisodeRow]) -> tuple[list[str], bool]:
     return history.runs_order(eps, params, matching), bool(params)
 
 
-def episode_switcher(eps: list[EpisodeRow], episode_id: str) -> None:
+TOP_CSS = """<style>
+[data-testid="stMainBlockContainer"]:has(.st-key-episode_top) { padding-top: 2.6rem; }
+.st-key-episode_top h1 { font-size: 1.2rem; padding: 0; margin: 0; white-space: nowrap;
+  overflow: hidden; text-overflow: ellipsis; max-width: 34ch; }
+.st-key-episode_top { row-gap: 0.3rem; }
+</style>"""
+# The Episode page's top row stays one line, so the explorer below it is in view at 1280x720.
+
+
+def top_row() -> DeltaGenerator:
+    """The compact row above the explorer: the episode's title, then the switcher."""
+    st.html(TOP_CSS)
+    return st.container(horizontal=True, vertical_alignment="center", key="episode_top")
+
+
+def episode_switcher(eps: list[EpisodeRow], episode_id: str, row: DeltaGenerator) -> None:
     """Previous / next in the Runs order, and a picker of every episode of that list."""
     order, filtered = runs_order(eps)
     if episode_id not in order:
         order, filtered = [r.episode_id for r in eps], False
     prev_id, next_id = history.neighbours(order, episode_id)
-    row = st.container(horizontal=True, vertical_alignment="bottom")
     row.button(
         "Previous",
         key=KEY_PREV,
@@ -111,7 +128,7 @@ def episode_switcher(eps: list[EpisodeRow], episode_id: str) -> None:
         key=KEY_SWITCH,
         on_change=lambda: open_episode(st.session_state.get(KEY_SWITCH)),
         label_visibility="collapsed",
-        width=420,
+        width=220,
     )
     where = "the Runs filters" if filtered else "the Runs table"
     row.caption(f"{order.index(episode_id) + 1} of {len(order):,} in {where}")
@@ -171,9 +188,23 @@ def on_compare_select() -> None:
     state.set_params(compare=other, section=sections.section_value(sections.SECTION_COMPARE, other))
 
 
+def alerts(view: data.EpisodeView) -> None:
+    """What must not be missed, above the explorer: a failed analysis (rare; shown whole)."""
+    a = view.analysis
+    if a is not None and a.status == "analysis_error":
+        st.error(
+            "The analysis of this episode failed (analysis_error); the other episodes are "
+            "unaffected. The error:"
+        )
+        st.code("\n".join(r.evidence for r in a.reasons), language=None, wrap_lines=True)
+    if view.analysis_error:
+        st.error("The analysis of this episode failed; calls are shown without decisions.")
+        st.code(view.analysis_error, language=None)
+
+
 def header(view: data.EpisodeView) -> None:
+    """The episode's facts, metrics, reasons and notes (below the explorer, in an expander)."""
     ep, a = view.episode, view.analysis
-    st.title(f"Episode {escape_md(ep['episode_id'])}")
     reward = view.reward
     facts = [
         ("Task", ep.get("task_id")),
@@ -201,15 +232,6 @@ def header(view: data.EpisodeView) -> None:
                     + escape_md(r.evidence),
                     icon=":material/account_tree:",
                 )
-    if a is not None and a.status == "analysis_error":
-        st.error(
-            "The analysis of this episode failed (analysis_error); the other episodes are "
-            "unaffected. The error:"
-        )
-        st.code("\n".join(r.evidence for r in a.reasons), language=None, wrap_lines=True)
-    if view.analysis_error:
-        st.error("The analysis of this episode failed; calls are shown without decisions.")
-        st.code(view.analysis_error, language=None)
     if reward is None:
         st.info(
             "This episode has no reward: no verifier result was loaded for it, so it has no "
@@ -418,7 +440,10 @@ def main() -> None:
             st.session_state.pop(state.KEY_LAST_EPISODE, None)
         episode_picker(eps, "Open another episode")
         return
-    episode_switcher(eps, episode_id)
+    row = top_row()
+    row.title(f"Episode {escape_md(episode_id)}", anchor=False)
+    episode_switcher(eps, episode_id, row)
+    alerts(view)
     if not view.calls:
         st.session_state[state.KEY_LAST_EPISODE] = episode_id
         header(view)
@@ -429,8 +454,9 @@ def main() -> None:
     # No URL write here: a write in the run a click started would push a second entry.
     init_selection(episode_id, call_ids, default_call)
 
-    header(view)
     explorer_section(view, url, settings, default_call)
+    with st.expander("Episode facts, reasons and notes", expanded=False):
+        header(view)
     export_panel(
         url, settings, Selection(episode_ids=(episode_id,)), key="episode_export", scope=episode_id
     )
@@ -452,7 +478,9 @@ def main() -> None:
         compare.compare_section(view, settings, on_change=on_compare_select)
 
 
-def explorer_section(view: data.EpisodeView, url: str, settings, default_call: str) -> None:
+def explorer_section(
+    view: data.EpisodeView, url: str, settings: Settings, default_call: str
+) -> None:
     """The client-side explorer (tree and inspector side by side, issue 25), and the download
     of the same explorer as one offline HTML file (`clawviz share`)."""
     from clawviz.ui.explorer import component

@@ -49,3 +49,47 @@ def test_explorer_click_key_and_back_without_rerun(app_server, page):
     assert explorer.evaluate("e => e.__clawvizMark") == 1, "the click and the key reran the page"
     page.go_back()
     page.wait_for_function(SHOWS, arg=[INSPECTOR, target])
+
+
+def _in_view(box, width: int, height: int) -> bool:
+    return (
+        box is not None
+        and box["x"] >= 0
+        and box["y"] >= 0
+        and box["x"] + box["width"] <= width
+        and box["y"] + box["height"] <= height
+    )
+
+
+def test_tree_and_inspector_in_view_at_1280x720(app_server, chromium_browser):
+    """Issue 25: at 1280x720 the tree and the inspector are both in the window without a
+    scroll, and a click and a key change the call the inspector shows."""
+    context = chromium_browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    page.set_default_timeout(150_000)
+    try:
+        page.goto(f"{app_server.url}/episode?episode={EPISODE}")
+        page.wait_for_selector(f"{INSPECTOR}[data-call-id]")
+        wait_for_app_run(page)
+        page.wait_for_timeout(500)
+        inspector = page.locator(INSPECTOR)
+        node = page.locator("g.cvx-node").last
+        assert _in_view(inspector.bounding_box(), 1280, 720), inspector.bounding_box()
+        assert _in_view(node.bounding_box(), 1280, 720), node.bounding_box()
+        assert _in_view(page.locator(".cvx-tree").bounding_box(), 1280, 720)
+        first = inspector.get_attribute("data-call-id")
+        target = node.get_attribute("data-call-id")
+        assert target != first
+        node.click()
+        page.wait_for_function(SHOWS, arg=[INSPECTOR, target], timeout=2_000)
+        page.keyboard.press("k")
+        assert inspector.get_attribute("data-call-id") not in (None, target)
+        page.keyboard.press("?")
+        help_box = page.locator('[data-testid="explorer-help-popover"]')
+        text = help_box.inner_text()
+        for words in ("next / previous call on the path", "parent", "child", "failed",
+                      "pinned", "compaction"):  # fmt: skip
+            assert words in text
+        assert _in_view(help_box.bounding_box(), 1280, 720)
+    finally:
+        context.close()

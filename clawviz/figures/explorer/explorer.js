@@ -388,6 +388,16 @@ function clawvizExplorer(host, payload, opts) {
   });
 
   host.appendChild(root);
+  // The tree and the inspector fill the window below where the explorer starts (both in view
+  // at 1280x720), never less than 360 px; the share page and the app alike.
+  function fitHeight() {
+    var top = body.getBoundingClientRect().top;
+    var h = Math.max(360, Math.floor(window.innerHeight - Math.max(0, top) - 14));
+    body.style.height = h + "px";
+  }
+  fitHeight();
+  on(window, "resize", fitHeight);
+  setTimeout(fitHeight, 250);
   var fit = treePane.clientWidth ? (treePane.clientWidth - 8) / W : 1;
   if (treePane.clientHeight && H * fit > treePane.clientHeight) fit = Math.min(fit, 1);
   zoom = Math.max(0.5, Math.min(1.6, fit));
