@@ -486,7 +486,10 @@ def explorer_section(
     from clawviz.ui.explorer import component
 
     episode_id = view.episode["episode_id"]
-    payload = component.explorer_payload(url, episode_id, settings.settings_hash, settings)
+    prices = str(settings.prices)
+    payload = component.explorer_payload(
+        url, episode_id, settings.settings_hash, settings, prices=prices
+    )
     if payload is None:
         return
     component.episode_explorer(payload, initial=default_call, key="episode_explorer")
@@ -496,7 +499,9 @@ def explorer_section(
     )
     row.download_button(
         "Download as one HTML file",
-        data=component.share_file(url, episode_id, settings.settings_hash, settings, redact),
+        data=component.share_file(
+            url, episode_id, settings.settings_hash, settings, redact, prices
+        ),
         file_name=f"clawviz-{episode_id}{'-redacted' if redact else ''}.html",
         mime="text/html",
         icon=":material/download:",

@@ -7,9 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from clawviz.figures.explorer import build_payload
+from clawviz.settings import Settings
 
 
-def load_payload(session: Any, episode_id: str, settings: Any, *, redact: bool = False) -> dict:
+def load_payload(
+    session: Any, episode_id: str, settings: Settings, *, redact: bool = False
+) -> dict[str, Any]:
     """The payload of a stored episode (raises KeyError for an unknown id)."""
     from clawviz.jobs.analyse import episode_analysis
     from clawviz.store import calls as store
@@ -19,4 +22,4 @@ def load_payload(session: Any, episode_id: str, settings: Any, *, redact: bool =
         raise KeyError(episode_id)
     calls = store.load_calls(session, episode_id)
     analysis = episode_analysis(session, episode_id, settings)
-    return build_payload(episode_id, calls, analysis, redact=redact)
+    return build_payload(episode_id, calls, analysis, redact=redact, prices=settings.prices)

@@ -13,9 +13,11 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
+from clawviz.figures.explorer.cost import call_cost, call_timing, episode_cost
 from clawviz.figures.layout import tree_layout
 from clawviz.recon.calldiff import call_diff, message_lines
-from clawviz.types import Call, EpisodeAnalysis, Message, Role, State, call_label
+from clawviz.settings import Prices
+from clawviz.types import Call, CallDecision, EpisodeAnalysis, Message, Role, State, call_label
 
 PAYLOAD_VERSION = 1
 REDACTED_TOOL_RESULT = "[tool result redacted]"
@@ -88,6 +90,37 @@ def _diff_payload(
     return out
 
 
+EDIT_KEYS = ("rule", "code", "explained", "summary")
+
+
+def history_edits(
+    call: Call, parent: Call | None, decision: CallDecision | None
+) -> list[dict[str, Any]]:
+    """THE HOOK for "History vs parent": how the call's history differs from its parent's
+    request plus reply, one dict per edit with keys `rule` (the rule that explains it, or ""),
+    `code` (a short machine code), `explained` (bool: a known harness rule explains it) and
+    `summary` (one line for a person). The inspector lists them when the list is not empty
+    (explained ones labelled with their rule, unexplained ones highlighted).
+
+    Empty until the reconstruction provides them; this is the one place to fill it."""
+    return []
+
+
+def _edits(call: Call, parent: Call | None, decision: CallDecision | None) -> list[dict[str, Any]]:
+    """`history_edits` checked: exactly the four keys, text as text, `explained` a bool."""
+    out = []
+    for e in history_edits(call, parent, decision):
+        out.append(
+            {
+                "rule": str(e.get("rule") or ""),
+                "code": str(e.get("code") or ""),
+                "explained": bool(e.get("explained")),
+                "summary": str(e.get("summary") or ""),
+            }
+        )
+    return out
+
+
 def _num(v: Any) -> Any:
     if isinstance(v, float) and v != v:  # NaN is not JSON
         return None
@@ -101,8 +134,10 @@ def build_payload(
     *,
     redact: bool = False,
     title: str | None = None,
+    prices: Prices | None = None,
 ) -> dict[str, Any]:
-    """The explorer's JSON payload for one episode (see the module docstring)."""
+    """The explorer's JSON payload for one episode (see the module docstring). `prices` (the
+    `prices` setting) gives each call and the episode a cost; with none, no cost is shown."""
     if redact:
         calls = [redact_call(c) for c in calls]
     layout = tree_layout(calls, analysis)
@@ -121,6 +156,9 @@ def build_payload(
         if parent:
             children.setdefault(parent, []).append(n.call_id)
     out_calls: list[dict[str, Any]] = []
+    starts = [c.t_request for c in calls if c.t_request is not None]
+    t0 = min(starts) if starts else None
+    costs = []
     for n in sorted(layout.nodes, key=lambda n: n.index):
         c = by_id[n.call_id]
         d = decisions.get(n.call_id)
@@ -142,6 +180,8 @@ def build_payload(
             if c.t_response is not None and c.t_request is not None
             else None
         )
+        cost = call_cost(c, prices) if prices else None
+        costs.append(cost)
         out_calls.append(
             {
                 "id": c.call_id,
@@ -181,6 +221,10 @@ def build_payload(
                 "paths": list(n.path_ids),
                 "reward": _num(n.reward),
                 "advantage": _num(n.advantage),
+                "timing": {k: _num(v) for k, v in call_timing(c, t0).items()},
+                "cost": cost.as_dict() if cost else None,
+                "edits": _edits(c, by_id.get(parent) if parent else None, d),
+                "comments": [],
             }
         )
     kept = next(
@@ -199,6 +243,12 @@ def build_payload(
                 for r in (analysis.reasons if analysis else [])
             ],
             "redacted": redact,
+            "task": next((c.task_id for c in calls if c.task_id), None),
+            "harness": next((c.harness for c in calls if c.harness), None),
+            "model": next((c.model for c in calls if c.model), None),
+            "attempt": next((c.attempt for c in calls if c.attempt is not None), None),
+            "advantage": _num(analysis.advantage) if analysis else None,
+            "cost": episode_cost(costs) if prices else None,
         },
         "texts": texts.items,
         "calls": out_calls,

@@ -35,24 +35,39 @@ def episode_explorer(payload: dict[str, Any], *, initial: str | None, key: str) 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def explorer_payload(
-    url: str, episode_id: str, settings_hash: str, _settings: Any, redact: bool = False
+    url: str,
+    episode_id: str,
+    settings_hash: str,
+    _settings: Any,
+    redact: bool = False,
+    prices: str = "",
 ) -> dict[str, Any] | None:
-    """The episode's explorer payload (cached per store, episode, settings and redaction)."""
+    """The episode's explorer payload (cached per store, episode, settings, redaction and the
+    price table's text, `prices`, which is not in the decisions' settings hash)."""
     from clawviz.figures.explorer import build_payload
     from clawviz.ui import data
 
     view = data.episode_view(url, episode_id, settings_hash, _settings)
     if view is None:
         return None
-    return build_payload(episode_id, view.calls, view.analysis, redact=redact)
+    return build_payload(
+        episode_id, view.calls, view.analysis, redact=redact, prices=_settings.prices
+    )
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def share_file(
-    url: str, episode_id: str, settings_hash: str, _settings: Any, redact: bool = False
+    url: str,
+    episode_id: str,
+    settings_hash: str,
+    _settings: Any,
+    redact: bool = False,
+    prices: str = "",
 ) -> str:
     """The `clawviz share` file of the episode, as text."""
     from clawviz.figures.explorer.assets import share_html
 
-    payload = explorer_payload(url, episode_id, settings_hash, _settings, redact)
+    payload = explorer_payload(
+        url, episode_id, settings_hash, _settings, redact, str(_settings.prices)
+    )
     return share_html(payload or {})
