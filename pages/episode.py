@@ -492,7 +492,12 @@ def explorer_section(
     )
     if payload is None:
         return
-    component.episode_explorer(payload, initial=default_call, key="episode_explorer")
+    component.episode_explorer(
+        payload,
+        initial=default_call,
+        key="episode_explorer",
+        comments=component.episode_comments(episode_id),
+    )
     row = st.container(horizontal=True, vertical_alignment="center")
     redact = row.toggle(
         "Redact", key="episode_share_redact", help="Leave out system prompts and tool results."

@@ -224,7 +224,6 @@ def build_payload(
                 "timing": {k: _num(v) for k, v in call_timing(c, t0).items()},
                 "cost": cost.as_dict() if cost else None,
                 "edits": _edits(c, by_id.get(parent) if parent else None, d),
-                "comments": [],
             }
         )
     kept = next(
@@ -256,4 +255,5 @@ def build_payload(
         "paths": layout.paths,
         "kept_path": kept,
         "boundaries": list(layout.boundaries),
+        "comments": {},
     }

@@ -10,6 +10,7 @@ function clawvizExplorer(host, payload, opts) {
   var byId = {};
   calls.forEach(function (c, i) { c._i = i; byId[c.id] = c; });
   var listeners = [];
+  var comments = opts.comments || payload.comments || {};
   var current = null;
   var findTerm = "";
 
@@ -136,6 +137,13 @@ function clawvizExplorer(host, payload, opts) {
       var pin = svg("text", { x: px(c) + 8, y: py(c) - 9, class: "cvx-pin" });
       pin.textContent = "\u2691";
       g.appendChild(pin);
+    }
+    var nc = (comments[c.id] || []).length;
+    if (nc) {
+      var cm = svg("text", { x: px(c) - 17, y: py(c) - 8, class: "cvx-cmark", "data-testid": "comment-mark" });
+      cm.textContent = "\u270e" + (nc > 1 ? nc : "");
+      g.appendChild(cm);
+      title.textContent += " \u00b7 " + nc + (nc === 1 ? " comment" : " comments");
     }
     if (c.compaction) {
       g.appendChild(svg("rect", { x: px(c) - 12, y: py(c) - 12, width: 24, height: 24, class: "cvx-compaction" }));
@@ -368,6 +376,7 @@ function clawvizExplorer(host, payload, opts) {
     kv(tbl, "reward / advantage", dash(num(c.reward)) + " / " + dash(num(c.advantage)));
     kv(tbl, "source", c.source);
     content.appendChild(tbl);
+    content.appendChild(commentBox(c));
 
     if (c.diff) {
       var dsec = pane("Request vs parent (call " + byId[c.diff.parent].label + ")", true);
@@ -422,6 +431,46 @@ function clawvizExplorer(host, payload, opts) {
       if (ev.key === "Escape") { input.blur(); }
     });
     highlight(content, count);
+  }
+
+  function commentBox(c) {
+    var list = comments[c.id] || [];
+    var sec = pane("Comments (" + list.length + ")", list.length > 0 || !!opts.commentError);
+    sec.setAttribute("data-testid", "explorer-comments");
+    list.forEach(function (m) {
+      var item = el("div", "cvx-comment");
+      item.setAttribute("data-testid", "explorer-comment");
+      var who = el("div", "cvx-comment-who", m.reviewer + " \u00b7 " + String(m.created_at).replace("T", " ").replace("+00:00", " UTC"));
+      item.appendChild(who);
+      item.appendChild(el("div", "cvx-comment-text", m.text));
+      sec.appendChild(item);
+    });
+    if (!opts.onComment) {
+      if (!list.length) sec.appendChild(el("div", "cvx-muted", "No comments."));
+      return sec;
+    }
+    var form = el("div", "cvx-comment-form");
+    var name = el("input", "cvx-find-input");
+    name.placeholder = "your name"; name.value = opts.reviewer || "";
+    name.setAttribute("data-testid", "explorer-comment-name");
+    if (opts.reviewerLocked) { name.readOnly = true; name.title = "Signed in (trusted proxy header)"; }
+    var area = el("textarea", "cvx-comment-input");
+    area.placeholder = "A note on call " + c.label; area.rows = 2;
+    area.setAttribute("data-testid", "explorer-comment-text");
+    var send = el("button", "cvx-btn cvx-send", "Add comment");
+    send.setAttribute("data-testid", "explorer-comment-send");
+    var err = el("div", "cvx-comment-err", opts.commentError || "");
+    opts.commentError = "";
+    on(send, "click", function () {
+      var text = area.value.trim(), who = name.value.trim();
+      if (!text) { err.textContent = "Write a comment first."; return; }
+      if (!who) { err.textContent = "Give your name (it is stored with the comment)."; return; }
+      send.disabled = true; err.textContent = "Saving\u2026";
+      opts.onComment({ call_id: c.id, text: text, reviewer: who });
+    });
+    form.appendChild(name); form.appendChild(area); form.appendChild(send); form.appendChild(err);
+    sec.appendChild(form);
+    return sec;
   }
 
   var matchIdx = -1;
@@ -550,7 +599,8 @@ function clawvizExplorer(host, payload, opts) {
   }
   fitHeight();
   on(window, "resize", fitHeight);
-  setTimeout(fitHeight, 250);
+  // The page above may still be settling (a Streamlit run drawing the rows above it).
+  [250, 1000, 3000].forEach(function (ms) { setTimeout(function () { if (root.isConnected) fitHeight(); }, ms); });
   var fit = treePane.clientWidth ? (treePane.clientWidth - 8) / W : 1;
   if (treePane.clientHeight && H * fit > treePane.clientHeight) fit = Math.min(fit, 1);
   zoom = Math.max(0.5, Math.min(1.6, fit));
