@@ -22,8 +22,9 @@ from clawviz.types import Call, CallDecision, EpisodeAnalysis, Message, Role, St
 PAYLOAD_VERSION = 1
 REDACTED_TOOL_RESULT = "[tool result redacted]"
 REDACTED_SYSTEM = "[system prompt redacted]"
-MAX_TEXT = 200_000
-"""Characters of one text kept in the payload; longer texts are cut with a visible note."""
+MAX_TEXT = 1_000_000
+"""Characters of one text kept in the payload; longer texts are cut with a visible note (a
+5 MB message still opens; the inspector shows the first part of a long text with "show all")."""
 
 
 @dataclass
@@ -36,7 +37,10 @@ class _Texts:
     def ref(self, text: str) -> int:
         if len(text) > MAX_TEXT:
             cut = len(text) - MAX_TEXT
-            text = text[:MAX_TEXT] + f"\n… {cut:,} more characters not included …"
+            text = (
+                text[:MAX_TEXT] + f"\n… {cut:,} more characters not included in the explorer "
+                "(the classic inspector's Raw panel has the whole call) …"
+            )
         i = self.index.get(text)
         if i is None:
             i = self.index[text] = len(self.items)
@@ -73,6 +77,17 @@ def _message_text(index: int, message: Message) -> str:
     return "\n".join(message_lines(index, message))
 
 
+MAX_DIFF_LINE = 20_000
+"""Characters of one diff line kept; the whole text is under Request messages."""
+
+
+def _line(text: str) -> str:
+    if len(text) <= MAX_DIFF_LINE:
+        return text
+    cut = len(text) - MAX_DIFF_LINE
+    return text[:MAX_DIFF_LINE] + f" … {cut:,} more characters on this line (Request messages) …"
+
+
 def _diff_payload(
     call: Call, parent: Call, ignored: list[dict[str, Any]], parent_ignored: list[dict[str, Any]]
 ) -> dict[str, Any]:
@@ -83,7 +98,11 @@ def _diff_payload(
             "added": sec.added,
             "removed": sec.removed,
             "lines": [
-                [ln.kind, ln.folded if ln.kind == "fold" else ln.text, 1 if ln.ignored else 0]
+                [
+                    ln.kind,
+                    ln.folded if ln.kind == "fold" else _line(ln.text),
+                    1 if ln.ignored else 0,
+                ]
                 for ln in sec.lines
             ],
         }
@@ -144,6 +163,16 @@ def build_payload(
     by_id = {c.call_id: c for c in calls}
     decisions = analysis.decisions if analysis else {}
     texts = _Texts([], {})
+    # Calls re-send their history: each message object is rendered to text once, not per call.
+    rendered: dict[tuple[int, int], int] = {}
+
+    def message_ref(i: int, m: Message) -> int:
+        key = (i, id(m))
+        ref = rendered.get(key)
+        if ref is None:
+            ref = rendered[key] = texts.ref(_message_text(i, m))
+        return ref
+
     pins: dict[str, list[dict[str, str]]] = {}
     for p in layout.pins:
         pins.setdefault(p.call_id, []).append({"code": p.code, "evidence": p.evidence})
@@ -215,7 +244,7 @@ def build_payload(
                     "cache_write": c.usage.cache_creation_input_tokens,
                 },
                 "system": texts.ref(c.system) if c.system else None,
-                "messages": [texts.ref(_message_text(i, m)) for i, m in enumerate(c.messages)],
+                "messages": [message_ref(i, m) for i, m in enumerate(c.messages)],
                 "response": response,
                 "diff": diff,
                 "paths": list(n.path_ids),

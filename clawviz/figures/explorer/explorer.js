@@ -111,28 +111,30 @@ function clawvizExplorer(host, payload, opts) {
   (payload.boundaries || []).forEach(function (bx) {
     svgEl.appendChild(svg("line", { x1: PAD + bx * DX, x2: PAD + bx * DX, y1: 0, y2: H, class: "cvx-boundary" }));
   });
-  (payload.edges || []).forEach(function (e) {
-    var a = byId[e.src], b = byId[e.dst];
-    if (!a || !b) return;
-    var d = "M" + px(a) + "," + py(a) + " L" + (px(b) - DX / 2) + "," + py(a) + " L" + (px(b) - DX / 2) + "," + py(b) + " L" + px(b) + "," + py(b);
-    if (a.y === b.y) d = "M" + px(a) + "," + py(a) + " L" + px(b) + "," + py(b);
-    svgEl.appendChild(svg("path", { d: d, class: "cvx-edge cvx-edge-" + e.kind }));
-  });
+  // Big trees are windowed: only the nodes and edges near the visible part of the pane are in
+  // the DOM (redrawn on scroll and zoom), so 10,000 calls open without freezing the tab.
+  var WINDOWED = calls.length > 1500;
   var nodeEls = {};
   var showAllLabels = calls.length <= 80;
-  calls.forEach(function (c) {
+  var layer = svg("g", {});
+  svgEl.appendChild(layer);
+  function edgeEl(e) {
+    var a = byId[e.src], b = byId[e.dst];
+    var d = "M" + px(a) + "," + py(a) + " L" + (px(b) - DX / 2) + "," + py(a) + " L" + (px(b) - DX / 2) + "," + py(b) + " L" + px(b) + "," + py(b);
+    if (a.y === b.y) d = "M" + px(a) + "," + py(a) + " L" + px(b) + "," + py(b);
+    return svg("path", { d: d, class: "cvx-edge cvx-edge-" + e.kind });
+  }
+  function nodeEl(c) {
     var g = svg("g", { class: "cvx-node cvx-st-" + c.state + (c.failed ? " cvx-failed" : ""), "data-call-id": c.id, tabindex: -1 });
     g.appendChild(svg("circle", { cx: px(c), cy: py(c), r: 9 }));
     var title = svg("title", {});
     title.textContent = "call " + c.label + " \u00b7 " + c.role + " \u00b7 " + c.state + (c.reason ? " (" + c.reason + ")" : "");
     g.appendChild(title);
-    if (calls.length <= 2000) {
-      // Big trees: only failed and pinned calls are labelled until zoomed in (no overlaps).
-      var keep = showAllLabels || c.pins.length || c.failed;
-      var t = svg("text", { x: px(c), y: py(c) + 3.5, class: "cvx-label" + (keep ? "" : " cvx-thin") });
-      t.textContent = c.label;
-      g.appendChild(t);
-    }
+    // Big trees: only failed and pinned calls are labelled until zoomed in (no overlaps).
+    var keep = showAllLabels || c.pins.length || c.failed;
+    var t = svg("text", { x: px(c), y: py(c) + 3.5, class: "cvx-label" + (keep ? "" : " cvx-thin") });
+    t.textContent = c.label;
+    g.appendChild(t);
     if (c.pins.length) {
       var pin = svg("text", { x: px(c) + 8, y: py(c) - 9, class: "cvx-pin" });
       pin.textContent = "\u2691";
@@ -148,10 +150,50 @@ function clawvizExplorer(host, payload, opts) {
     if (c.compaction) {
       g.appendChild(svg("rect", { x: px(c) - 12, y: py(c) - 12, width: 24, height: 24, class: "cvx-compaction" }));
     }
-    on(g, "click", function (ev) { ev.preventDefault(); select(c.id, true); });
-    nodeEls[c.id] = g;
-    svgEl.appendChild(g);
+    if (current && current.id === c.id) g.classList.add("cvx-sel");
+    g.addEventListener("click", function (ev) { ev.preventDefault(); select(c.id, true); });
+    return g;
+  }
+  var drawnBox = null;
+  function visibleBox() {
+    var z = zoom || 1, w = treePane.clientWidth || 800, h = treePane.clientHeight || 600;
+    var x0 = treePane.scrollLeft / z, y0 = treePane.scrollTop / z;
+    return [x0 - w / z, y0 - h / z, x0 + 2 * w / z, y0 + 2 * h / z];  // one screen of margin
+  }
+  function inBox(c, b) { var x = px(c), y = py(c); return x >= b[0] && x <= b[2] && y >= b[1] && y <= b[3]; }
+  function drawTree(force) {
+    var b = WINDOWED ? visibleBox() : null;
+    if (!force && WINDOWED && drawnBox) {
+      var z = zoom || 1, w = (treePane.clientWidth || 800) / z / 2, h = (treePane.clientHeight || 600) / z / 2;
+      var v = [treePane.scrollLeft / z, treePane.scrollTop / z];
+      if (v[0] - drawnBox[0] > w && drawnBox[2] - v[0] - 2 * w > w && v[1] - drawnBox[1] > h && drawnBox[3] - v[1] - 2 * h > h) return;
+    }
+    if (!force && !WINDOWED && drawnBox) return;
+    drawnBox = b || [0, 0, W, H];
+    var fresh = svg("g", {});
+    nodeEls = {};
+    (payload.edges || []).forEach(function (e) {
+      var a = byId[e.src], d = byId[e.dst];
+      if (!a || !d) return;
+      if (b && !inBox(a, b) && !inBox(d, b)) return;
+      fresh.appendChild(edgeEl(e));
+    });
+    calls.forEach(function (c) {
+      if (b && !inBox(c, b)) return;
+      var g = nodeEl(c);
+      nodeEls[c.id] = g;
+      fresh.appendChild(g);
+    });
+    svgEl.replaceChild(fresh, layer);
+    layer = fresh;
+  }
+  var scrollPending = false;
+  on(treePane, "scroll", function () {
+    if (!WINDOWED || scrollPending) return;
+    scrollPending = true;
+    requestAnimationFrame(function () { scrollPending = false; drawTree(false); });
   });
+  drawTree(true);
   treePane.appendChild(svgEl);
 
   // ---------- timeline ----------
@@ -261,6 +303,7 @@ function clawvizExplorer(host, payload, opts) {
     svgEl.classList.toggle("cvx-zoomed", zoom >= 1.4);
     svgEl.setAttribute("width", String(W * zoom));
     svgEl.setAttribute("height", String(H * zoom));
+    if (WINDOWED) drawTree(true);
     if (timelineDrawn) { timelineDrawn = false; if (!timeline.hidden) drawTimeline(); }
   }
   on(zin, "click", function () { zoom = Math.min(4, zoom * 1.25); applyZoom(); });
@@ -274,10 +317,19 @@ function clawvizExplorer(host, payload, opts) {
     d.appendChild(el("summary", "", titleText));
     return d;
   }
+  var SHOWN = 20000;  // characters of a long text drawn until "show all" is pressed
   function pre(text, cls) {
     var p = el("pre", "cvx-pre" + (cls ? " " + cls : ""));
-    p.textContent = text;
-    return p;
+    if (text.length <= SHOWN) { p.textContent = text; return p; }
+    p.textContent = text.slice(0, SHOWN);
+    var box = el("div", "cvx-long");
+    box.appendChild(p);
+    var more = el("button", "cvx-btn cvx-showall", "Show all (" + text.length.toLocaleString() + " characters; " +
+      (text.length - SHOWN).toLocaleString() + " not shown)");
+    more.setAttribute("data-testid", "explorer-show-all");
+    more.addEventListener("click", function () { p.textContent = text; box.removeChild(more); });
+    box.appendChild(more);
+    return box;
   }
   function textOf(i) { return i === null || i === undefined ? null : texts[i]; }
 
@@ -414,8 +466,9 @@ function clawvizExplorer(host, payload, opts) {
         heads.slice(0, 60).forEach(function (hd) {
           var a = el("button", "cvx-linkbtn", hd[1]);
           on(a, "click", function () {
-            var lh = parseFloat(getComputedStyle(body).lineHeight) || 16;
-            body.scrollTop = hd[0] * lh;
+            var lh = parseFloat(getComputedStyle(body.tagName === "PRE" ? body : body.querySelector("pre")).lineHeight) || 16;
+            var target = body.tagName === "PRE" ? body : body.querySelector("pre");
+            target.scrollTop = hd[0] * lh;
           });
           ol.appendChild(a);
         });
@@ -527,10 +580,16 @@ function clawvizExplorer(host, payload, opts) {
     if (!c) return;
     if (current && nodeEls[current.id]) nodeEls[current.id].classList.remove("cvx-sel");
     current = c;
-    nodeEls[id].classList.add("cvx-sel");
+    if (!nodeEls[id]) {  // windowed out: bring its place into view, then draw around it
+      treePane.scrollLeft = px(c) * zoom - treePane.clientWidth / 2;
+      treePane.scrollTop = py(c) * zoom - treePane.clientHeight / 2;
+      drawTree(true);
+    }
+    if (nodeEls[id]) nodeEls[id].classList.add("cvx-sel");
     Object.keys(barEls).forEach(function (k) { barEls[k].classList.toggle("cvx-sel", k === id); });
     render(c);
-    var r = nodeEls[id].getBoundingClientRect(), pr = treePane.getBoundingClientRect();
+    var r = nodeEls[id] ? nodeEls[id].getBoundingClientRect() : treePane.getBoundingClientRect();
+    var pr = treePane.getBoundingClientRect();
     if (r.left < pr.left || r.right > pr.right || r.top < pr.top || r.bottom > pr.bottom) {
       treePane.scrollLeft += r.left - pr.left - pr.width / 2;
       treePane.scrollTop += r.top - pr.top - pr.height / 2;
