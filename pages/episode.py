@@ -17,6 +17,7 @@ from clawviz.figures.layout import tree_layout
 from clawviz.figures.palette import COLOUR_MODES, state_colour
 from clawviz.figures.tree import call_from_selection
 from clawviz.settings import Settings
+from clawviz.store import nav
 from clawviz.types import Call, Role, State
 from clawviz.ui import data, diff_view, history, sections, state
 from clawviz.ui.decision_panel import call_decision, episode_reasons
@@ -35,13 +36,13 @@ from clawviz.ui.render import render_message
 if TYPE_CHECKING:
     from streamlit.delta_generator import DeltaGenerator
 
-    from clawviz.store.queries import EpisodeRow
 
 WORKSPACE_PAGE = page_file(WORKSPACE)
 KEY_PATH_SEEN = "episode_paths_seen"
 KEY_PREV = "episode_prev"
 KEY_NEXT = "episode_next"
-KEY_SWITCH = "episode_switch"
+KEY_FIND = "episode_find"
+FIND_LIMIT = 8
 
 
 def _fmt(v: float | None, signed: bool = False) -> str:
@@ -52,25 +53,17 @@ def _fmt(v: float | None, signed: bool = False) -> str:
 
 def open_episode(episode_id: str | None) -> None:
     """Show another episode: one history entry, its own selection starts fresh."""
+    st.session_state[KEY_FIND] = ""
     state.set_params(episode=episode_id, call=None, path=None, compare=None)
 
 
-def on_episode_pick() -> None:
-    choice = st.session_state.get(state.KEY_EPISODE_PICK)
-    open_episode(choice if choice and choice != state.NONE_OPTION else None)
-
-
-def episode_picker(eps: list[EpisodeRow], label: str) -> None:
-    """A selectbox of all episodes (the way in when the URL names none or a wrong one)."""
-    options = [state.NONE_OPTION] + [r.episode_id for r in eps]
-    st.session_state[state.KEY_EPISODE_PICK] = state.NONE_OPTION
-    st.selectbox(label, options, key=state.KEY_EPISODE_PICK, on_change=on_episode_pick)
-
-
-def runs_order(eps: list[EpisodeRow]) -> tuple[list[str], bool]:
-    """The episodes in the Runs table's order under the Runs filters last used in this session
-    (all episodes when there are none), and whether a filter narrowed the list."""
+def filtered_order() -> list[str] | None:
+    """The episodes in the Runs table's order under the Runs filters last used in this session,
+    or None when there are none (then the bounded queries of `store.nav` walk the default
+    order without loading the list)."""
     params = st.session_state.get(state.KEY_RUNS_QUERY) or {}
+    if not params:
+        return None
     text, role, syntax = history.search_from(params)
     matching = None
     if text.strip():
@@ -79,7 +72,25 @@ def runs_order(eps: list[EpisodeRow]) -> tuple[list[str], bool]:
             matching = set(hits["episode_id"].dropna())
         except ValueError:
             matching = None
-    return history.runs_order(eps, params, matching), bool(params)
+    eps = data.episode_list(state.database_url(), state.current_settings().settings_hash)
+    return history.runs_order(eps, params, matching)
+
+
+def place(episode_id: str) -> tuple[str | None, str | None, str]:
+    """(previous, next, "i of N in ...") of the episode in the Runs order."""
+    order = filtered_order()
+    if order is not None and episode_id in order:
+        prev_id, next_id = history.neighbours(order, episode_id)
+        return (
+            prev_id,
+            next_id,
+            f"{order.index(episode_id) + 1} of {len(order):,} in the Runs filters",
+        )
+    with state.get_session() as session:
+        pos = nav.neighbours(session, episode_id)
+    if pos is None:
+        return None, None, ""
+    return pos.previous, pos.next, f"{pos.index:,} of {pos.total:,} in the Runs table"
 
 
 TOP_CSS = """<style>
@@ -97,12 +108,10 @@ def top_row() -> DeltaGenerator:
     return st.container(horizontal=True, vertical_alignment="center", key="episode_top")
 
 
-def episode_switcher(eps: list[EpisodeRow], episode_id: str, row: DeltaGenerator) -> None:
-    """Previous / next in the Runs order, and a picker of every episode of that list."""
-    order, filtered = runs_order(eps)
-    if episode_id not in order:
-        order, filtered = [r.episode_id for r in eps], False
-    prev_id, next_id = history.neighbours(order, episode_id)
+def episode_switcher(episode_id: str, row: DeltaGenerator) -> None:
+    """Previous / next in the Runs order, and a search of the store's episodes (by id prefix or
+    task, a bounded query: no list of every episode is loaded)."""
+    prev_id, next_id, where = place(episode_id)
     row.button(
         "Previous",
         key=KEY_PREV,
@@ -121,17 +130,45 @@ def episode_switcher(eps: list[EpisodeRow], episode_id: str, row: DeltaGenerator
         args=(next_id,),
         help=f"Episode {next_id}" if next_id else "This is the last episode of the list.",
     )
-    st.session_state[KEY_SWITCH] = episode_id
-    row.selectbox(
-        "Episode",
-        order,
-        key=KEY_SWITCH,
-        on_change=lambda: open_episode(st.session_state.get(KEY_SWITCH)),
+    find_box(row)
+    row.caption(where)
+
+
+def find_box(where: DeltaGenerator) -> None:
+    """A text box that finds episodes by id prefix or task on the server."""
+    where.text_input(
+        "Find an episode",
+        key=KEY_FIND,
+        placeholder="Find: episode id or task…",
         label_visibility="collapsed",
         width=220,
     )
-    where = "the Runs filters" if filtered else "the Runs table"
-    row.caption(f"{order.index(episode_id) + 1} of {len(order):,} in {where}")
+
+
+def find_results() -> None:
+    """The episodes the find box matches (at most FIND_LIMIT), each a button that opens it."""
+    text = (st.session_state.get(KEY_FIND) or "").strip()
+    if not text:
+        return
+    with state.get_session() as session:
+        hits = nav.search_episodes(session, text, limit=FIND_LIMIT)
+    row = st.container(horizontal=True, vertical_alignment="center")
+    if not hits:
+        row.caption(f"No episode id or task starts with {escape_md(text)}.")
+        return
+    row.caption(
+        f"{len(hits)} match{'es' if len(hits) != 1 else ''}"
+        + (" (first ones)" if len(hits) == FIND_LIMIT else "")
+        + ":"
+    )
+    for i, ep in enumerate(hits):
+        row.button(
+            escape_md(ep),
+            key=f"episode_hit_{i}",
+            on_click=open_episode,
+            args=(ep,),
+            type="tertiary",
+        )
 
 
 def init_selection(episode_id: str, call_ids: list[str], default_call: str) -> None:
@@ -419,18 +456,19 @@ def paths_section(view: data.EpisodeView) -> None:
 def main() -> None:
     url = state.database_url()
     settings = state.current_settings()
-    # Plain rows, not the Runs frame: the first view imports no pandas.
-    eps = data.episode_list(url, settings.settings_hash)
     # A bare /episode (the menu, or back from another page) shows the episode last shown.
     episode_id = state.get_param(state.QP_EPISODE) or st.session_state.get(state.KEY_LAST_EPISODE)
-    if not eps:
+    with state.get_session() as session:
+        empty = nav.episode_count(session) == 0
+    if empty:
         st.title("Episode")
         st.info("The store is empty: load logs on the Ingest page first.")
         return
     if not episode_id:
         st.title("Episode")
-        st.info("Pick an episode here or on the Runs page.")
-        episode_picker(eps, "Episode")
+        st.info("Find an episode here (its id or task) or pick one on the Runs page.")
+        find_box(st.container())
+        find_results()
         return
     view = data.episode_view(url, episode_id, settings.settings_hash, settings)
     if view is None:
@@ -438,11 +476,13 @@ def main() -> None:
         st.warning(f"There is no episode {escape_md(episode_id)!s} in this store.")
         if st.session_state.get(state.KEY_LAST_EPISODE) == episode_id:
             st.session_state.pop(state.KEY_LAST_EPISODE, None)
-        episode_picker(eps, "Open another episode")
+        find_box(st.container())
+        find_results()
         return
     row = top_row()
     row.title(f"Episode {escape_md(episode_id)}", anchor=False)
-    episode_switcher(eps, episode_id, row)
+    episode_switcher(episode_id, row)
+    find_results()
     alerts(view)
     if not view.calls:
         st.session_state[state.KEY_LAST_EPISODE] = episode_id
