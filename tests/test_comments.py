@@ -105,3 +105,15 @@ def test_the_explorer_remembers_the_name_the_sign_off_remembers():
     from clawviz.ui.tasks_widgets import KEY_REVIEWER_NAME as SIGNOFF_KEY
 
     assert KEY_REVIEWER_NAME == SIGNOFF_KEY
+
+
+def test_the_trusted_header_user_is_the_reviewer_whatever_name_is_sent(store):
+    from clawviz.ui.explorer.component import store_comment
+
+    with Session(get_engine(store)) as s:
+        a = _calls(s, A)
+        event = {"call_id": a[0], "text": "looks fine", "reviewer": "mallory"}
+        assert store_comment(s, A, event, "alice@example.org").reviewer == "alice@example.org"
+        assert store_comment(s, A, event, None).reviewer == "mallory"
+        with pytest.raises(CommentError, match="reviewer name is required"):
+            store_comment(s, A, {**event, "reviewer": ""}, None)

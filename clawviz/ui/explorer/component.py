@@ -77,29 +77,38 @@ def episode_explorer(
     )
 
 
+def store_comment(session: Any, episode_id: str, event: dict[str, Any], trusted: str | None) -> Any:
+    """Store the comment the explorer sent (`{call_id, text, reviewer}`) and return its row:
+    the reviewer is `trusted` (the trusted proxy header's user) when there is one, whatever
+    name the browser sent, else that name. Raises `CommentError` for a refused comment."""
+    from clawviz.store.comments import add_comment
+
+    reviewer = trusted or str(event.get("reviewer") or "")
+    return add_comment(
+        session, episode_id, str(event.get("call_id") or ""), reviewer,
+        str(event.get("text") or ""),
+    )  # fmt: skip
+
+
 def _save_comment(key: str, episode_id: str) -> None:
-    """Store the comment the explorer sent (`{call_id, text, reviewer}`): the reviewer is the
-    trusted proxy header's user when there is one (the name sent is then ignored), else the
-    name typed, remembered for this browser session as the Tasks sign-off remembers it."""
-    from clawviz.store.comments import CommentError, add_comment
+    """The explorer's `comment` trigger: store it (`store_comment`); a refusal is shown once in
+    the inspector; a typed name is remembered for this browser session as the sign-off's is."""
+    from clawviz.store.comments import CommentError
     from clawviz.ui import access, state
 
     event = (st.session_state.get(key) or {}).get("comment")
     if not isinstance(event, dict):
         return
     trusted = access.trusted_user()
-    reviewer = trusted or str(event.get("reviewer") or "")
     try:
         with state.get_session() as session:
-            row = add_comment(
-                session, episode_id, str(event.get("call_id") or ""), reviewer,
-                str(event.get("text") or ""),
-            )  # fmt: skip
+            row = store_comment(session, episode_id, event, trusted)
+            name = row.reviewer
     except CommentError as exc:
         st.session_state[KEY_COMMENT_ERROR] = str(exc)
         return
     if not trusted:
-        st.session_state[KEY_REVIEWER_NAME] = row.reviewer
+        st.session_state[KEY_REVIEWER_NAME] = name
 
 
 def episode_comments(episode_id: str) -> dict[str, list[dict[str, Any]]]:
