@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-Kind = Literal["int", "float", "bool", "str", "choice", "names", "weights"]
+Kind = Literal["int", "float", "bool", "str", "choice", "names", "weights", "prices"]
 
 
 class SettingsError(ValueError):
@@ -67,6 +67,44 @@ class Weights(Mapping[str, float]):
 
     def __repr__(self) -> str:
         return repr(self._items)
+
+
+@dataclass(frozen=True)
+class Price:
+    """Prices per million tokens of the models whose name matches `pattern` (a glob, `*` and
+    `?`, case-insensitive): input (not cached), output, cache read, cache write."""
+
+    pattern: str
+    input: float
+    output: float
+    cache_read: float
+    cache_write: float
+
+    FIELDS = ("input", "output", "cache_read", "cache_write")
+
+    def text(self) -> str:
+        return self.pattern + "=" + "/".join(f"{getattr(self, k):g}" for k in self.FIELDS)
+
+
+class Prices(tuple[Price, ...]):
+    """The price table: the first row whose pattern matches a model prices its calls.
+    Its text form (CLI `--set`, env CLAWVIZ_PRICES, the Settings form) is
+    `claude-sonnet-4*=3/15/0.3/3.75; gpt-4o*=2.5/10/1.25/0`."""
+
+    def __str__(self) -> str:
+        return "; ".join(p.text() for p in self)
+
+    def __repr__(self) -> str:
+        return repr(str(self))
+
+    def price_for(self, model: str | None) -> Price | None:
+        """The first row whose pattern matches `model` (None: no model or no row matches)."""
+        if not model:
+            return None
+        import fnmatch
+
+        name = model.lower()
+        return next((p for p in self if fnmatch.fnmatchcase(name, p.pattern.lower())), None)
 
 
 def _meta(
@@ -463,6 +501,21 @@ class Settings:
         ),
     )
 
+    prices: Prices = field(
+        default=Prices(),
+        metadata=_meta(
+            "Prices per million tokens for the cost of a call and of an episode, from the usage "
+            "the server reported: rows `model-glob=input/output/cache_read/cache_write`, "
+            "separated by ';', the first matching row wins (e.g. "
+            "`claude-sonnet-4*=3/15/0.3/3.75; gpt-4o*=2.5/10/1.25/0`). Input is the uncached "
+            "input (OpenAI's prompt tokens less their cached ones). Empty: no cost is shown; a "
+            "model no row matches has no cost, never a guessed one.",
+            "prices",
+            affects_decisions=False,
+            minimum=0.0,
+        ),
+    )
+
     read_only: bool = field(
         default=False,
         metadata=_meta(
@@ -558,8 +611,67 @@ def _weights(s: Setting, value: Any) -> Weights | None:
     return value if isinstance(value, Weights) else Weights(value)
 
 
+def _price_row(s: Setting, pattern: Any, values: Any) -> Price:
+    if not isinstance(pattern, str) or not pattern.strip() or any(c in pattern for c in "=;"):
+        raise SettingsError(f"setting {s.name}: {pattern!r} is not a model pattern")
+    if isinstance(values, Mapping):
+        bad = set(values) - set(Price.FIELDS)
+        if bad:
+            raise SettingsError(
+                f"setting {s.name}: {pattern}: unknown keys {sorted(bad)} "
+                f"(use {', '.join(Price.FIELDS)})"
+            )
+        values = [values.get(k, 0.0) for k in Price.FIELDS]
+    if isinstance(values, (str, bytes)) or len(values) != 4:
+        raise SettingsError(
+            f"setting {s.name}: {pattern} takes 4 prices (input/output/cache_read/cache_write), "
+            f"not {values!r}"
+        )
+    nums = [_number(s, v, float) for v in values]
+    return Price(pattern.strip(), *nums)
+
+
+def _prices(s: Setting, value: Any) -> Prices:
+    """A price table from a Prices, a mapping pattern -> 4 prices (or a dict of them), or rows."""
+    if isinstance(value, Prices):
+        return value
+    if isinstance(value, Price):
+        value = [value]
+    if isinstance(value, Mapping):
+        rows = [_price_row(s, k, v) for k, v in value.items()]
+    elif isinstance(value, (list, tuple)):
+        pairs = [
+            (v.pattern, [getattr(v, k) for k in Price.FIELDS]) if isinstance(v, Price) else v
+            for v in value
+        ]
+        if not all(isinstance(p, (list, tuple)) and len(p) == 2 for p in pairs):
+            raise SettingsError(f"setting {s.name} takes rows (pattern, 4 prices), not {value!r}")
+        rows = [_price_row(s, k, v) for k, v in pairs]
+    else:
+        raise SettingsError(f"setting {s.name} takes a price table, not {value!r}")
+    seen = [r.pattern.lower() for r in rows]
+    dup = sorted({p for p in seen if seen.count(p) > 1})
+    if dup:
+        raise SettingsError(f"setting {s.name}: pattern {dup[0]!r} is given twice")
+    return Prices(rows)
+
+
+def _parse_prices(text: str) -> list[tuple[str, list[float]]]:
+    rows = []
+    for part in text.split(";"):
+        if not part.strip():
+            continue
+        pattern, sep, nums = part.partition("=")
+        if not sep:
+            raise ValueError(part)
+        rows.append((pattern.strip(), [float(n) for n in nums.split("/")]))
+    return rows
+
+
 def _validate(s: Setting, value: Any) -> Any:
     """`value` checked against the setting's kind and bounds (ints become floats for floats)."""
+    if s.kind == "prices":
+        return _prices(s, value)
     if s.kind == "int":
         return _number(s, value, int)
     if s.kind == "float":
@@ -599,6 +711,8 @@ def parse_value(name: str, text: str) -> Any:
             return low in ("true", "1", "yes")
         if s.kind == "names":
             return tuple(t.strip() for t in text.split(",") if t.strip())
+        if s.kind == "prices":
+            return _parse_prices(text)
         if s.kind == "weights":
             if text.lower() in ("", "none", "null"):
                 return None
@@ -634,6 +748,8 @@ def parse_assignment(text: str) -> tuple[str, Any]:
 
 
 def _jsonable(v: Any) -> Any:
+    if isinstance(v, Prices):
+        return str(v)
     if isinstance(v, Weights):
         return dict(v)
     if isinstance(v, (tuple, list, set, frozenset)):
@@ -693,6 +809,8 @@ def allowed(s: Setting) -> str:
     what = {"int": "integer", "float": "number", "weights": "weights"}.get(s.kind, "text")
     if s.kind == "weights":
         return f"none or checks=w,rubric=w (w >= {lo})" if lo else "none or checks=w,rubric=w"
+    if s.kind == "prices":
+        return "rows glob=in/out/cache_read/cache_write separated by ; (prices >= 0)"
     if lo and hi:
         return f"{what} {lo} .. {hi}"
     if lo:

@@ -1,47 +1,41 @@
-"""Episode page: header with reasons, the interactive call tree, and one section below it: the
-call inspector (one panel at a time), the paths or compare. Every selection lives in the URL
-(?episode=&call=&path=&compare=&section=&panel=); only the chosen section and panel are drawn,
-and the modules only they need (pandas for the Paths table, Compare, the token view) are imported
-when they are chosen."""
+"""Episode page: a compact top row (title, previous / next, find), the client-side explorer
+(tree and inspector side by side, timeline, comments; `clawviz.ui.explorer`), the episode's facts
+in an expander, Export and the Workspace link, then the classic tree with one section below it
+(`clawviz.ui.explorer.classic`). Every selection lives in the URL
+(?episode=&call=&path=&compare=&section=&panel=)."""
 
 from __future__ import annotations
 
-import json
 import math
 from typing import TYPE_CHECKING
 
 import streamlit as st
 
 from clawviz.export import Selection
-from clawviz.figures.layout import tree_layout
-from clawviz.figures.palette import COLOUR_MODES, state_colour
-from clawviz.figures.tree import call_from_selection
-from clawviz.types import Call, Role, State
-from clawviz.ui import data, diff_view, history, sections, state
-from clawviz.ui.decision_panel import call_decision, episode_reasons
+from clawviz.settings import Settings
+from clawviz.store import nav
+from clawviz.types import Role, State
+from clawviz.ui import data, history, sections, state
+from clawviz.ui.decision_panel import episode_reasons
+from clawviz.ui.explorer.classic import KEY_PATH_SEEN, inspector, paths_section, tree_section
 from clawviz.ui.export_panel import export_panel
-from clawviz.ui.figcache import tree_figure
 from clawviz.ui.inspector import (
-    call_label,
-    duration_s,
     escape_md,
-    path_rows,
-    role_reason_text,
 )
 from clawviz.ui.pages import WORKSPACE, page_file, run_page
-from clawviz.ui.render import render_message
 
 if TYPE_CHECKING:
-    from clawviz.store.queries import EpisodeRow
+    from streamlit.delta_generator import DeltaGenerator
+
 
 WORKSPACE_PAGE = page_file(WORKSPACE)
-KEY_PATH_SEEN = "episode_paths_seen"
 KEY_PREV = "episode_prev"
 KEY_NEXT = "episode_next"
-KEY_SWITCH = "episode_switch"
+KEY_FIND = "episode_find"
+FIND_LIMIT = 8
 
 
-def _fmt(v, signed: bool = False) -> str:
+def _fmt(v: float | None, signed: bool = False) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "—"
     return f"{v:+.3f}" if signed else f"{v:.3f}"
@@ -49,25 +43,17 @@ def _fmt(v, signed: bool = False) -> str:
 
 def open_episode(episode_id: str | None) -> None:
     """Show another episode: one history entry, its own selection starts fresh."""
+    st.session_state[KEY_FIND] = ""
     state.set_params(episode=episode_id, call=None, path=None, compare=None)
 
 
-def on_episode_pick() -> None:
-    choice = st.session_state.get(state.KEY_EPISODE_PICK)
-    open_episode(choice if choice and choice != state.NONE_OPTION else None)
-
-
-def episode_picker(eps: list[EpisodeRow], label: str) -> None:
-    """A selectbox of all episodes (the way in when the URL names none or a wrong one)."""
-    options = [state.NONE_OPTION] + [r.episode_id for r in eps]
-    st.session_state[state.KEY_EPISODE_PICK] = state.NONE_OPTION
-    st.selectbox(label, options, key=state.KEY_EPISODE_PICK, on_change=on_episode_pick)
-
-
-def runs_order(eps: list[EpisodeRow]) -> tuple[list[str], bool]:
-    """The episodes in the Runs table's order under the Runs filters last used in this session
-    (all episodes when there are none), and whether a filter narrowed the list."""
+def filtered_order() -> list[str] | None:
+    """The episodes in the Runs table's order under the Runs filters last used in this session,
+    or None when there are none (then the bounded queries of `store.nav` walk the default
+    order without loading the list)."""
     params = st.session_state.get(state.KEY_RUNS_QUERY) or {}
+    if not params:
+        return None
     text, role, syntax = history.search_from(params)
     matching = None
     if text.strip():
@@ -76,16 +62,46 @@ def runs_order(eps: list[EpisodeRow]) -> tuple[list[str], bool]:
             matching = set(hits["episode_id"].dropna())
         except ValueError:
             matching = None
-    return history.runs_order(eps, params, matching), bool(params)
+    eps = data.episode_list(state.database_url(), state.current_settings().settings_hash)
+    return history.runs_order(eps, params, matching)
 
 
-def episode_switcher(eps: list[EpisodeRow], episode_id: str) -> None:
-    """Previous / next in the Runs order, and a picker of every episode of that list."""
-    order, filtered = runs_order(eps)
-    if episode_id not in order:
-        order, filtered = [r.episode_id for r in eps], False
-    prev_id, next_id = history.neighbours(order, episode_id)
-    row = st.container(horizontal=True, vertical_alignment="bottom")
+def place(episode_id: str) -> tuple[str | None, str | None, str]:
+    """(previous, next, "i of N in ...") of the episode in the Runs order."""
+    order = filtered_order()
+    if order is not None and episode_id in order:
+        prev_id, next_id = history.neighbours(order, episode_id)
+        return (
+            prev_id,
+            next_id,
+            f"{order.index(episode_id) + 1} of {len(order):,} in the Runs filters",
+        )
+    with state.get_session() as session:
+        pos = nav.neighbours(session, episode_id)
+    if pos is None:
+        return None, None, ""
+    return pos.previous, pos.next, f"{pos.index:,} of {pos.total:,} in the Runs table"
+
+
+TOP_CSS = """<style>
+[data-testid="stMainBlockContainer"]:has(.st-key-episode_top) { padding-top: 2.6rem; }
+.st-key-episode_top h1 { font-size: 1.2rem; padding: 0; margin: 0; white-space: nowrap;
+  overflow: hidden; text-overflow: ellipsis; max-width: 34ch; }
+.st-key-episode_top { row-gap: 0.3rem; }
+</style>"""
+# The Episode page's top row stays one line, so the explorer below it is in view at 1280x720.
+
+
+def top_row() -> DeltaGenerator:
+    """The compact row above the explorer: the episode's title, then the switcher."""
+    st.html(TOP_CSS)
+    return st.container(horizontal=True, vertical_alignment="center", key="episode_top")
+
+
+def episode_switcher(episode_id: str, row: DeltaGenerator) -> None:
+    """Previous / next in the Runs order, and a search of the store's episodes (by id prefix or
+    task, a bounded query: no list of every episode is loaded)."""
+    prev_id, next_id, where = place(episode_id)
     row.button(
         "Previous",
         key=KEY_PREV,
@@ -104,17 +120,45 @@ def episode_switcher(eps: list[EpisodeRow], episode_id: str) -> None:
         args=(next_id,),
         help=f"Episode {next_id}" if next_id else "This is the last episode of the list.",
     )
-    st.session_state[KEY_SWITCH] = episode_id
-    row.selectbox(
-        "Episode",
-        order,
-        key=KEY_SWITCH,
-        on_change=lambda: open_episode(st.session_state.get(KEY_SWITCH)),
+    find_box(row)
+    row.caption(where)
+
+
+def find_box(where: DeltaGenerator) -> None:
+    """A text box that finds episodes by id prefix or task on the server."""
+    where.text_input(
+        "Find an episode",
+        key=KEY_FIND,
+        placeholder="Find: episode id or task…",
         label_visibility="collapsed",
-        width=420,
+        width=220,
     )
-    where = "the Runs filters" if filtered else "the Runs table"
-    row.caption(f"{order.index(episode_id) + 1} of {len(order):,} in {where}")
+
+
+def find_results() -> None:
+    """The episodes the find box matches (at most FIND_LIMIT), each a button that opens it."""
+    text = (st.session_state.get(KEY_FIND) or "").strip()
+    if not text:
+        return
+    with state.get_session() as session:
+        hits = nav.search_episodes(session, text, limit=FIND_LIMIT)
+    row = st.container(horizontal=True, vertical_alignment="center")
+    if not hits:
+        row.caption(f"No episode id or task starts with {escape_md(text)}.")
+        return
+    row.caption(
+        f"{len(hits)} match{'es' if len(hits) != 1 else ''}"
+        + (" (first ones)" if len(hits) == FIND_LIMIT else "")
+        + ":"
+    )
+    for i, ep in enumerate(hits):
+        row.button(
+            escape_md(ep),
+            key=f"episode_hit_{i}",
+            on_click=open_episode,
+            args=(ep,),
+            type="tertiary",
+        )
 
 
 def init_selection(episode_id: str, call_ids: list[str], default_call: str) -> None:
@@ -145,25 +189,6 @@ def first_main_call(view: data.EpisodeView) -> str:
     return view.calls[0].call_id
 
 
-def _select_call(cid: str | None) -> None:
-    """One history entry per call picked, which shows the Call section; the episode is written
-    too (it may be the remembered one, shown on a bare /episode)."""
-    episode_id = st.session_state.get(state.KEY_EPISODE_LOADED)
-    if cid:
-        state.set_params(episode=episode_id, **sections.show_call_params(cid))
-
-
-def on_tree_select() -> None:
-    cid = call_from_selection(st.session_state.get(state.KEY_TREE))
-    if cid:
-        st.session_state[state.KEY_CALL_SELECT] = cid
-        _select_call(cid)
-
-
-def on_call_select() -> None:
-    _select_call(st.session_state.get(state.KEY_CALL_SELECT))
-
-
 def on_compare_select() -> None:
     choice = st.session_state.get(state.KEY_COMPARE_SELECT)
     other = None if choice == state.NONE_OPTION else choice
@@ -171,9 +196,23 @@ def on_compare_select() -> None:
     state.set_params(compare=other, section=sections.section_value(sections.SECTION_COMPARE, other))
 
 
+def alerts(view: data.EpisodeView) -> None:
+    """What must not be missed, above the explorer: a failed analysis (rare; shown whole)."""
+    a = view.analysis
+    if a is not None and a.status == "analysis_error":
+        st.error(
+            "The analysis of this episode failed (analysis_error); the other episodes are "
+            "unaffected. The error:"
+        )
+        st.code("\n".join(r.evidence for r in a.reasons), language=None, wrap_lines=True)
+    if view.analysis_error:
+        st.error("The analysis of this episode failed; calls are shown without decisions.")
+        st.code(view.analysis_error, language=None)
+
+
 def header(view: data.EpisodeView) -> None:
+    """The episode's facts, metrics, reasons and notes (below the explorer, in an expander)."""
     ep, a = view.episode, view.analysis
-    st.title(f"Episode {escape_md(ep['episode_id'])}")
     reward = view.reward
     facts = [
         ("Task", ep.get("task_id")),
@@ -201,15 +240,6 @@ def header(view: data.EpisodeView) -> None:
                     + escape_md(r.evidence),
                     icon=":material/account_tree:",
                 )
-    if a is not None and a.status == "analysis_error":
-        st.error(
-            "The analysis of this episode failed (analysis_error); the other episodes are "
-            "unaffected. The error:"
-        )
-        st.code("\n".join(r.evidence for r in a.reasons), language=None, wrap_lines=True)
-    if view.analysis_error:
-        st.error("The analysis of this episode failed; calls are shown without decisions.")
-        st.code(view.analysis_error, language=None)
     if reward is None:
         st.info(
             "This episode has no reward: no verifier result was loaded for it, so it has no "
@@ -223,192 +253,22 @@ def header(view: data.EpisodeView) -> None:
         st.warning(str(TRANSCRIPT_LIMITS), icon=":material/history_edu:")
 
 
-def tree_section(view: data.EpisodeView, call_ids: list[str]) -> None:
-    c1, c2, c3 = st.columns([2, 2, 3])
-    colour_by = (
-        c1.segmented_control("Colour by", COLOUR_MODES, default="state", key=state.KEY_COLOUR_BY)
-        or "state"
-    )
-    collapse = c2.toggle("Collapse auxiliary threads", key=state.KEY_COLLAPSE_AUX)
-    path_id = state.get_param(state.QP_PATH)
-    layout = tree_layout(view.calls, view.analysis)
-    if path_id and path_id not in layout.paths:
-        path_id = None
-    if path_id:
-        row = c3.container(horizontal=True, vertical_alignment="center")
-        leaf = next((n for n in layout.nodes if n.call_id == layout.paths[path_id][-1]), None)
-        ending = f" (ending at call {leaf.label})" if leaf else ""
-        row.caption(f"Highlighted path: {escape_md(path_id)}{escape_md(ending)}")
-        if row.button("Clear highlight", key="episode_clear_path", icon=":material/close:"):
-            state.set_params(path=None)
-            st.rerun()
-    fig = tree_figure(
-        layout,
-        colour_by=colour_by,
-        highlight_path=path_id,
-        collapse_aux=collapse,
-        selected_call=st.session_state.get(state.KEY_CALL_SELECT),
-    )
-    st.plotly_chart(
-        fig,
-        key=state.KEY_TREE,
-        on_select=on_tree_select,
-        selection_mode="points",
-        config={"displaylogo": False, "scrollZoom": True},
-    )
-    hint = (
-        "Click a node to inspect it (or pick it below). Each node shows the call's number (its "
-        "log file line, the same number everywhere). Circles: main calls, diamonds: "
-        "auxiliary, ×: failed; a dashed orange link goes from a failed or replaced call to its "
-        "retry; ⚑ marks the call an episode reason is pinned on. Leaves of kept paths carry "
-        "reward R and advantage A."
-    )
-    if fig.layout.xaxis.rangeslider.visible:
-        lo, hi = fig.layout.xaxis.range
-        hint += (
-            f" Long episode: depths {max(lo, 0):.0f}–{hi:.0f} around the selected call are shown; "
-            "drag the slider under the tree to move along it, scroll to zoom."
-        )
-    st.caption(hint)
-
-
-def inspector(view: data.EpisodeView, call_ids: list[str]) -> None:
-    calls = {c.call_id: c for c in view.calls}
-    decisions = view.analysis.decisions if view.analysis else {}
-    labels = {cid: call_label(calls[cid], decisions.get(cid)) for cid in call_ids}
-    st.subheader("Call inspector")
-    cid = st.selectbox(
-        "Call",
-        call_ids,
-        format_func=lambda c: labels.get(c, c),
-        key=state.KEY_CALL_SELECT,
-        on_change=on_call_select,
-    )
-    call = calls[cid]
-    d = decisions.get(cid)
-    parent = calls.get(d.parent_call) if d and d.parent_call else None
-    if d is not None:
-        colour = state_colour(d.state)
-        text = f"{d.state}" + (f": {d.reason}" if d.reason else "")
-        line = st.container(horizontal=True)
-        line.badge(escape_md(d.role), color="gray")
-        line.badge(escape_md(text), color=colour)
-        if role_reason_text(d):
-            line.caption(escape_md(role_reason_text(d)))
-    call_decision(view.analysis, view.calls, cid)
-    cols = st.columns(6)
-    cols[0].metric("HTTP", str(call.http_status) if call.http_status is not None else "—")
-    dur = duration_s(call)
-    cols[1].metric("Duration", f"{dur:.2f} s" if dur is not None else "—")
-    u = call.usage
-    cols[2].metric("Input tokens", _int(u.input_tokens))
-    cols[3].metric("Output tokens", _int(u.output_tokens))
-    cols[4].metric("Cache read", _int(u.cache_read_input_tokens))
-    cols[5].metric("Cache write", _int(u.cache_creation_input_tokens))
-    st.caption(
-        f"{escape_md(call.endpoint)} · {escape_md(call.model or '?')} · "
-        f"{escape_md(call.source_file)} line {call.line}"
-        + (f" · stop: {escape_md(call.stop_reason)}" if call.stop_reason else "")
-    )
-    if call.failure or call.error:
-        st.error(f"Failed: {call.failure or 'error'}")
-        if call.error:
-            st.code(call.error, language=None, wrap_lines=True)
-
-    # One panel at a time (the URL's `panel=`), not tabs: every tab's content would be drawn.
-    panel = sections.panel_control()
-    if panel == sections.PANEL_REQUEST:
-        diff_view.request_tab(call, parent, view)
-    elif panel == sections.PANEL_RESPONSE:
-        if call.response:
-            render_message(call.response)
-        else:
-            st.info("No response was recorded for this call.")
-    elif panel == sections.PANEL_TOKENS:
-        from clawviz.ui import token_view
-
-        token_view.tokens_tab(call, view)
-    elif st.toggle("Load the raw request and response", key=state.KEY_RAW_JSON):
-        raw_tab(call)
-
-
-def _int(v: int | None) -> str:
-    return f"{v:,}" if v is not None else "—"
-
-
-def raw_tab(call: Call) -> None:
-    raw = data.raw_call(state.database_url(), call.call_id)
-    if raw is None:
-        st.warning("This call is not in the store.")
-        return
-    st.caption("Request body (as sent, rebuilt from the store)")
-    st.json(raw["request"], expanded=1)
-    st.caption("Response body (as logged)")
-    body = raw.get("raw_response")
-    if body:
-        try:
-            st.json(json.loads(body), expanded=1)
-        except ValueError:
-            st.code(body, language=None, wrap_lines=True)
-    else:
-        st.caption("(none)")
-    st.caption("Headers")
-    st.json(json.loads(raw.get("headers_json") or "{}"), expanded=False)
-
-
-def paths_section(view: data.EpisodeView) -> None:
-    st.subheader("Paths")
-    if view.analysis is None or not view.analysis.paths:
-        st.info("No root-to-leaf paths: this episode has no analysed main calls.")
-        return
-    import pandas as pd
-
-    rows = path_rows(view.analysis, {c.call_id: c for c in view.calls})
-    ids = [r["path"] for r in rows]
-    df = pd.DataFrame(rows)
-    event = st.dataframe(
-        df,
-        key=state.KEY_PATHS_TABLE,
-        on_select="rerun",
-        selection_mode="single-row",
-        hide_index=True,
-        column_config={
-            "reward": st.column_config.NumberColumn(format="%.3f"),
-            "GRPO advantage": st.column_config.NumberColumn(format="%+.3f"),
-            "PPO return": st.column_config.NumberColumn(format="%.3f"),
-        },
-    )
-    picked = event.selection.rows if event is not None else []
-    chosen = ids[picked[0]] if picked and picked[0] < len(ids) else None
-    # Only a change of the table selection moves the highlight, so a path named in the URL
-    # survives a fresh table with nothing selected; the rerun redraws the tree above.
-    if chosen != st.session_state.get(KEY_PATH_SEEN):
-        st.session_state[KEY_PATH_SEEN] = chosen
-        if chosen != state.get_param(state.QP_PATH):
-            state.set_params(path=chosen)
-            st.rerun()
-    if not any(p.has_values for p in view.analysis.paths):
-        st.caption(
-            "PPO: no value estimates were logged, so each kept path shows its return R "
-            "(gamma = lambda = 1); select a row to highlight its path in the tree."
-        )
-
-
 def main() -> None:
     url = state.database_url()
     settings = state.current_settings()
-    # Plain rows, not the Runs frame: the first view imports no pandas.
-    eps = data.episode_list(url, settings.settings_hash)
     # A bare /episode (the menu, or back from another page) shows the episode last shown.
     episode_id = state.get_param(state.QP_EPISODE) or st.session_state.get(state.KEY_LAST_EPISODE)
-    if not eps:
+    with state.get_session() as session:
+        empty = nav.episode_count(session) == 0
+    if empty:
         st.title("Episode")
         st.info("The store is empty: load logs on the Ingest page first.")
         return
     if not episode_id:
         st.title("Episode")
-        st.info("Pick an episode here or on the Runs page.")
-        episode_picker(eps, "Episode")
+        st.info("Find an episode here (its id or task) or pick one on the Runs page.")
+        find_box(st.container())
+        find_results()
         return
     view = data.episode_view(url, episode_id, settings.settings_hash, settings)
     if view is None:
@@ -416,9 +276,14 @@ def main() -> None:
         st.warning(f"There is no episode {escape_md(episode_id)!s} in this store.")
         if st.session_state.get(state.KEY_LAST_EPISODE) == episode_id:
             st.session_state.pop(state.KEY_LAST_EPISODE, None)
-        episode_picker(eps, "Open another episode")
+        find_box(st.container())
+        find_results()
         return
-    episode_switcher(eps, episode_id)
+    row = top_row()
+    row.title(f"Episode {escape_md(episode_id)}", anchor=False)
+    episode_switcher(episode_id, row)
+    find_results()
+    alerts(view)
     if not view.calls:
         st.session_state[state.KEY_LAST_EPISODE] = episode_id
         header(view)
@@ -429,8 +294,9 @@ def main() -> None:
     # No URL write here: a write in the run a click started would push a second entry.
     init_selection(episode_id, call_ids, default_call)
 
-    header(view)
     explorer_section(view, url, settings, default_call)
+    with st.expander("Episode facts, reasons and notes", expanded=False):
+        header(view)
     export_panel(
         url, settings, Selection(episode_ids=(episode_id,)), key="episode_export", scope=episode_id
     )
@@ -452,23 +318,35 @@ def main() -> None:
         compare.compare_section(view, settings, on_change=on_compare_select)
 
 
-def explorer_section(view: data.EpisodeView, url: str, settings, default_call: str) -> None:
+def explorer_section(
+    view: data.EpisodeView, url: str, settings: Settings, default_call: str
+) -> None:
     """The client-side explorer (tree and inspector side by side, issue 25), and the download
     of the same explorer as one offline HTML file (`clawviz share`)."""
     from clawviz.ui.explorer import component
 
     episode_id = view.episode["episode_id"]
-    payload = component.explorer_payload(url, episode_id, settings.settings_hash, settings)
+    prices = str(settings.prices)
+    payload = component.explorer_payload(
+        url, episode_id, settings.settings_hash, settings, prices=prices
+    )
     if payload is None:
         return
-    component.episode_explorer(payload, initial=default_call, key="episode_explorer")
+    component.episode_explorer(
+        payload,
+        initial=default_call,
+        key="episode_explorer",
+        comments=component.episode_comments(episode_id),
+    )
     row = st.container(horizontal=True, vertical_alignment="center")
     redact = row.toggle(
         "Redact", key="episode_share_redact", help="Leave out system prompts and tool results."
     )
     row.download_button(
         "Download as one HTML file",
-        data=component.share_file(url, episode_id, settings.settings_hash, settings, redact),
+        data=component.share_file(
+            url, episode_id, settings.settings_hash, settings, redact, prices
+        ),
         file_name=f"clawviz-{episode_id}{'-redacted' if redact else ''}.html",
         mime="text/html",
         icon=":material/download:",

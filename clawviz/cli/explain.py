@@ -118,9 +118,16 @@ def rows_for(
 def explain_rows(
     session: Session, episode_id: str, settings: Settings = DEFAULT_SETTINGS
 ) -> list[dict[str, Any]]:
-    """Per call: id, source, seq, role, state, reason, parent, segment, retry, thread, path."""
+    """Per call: id, source, seq, role, state, reason, parent, segment, retry, thread, path,
+    and the reviewers' comments on it (`comments`: reviewer, text, created_at; oldest first)."""
+    from clawviz.store.comments import comments_by_call
+
     analysis = episode_analysis(session, episode_id, settings)
-    return rows_for(_facts(session, episode_id), analysis, settings)
+    rows = rows_for(_facts(session, episode_id), analysis, settings)
+    notes = comments_by_call(session, episode_id)
+    for r in rows:
+        r["comments"] = notes.get(r["call_id"], [])
+    return rows
 
 
 def _fmt(x: float | None) -> str:

@@ -7,16 +7,24 @@ from __future__ import annotations
 from typing import Any
 
 from clawviz.figures.explorer import build_payload
+from clawviz.settings import Settings
 
 
-def load_payload(session: Any, episode_id: str, settings: Any, *, redact: bool = False) -> dict:
-    """The payload of a stored episode (raises KeyError for an unknown id)."""
+def load_payload(
+    session: Any, episode_id: str, settings: Settings, *, redact: bool = False
+) -> dict[str, Any]:
+    """The payload of a stored episode with its comments by call (none when redacted; raises
+    KeyError for an unknown id)."""
     from clawviz.jobs.analyse import episode_analysis
     from clawviz.store import calls as store
     from clawviz.store import models
+    from clawviz.store.comments import comments_by_call
 
     if session.get(models.Episode, episode_id) is None:
         raise KeyError(episode_id)
     calls = store.load_calls(session, episode_id)
     analysis = episode_analysis(session, episode_id, settings)
-    return build_payload(episode_id, calls, analysis, redact=redact)
+    payload = build_payload(episode_id, calls, analysis, redact=redact, prices=settings.prices)
+    if not redact:  # reviewers' notes stay inside the team, like the system prompts
+        payload["comments"] = comments_by_call(session, episode_id)
+    return payload

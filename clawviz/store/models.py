@@ -413,6 +413,21 @@ class SolvabilityRun(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
 
 
+class CallComment(SQLModel, table=True):
+    """A reviewer's note on one call (the Episode explorer's inspector); append-only."""
+
+    model_config = DEFERRED
+
+    __tablename__ = "call_comment"
+    id: int | None = Field(default=None, primary_key=True)
+    episode_id: str = Field(index=True)
+    call_id: str = Field(index=True)
+    reviewer: str
+    """The trusted proxy header's user when the deployment sets one, else the name typed."""
+    text: str
+    created_at: datetime = Field(default_factory=utcnow)
+
+
 def _nul_safe_strings() -> None:
     """Every string column of the schema is a NulSafeString (one place, not one per field)."""
     for table in SQLModel.metadata.tables.values():

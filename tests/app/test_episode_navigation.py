@@ -12,7 +12,7 @@ EPISODE = "pages/episode.py"
 TASKS = "pages/tasks.py"
 TOO_MANY = "e31cf886-54eb-430f-8bb4-89af4c2f1420"
 NO_WORKSPACE = "t0003-claude-code-a3"
-KEY_PREV, KEY_NEXT, KEY_SWITCH = "episode_prev", "episode_next", "episode_switch"
+KEY_PREV, KEY_NEXT, KEY_FIND = "episode_prev", "episode_next", "episode_find"
 
 
 def _qp(at, name: str) -> list[str]:
@@ -63,16 +63,45 @@ def test_previous_and_next_walk_the_runs_filters(sample_db_url, on_store):
     no_exception(at)
     assert at.button(key=KEY_PREV).disabled
     assert not at.button(key=KEY_NEXT).disabled
-    assert at.selectbox(key=KEY_SWITCH).options == shown
+    assert [b.key for b in at.selectbox] == [state.KEY_CALL_SELECT], "no episode selectbox"
     assert any(f"1 of {len(shown)} in the Runs filters" in c.value for c in at.caption)
     at.button(key=KEY_NEXT).click().run()
     assert _qp(at, state.QP_EPISODE) == [shown[1]]
     assert shown[1].replace("-", "\\-") in at.title[0].value
     at.button(key=KEY_PREV).click().run()
     assert _qp(at, state.QP_EPISODE) == [shown[0]]
-    at.selectbox(key=KEY_SWITCH).set_value(shown[-1]).run()
+    # The find box: the episode by its id, one click opens it.
+    at.text_input(key=KEY_FIND).input(shown[-1]).run()
+    hits = [b for b in at.button if b.key and b.key.startswith("episode_hit_")]
+    assert [b.label.replace("\\", "") for b in hits] == [shown[-1]]
+    hits[0].click().run()
     assert _qp(at, state.QP_EPISODE) == [shown[-1]]
     assert at.button(key=KEY_NEXT).disabled
+    assert at.text_input(key=KEY_FIND).value == ""
+
+
+def test_previous_and_next_walk_the_default_runs_order_without_filters(sample_db_url, on_store):
+    """No Runs filters: the neighbours come from bounded queries (store.nav) in the Runs
+    table's default order: task, harness, attempt, id."""
+    on_store(sample_db_url)
+    rows = query(sample_db_url, "SELECT episode_id, task_id, harness, attempt FROM episode")
+    order = [
+        r[0]
+        for r in sorted(
+            rows,
+            key=lambda r: (r[1] is None, r[1] or "", r[2] is None, r[2] or "",
+                           r[3] is None, r[3] or 0, r[0]),
+        )
+    ]  # fmt: skip
+    at = open_page(EPISODE, episode=order[1])
+    no_exception(at)
+    assert any(f"2 of {len(order)} in the Runs table" in c.value for c in at.caption)
+    at.button(key=KEY_NEXT).click().run()
+    assert _qp(at, state.QP_EPISODE) == [order[2]]
+    at.button(key=KEY_PREV).click().run()
+    at.button(key=KEY_PREV).click().run()
+    assert _qp(at, state.QP_EPISODE) == [order[0]]
+    assert at.button(key=KEY_PREV).disabled
 
 
 def test_the_last_episode_is_remembered_across_pages(sample_db_url, on_store):
@@ -85,7 +114,7 @@ def test_the_last_episode_is_remembered_across_pages(sample_db_url, on_store):
     at.switch_page(EPISODE).run()  # the menu: no query parameters
     no_exception(at)
     assert "e31cf886" in at.title[0].value
-    assert not any("Pick an episode" in i.value for i in at.info)
+    assert not any("Find an episode" in i.value for i in at.info)
 
 
 def test_workspace_link_only_for_attempts_with_a_workspace(sample_db_url, on_store):

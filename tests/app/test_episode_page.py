@@ -118,7 +118,10 @@ def test_unknown_episode_warns_and_offers_a_picker(sample_db_url, on_store):
     at = open_page(EPISODE, episode="no-such-episode")
     no_exception(at)
     assert any("no episode" in w.value for w in at.warning)
-    at.selectbox(key=state.KEY_EPISODE_PICK).set_value(TOO_MANY).run()
+    at.text_input(key="episode_find").input("e31cf8").run()  # an id prefix, found in the store
+    hits = [b for b in at.button if b.key and b.key.startswith("episode_hit_")]
+    assert [b.label.replace("\\", "") for b in hits] == [TOO_MANY]
+    hits[0].click().run()
     no_exception(at)
     assert at.query_params[state.QP_EPISODE] == TOO_MANY
     assert "e31cf886" in at.title[0].value
@@ -128,7 +131,8 @@ def test_no_episode_in_url_offers_a_picker(sample_db_url, on_store):
     on_store(sample_db_url)
     at = open_page(EPISODE)
     no_exception(at)
-    assert any("Pick an episode" in i.value for i in at.info)
+    assert any("Find an episode" in i.value for i in at.info)
+    assert at.text_input(key="episode_find") is not None
 
 
 def test_empty_store(empty_db_url, on_store):

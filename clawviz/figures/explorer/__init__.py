@@ -13,15 +13,18 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
+from clawviz.figures.explorer.cost import call_cost, call_timing, episode_cost
 from clawviz.figures.layout import tree_layout
 from clawviz.recon.calldiff import call_diff, call_edits, message_lines
-from clawviz.types import Call, EpisodeAnalysis, Message, Role, State, call_label
+from clawviz.settings import Prices
+from clawviz.types import Call, CallDecision, EpisodeAnalysis, Message, Role, State, call_label
 
 PAYLOAD_VERSION = 1
 REDACTED_TOOL_RESULT = "[tool result redacted]"
 REDACTED_SYSTEM = "[system prompt redacted]"
-MAX_TEXT = 200_000
-"""Characters of one text kept in the payload; longer texts are cut with a visible note."""
+MAX_TEXT = 1_000_000
+"""Characters of one text kept in the payload; longer texts are cut with a visible note (a
+5 MB message still opens; the inspector shows the first part of a long text with "show all")."""
 
 
 @dataclass
@@ -34,7 +37,10 @@ class _Texts:
     def ref(self, text: str) -> int:
         if len(text) > MAX_TEXT:
             cut = len(text) - MAX_TEXT
-            text = text[:MAX_TEXT] + f"\n… {cut:,} more characters not included …"
+            text = (
+                text[:MAX_TEXT] + f"\n… {cut:,} more characters not included in the explorer "
+                "(the classic inspector's Raw panel has the whole call) …"
+            )
         i = self.index.get(text)
         if i is None:
             i = self.index[text] = len(self.items)
@@ -71,6 +77,17 @@ def _message_text(index: int, message: Message) -> str:
     return "\n".join(message_lines(index, message))
 
 
+MAX_DIFF_LINE = 20_000
+"""Characters of one diff line kept; the whole text is under Request messages."""
+
+
+def _line(text: str) -> str:
+    if len(text) <= MAX_DIFF_LINE:
+        return text
+    cut = len(text) - MAX_DIFF_LINE
+    return text[:MAX_DIFF_LINE] + f" … {cut:,} more characters on this line (Request messages) …"
+
+
 def _diff_payload(
     call: Call, parent: Call, ignored: list[dict[str, Any]], parent_ignored: list[dict[str, Any]]
 ) -> dict[str, Any]:
@@ -81,10 +98,59 @@ def _diff_payload(
             "added": sec.added,
             "removed": sec.removed,
             "lines": [
-                [ln.kind, ln.folded if ln.kind == "fold" else ln.text, 1 if ln.ignored else 0]
+                [
+                    ln.kind,
+                    ln.folded if ln.kind == "fold" else _line(ln.text),
+                    1 if ln.ignored else 0,
+                ]
                 for ln in sec.lines
             ],
         }
+    return out
+
+
+EDIT_KEYS = ("rule", "code", "explained", "summary")
+
+
+def history_edits(
+    call: Call,
+    parent: Call | None,
+    decision: CallDecision | None,
+    parent_decision: CallDecision | None = None,
+) -> list[dict[str, Any]]:
+    """What "History vs parent" lists: how the call's history differs from its parent's
+    request plus reply, one dict per edit with keys `rule` (the rule that explains it, or ""),
+    `code` (a short machine code), `explained` (bool: a named edit rule of `recon.edits`
+    explains it) and `summary` (one line for a person), from `recon.calldiff.call_edits`. The
+    inspector lists them when the list is not empty (explained ones labelled with their rule,
+    unexplained ones highlighted)."""
+    if parent is None:
+        return []
+    return call_edits(
+        call,
+        parent,
+        call_ignored=decision.match_ignored if decision else (),
+        parent_ignored=parent_decision.match_ignored if parent_decision else (),
+    )
+
+
+def _edits(
+    call: Call,
+    parent: Call | None,
+    decision: CallDecision | None,
+    parent_decision: CallDecision | None = None,
+) -> list[dict[str, Any]]:
+    """`history_edits` checked: exactly the four keys, text as text, `explained` a bool."""
+    out = []
+    for e in history_edits(call, parent, decision, parent_decision):
+        out.append(
+            {
+                "rule": str(e.get("rule") or ""),
+                "code": str(e.get("code") or ""),
+                "explained": bool(e.get("explained")),
+                "summary": str(e.get("summary") or ""),
+            }
+        )
     return out
 
 
@@ -101,14 +167,26 @@ def build_payload(
     *,
     redact: bool = False,
     title: str | None = None,
+    prices: Prices | None = None,
 ) -> dict[str, Any]:
-    """The explorer's JSON payload for one episode (see the module docstring)."""
+    """The explorer's JSON payload for one episode (see the module docstring). `prices` (the
+    `prices` setting) gives each call and the episode a cost; with none, no cost is shown."""
     if redact:
         calls = [redact_call(c) for c in calls]
     layout = tree_layout(calls, analysis)
     by_id = {c.call_id: c for c in calls}
     decisions = analysis.decisions if analysis else {}
     texts = _Texts([], {})
+    # Calls re-send their history: each message object is rendered to text once, not per call.
+    rendered: dict[tuple[int, int], int] = {}
+
+    def message_ref(i: int, m: Message) -> int:
+        key = (i, id(m))
+        ref = rendered.get(key)
+        if ref is None:
+            ref = rendered[key] = texts.ref(_message_text(i, m))
+        return ref
+
     pins: dict[str, list[dict[str, str]]] = {}
     for p in layout.pins:
         pins.setdefault(p.call_id, []).append({"code": p.code, "evidence": p.evidence})
@@ -121,12 +199,14 @@ def build_payload(
         if parent:
             children.setdefault(parent, []).append(n.call_id)
     out_calls: list[dict[str, Any]] = []
+    starts = [c.t_request for c in calls if c.t_request is not None]
+    t0 = min(starts) if starts else None
+    costs = []
     for n in sorted(layout.nodes, key=lambda n: n.index):
         c = by_id[n.call_id]
         d = decisions.get(n.call_id)
         parent = parent_of[n.call_id]
         diff = None
-        edits: list[dict[str, Any]] = []
         if parent is not None:
             pd = decisions.get(parent)
             diff = _diff_payload(
@@ -134,13 +214,6 @@ def build_payload(
                 by_id[parent],
                 list(d.match_ignored) if d else [],
                 list(pd.match_ignored) if pd else [],
-            )
-            # Each edit against the parent, with the rule that explains it (recon.edits).
-            edits = call_edits(
-                c,
-                by_id[parent],
-                call_ignored=d.match_ignored if d else (),
-                parent_ignored=pd.match_ignored if pd else (),
             )
         response = None
         if c.response is not None:
@@ -150,6 +223,8 @@ def build_payload(
             if c.t_response is not None and c.t_request is not None
             else None
         )
+        cost = call_cost(c, prices) if prices else None
+        costs.append(cost)
         out_calls.append(
             {
                 "id": c.call_id,
@@ -163,7 +238,6 @@ def build_payload(
                 "role_reason": d.role_reason if d else "",
                 "note": n.note,
                 "parent": parent,
-                "edits": edits,
                 "children": children.get(n.call_id, []),
                 "retry_of": d.retry_of if d else None,
                 "segment": n.segment,
@@ -184,12 +258,21 @@ def build_payload(
                     "cache_write": c.usage.cache_creation_input_tokens,
                 },
                 "system": texts.ref(c.system) if c.system else None,
-                "messages": [texts.ref(_message_text(i, m)) for i, m in enumerate(c.messages)],
+                "messages": [message_ref(i, m) for i, m in enumerate(c.messages)],
                 "response": response,
                 "diff": diff,
                 "paths": list(n.path_ids),
                 "reward": _num(n.reward),
                 "advantage": _num(n.advantage),
+                "timing": {k: _num(v) for k, v in call_timing(c, t0).items()},
+                "cost": cost.as_dict() if cost else None,
+                # Each edit against the parent, with the rule that explains it (recon.edits).
+                "edits": _edits(
+                    c,
+                    by_id.get(parent) if parent else None,
+                    d,
+                    decisions.get(parent) if parent else None,
+                ),
             }
         )
     kept = next(
@@ -208,6 +291,12 @@ def build_payload(
                 for r in (analysis.reasons if analysis else [])
             ],
             "redacted": redact,
+            "task": next((c.task_id for c in calls if c.task_id), None),
+            "harness": next((c.harness for c in calls if c.harness), None),
+            "model": next((c.model for c in calls if c.model), None),
+            "attempt": next((c.attempt for c in calls if c.attempt is not None), None),
+            "advantage": _num(analysis.advantage) if analysis else None,
+            "cost": episode_cost(costs) if prices else None,
         },
         "texts": texts.items,
         "calls": out_calls,
@@ -215,4 +304,5 @@ def build_payload(
         "paths": layout.paths,
         "kept_path": kept,
         "boundaries": list(layout.boundaries),
+        "comments": {},
     }

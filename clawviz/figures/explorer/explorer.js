@@ -10,6 +10,7 @@ function clawvizExplorer(host, payload, opts) {
   var byId = {};
   calls.forEach(function (c, i) { c._i = i; byId[c.id] = c; });
   var listeners = [];
+  var comments = opts.comments || payload.comments || {};
   var current = null;
   var findTerm = "";
 
@@ -27,6 +28,11 @@ function clawvizExplorer(host, payload, opts) {
   function on(target, ev, fn) { target.addEventListener(ev, fn); listeners.push([target, ev, fn]); }
   function num(v) { return typeof v === "number" ? (Number.isInteger(v) ? String(v) : v.toFixed(3)) : v; }
   function dash(v) { return v === null || v === undefined || v === "" ? "\u2014" : String(v); }
+  function money(v) {
+    if (v === null || v === undefined) return "\u2014";
+    return "$" + (v >= 1 ? v.toFixed(2) : v >= 0.01 ? v.toFixed(3) : v.toFixed(5));
+  }
+  function secs(v) { return v === null || v === undefined ? "\u2014" : v.toFixed(v < 10 ? 3 : 1) + " s"; }
 
   // ---------- layout ----------
   var root = el("div", "cvx");
@@ -36,7 +42,21 @@ function clawvizExplorer(host, payload, opts) {
   var ep = payload.episode || {};
   head.appendChild(el("strong", "cvx-title", ep.title || ep.id));
   head.appendChild(el("span", "cvx-badge cvx-st-" + (ep.status || "none"), dash(ep.status)));
-  head.appendChild(el("span", "cvx-muted", "reward " + dash(num(ep.reward)) + " \u00b7 " + calls.length + " calls"));
+  var facts = [];
+  if (ep.task) facts.push("task " + ep.task);
+  if (ep.harness) facts.push(ep.harness);
+  if (ep.model) facts.push(ep.model);
+  if (ep.attempt !== null && ep.attempt !== undefined) facts.push("attempt " + ep.attempt);
+  facts.push("reward " + dash(num(ep.reward)));
+  if (ep.advantage !== null && ep.advantage !== undefined) facts.push("A " + num(ep.advantage));
+  facts.push(calls.length.toLocaleString() + " calls");
+  var factsEl = el("span", "cvx-muted cvx-facts", facts.join(" \u00b7 "));
+  factsEl.title = facts.join(" \u00b7 ");
+  head.appendChild(factsEl);
+  var epCost = el("span", "cvx-muted", ep.cost ? "cost " + money(ep.cost.total) +
+    (ep.cost.unpriced ? " (" + ep.cost.priced + " of " + (ep.cost.priced + ep.cost.unpriced) + " calls priced)" : "") : "");
+  epCost.setAttribute("data-testid", "explorer-episode-cost");
+  if (ep.cost) head.appendChild(epCost);
   (ep.reasons || []).forEach(function (r) {
     var b = el("button", "cvx-reason", "\u2691 " + r.code);
     b.title = r.evidence || "";
@@ -49,6 +69,12 @@ function clawvizExplorer(host, payload, opts) {
   var zout = el("button", "cvx-btn", "\u2212"); zout.title = "Zoom out";
   var helpBtn = el("button", "cvx-btn", "?"); helpBtn.title = "Keyboard shortcuts";
   helpBtn.setAttribute("data-testid", "explorer-help");
+  var treeBtn = el("button", "cvx-btn cvx-view cvx-on", "Tree");
+  treeBtn.setAttribute("data-testid", "explorer-view-tree");
+  var timeBtn = el("button", "cvx-btn cvx-view", "Timeline");
+  timeBtn.title = "Calls as bars on wall-clock time (t)";
+  timeBtn.setAttribute("data-testid", "explorer-view-timeline");
+  tools.appendChild(treeBtn); tools.appendChild(timeBtn);
   tools.appendChild(zout); tools.appendChild(zin); tools.appendChild(helpBtn);
   head.appendChild(tools);
   var help = el("div", "cvx-help");
@@ -56,6 +82,7 @@ function clawvizExplorer(host, payload, opts) {
   help.hidden = true;
   [["j / k", "next / previous call on the path"], ["u", "parent call"], ["d", "first child call"],
    ["f", "next failed call"], ["p", "next pinned call (\u2691 reason)"], ["c", "next compaction call"],
+   ["t", "tree / timeline"],
    ["/", "find in the inspector"], ["Esc", "close this help"], ["?", "show / hide this help"]]
     .forEach(function (kv) {
       var row = el("div", "cvx-help-row");
@@ -84,45 +111,200 @@ function clawvizExplorer(host, payload, opts) {
   (payload.boundaries || []).forEach(function (bx) {
     svgEl.appendChild(svg("line", { x1: PAD + bx * DX, x2: PAD + bx * DX, y1: 0, y2: H, class: "cvx-boundary" }));
   });
-  (payload.edges || []).forEach(function (e) {
-    var a = byId[e.src], b = byId[e.dst];
-    if (!a || !b) return;
-    var d = "M" + px(a) + "," + py(a) + " L" + (px(b) - DX / 2) + "," + py(a) + " L" + (px(b) - DX / 2) + "," + py(b) + " L" + px(b) + "," + py(b);
-    if (a.y === b.y) d = "M" + px(a) + "," + py(a) + " L" + px(b) + "," + py(b);
-    svgEl.appendChild(svg("path", { d: d, class: "cvx-edge cvx-edge-" + e.kind }));
-  });
+  // Big trees are windowed: only the nodes and edges near the visible part of the pane are in
+  // the DOM (redrawn on scroll and zoom), so 10,000 calls open without freezing the tab.
+  var WINDOWED = calls.length > 1500;
   var nodeEls = {};
   var showAllLabels = calls.length <= 80;
-  calls.forEach(function (c) {
+  var layer = svg("g", {});
+  svgEl.appendChild(layer);
+  function edgeEl(e) {
+    var a = byId[e.src], b = byId[e.dst];
+    var d = "M" + px(a) + "," + py(a) + " L" + (px(b) - DX / 2) + "," + py(a) + " L" + (px(b) - DX / 2) + "," + py(b) + " L" + px(b) + "," + py(b);
+    if (a.y === b.y) d = "M" + px(a) + "," + py(a) + " L" + px(b) + "," + py(b);
+    return svg("path", { d: d, class: "cvx-edge cvx-edge-" + e.kind });
+  }
+  function nodeEl(c) {
     var g = svg("g", { class: "cvx-node cvx-st-" + c.state + (c.failed ? " cvx-failed" : ""), "data-call-id": c.id, tabindex: -1 });
     g.appendChild(svg("circle", { cx: px(c), cy: py(c), r: 9 }));
     var title = svg("title", {});
     title.textContent = "call " + c.label + " \u00b7 " + c.role + " \u00b7 " + c.state + (c.reason ? " (" + c.reason + ")" : "");
     g.appendChild(title);
-    if (calls.length <= 2000) {
-      // Big trees: only failed and pinned calls are labelled until zoomed in (no overlaps).
-      var keep = showAllLabels || c.pins.length || c.failed;
-      var t = svg("text", { x: px(c), y: py(c) + 3.5, class: "cvx-label" + (keep ? "" : " cvx-thin") });
-      t.textContent = c.label;
-      g.appendChild(t);
-    }
+    // Big trees: only failed and pinned calls are labelled until zoomed in (no overlaps).
+    var keep = showAllLabels || c.pins.length || c.failed;
+    var t = svg("text", { x: px(c), y: py(c) + 3.5, class: "cvx-label" + (keep ? "" : " cvx-thin") });
+    t.textContent = c.label;
+    g.appendChild(t);
     if (c.pins.length) {
       var pin = svg("text", { x: px(c) + 8, y: py(c) - 9, class: "cvx-pin" });
       pin.textContent = "\u2691";
       g.appendChild(pin);
     }
+    var nc = (comments[c.id] || []).length;
+    if (nc) {
+      var cm = svg("text", { x: px(c) - 17, y: py(c) - 8, class: "cvx-cmark", "data-testid": "comment-mark" });
+      cm.textContent = "\u270e" + (nc > 1 ? nc : "");
+      g.appendChild(cm);
+      title.textContent += " \u00b7 " + nc + (nc === 1 ? " comment" : " comments");
+    }
     if (c.compaction) {
       g.appendChild(svg("rect", { x: px(c) - 12, y: py(c) - 12, width: 24, height: 24, class: "cvx-compaction" }));
     }
-    on(g, "click", function (ev) { ev.preventDefault(); select(c.id, true); });
-    nodeEls[c.id] = g;
-    svgEl.appendChild(g);
+    if (current && current.id === c.id) g.classList.add("cvx-sel");
+    g.addEventListener("click", function (ev) { ev.preventDefault(); select(c.id, true); });
+    return g;
+  }
+  var drawnBox = null;
+  function visibleBox() {
+    var z = zoom || 1, w = treePane.clientWidth || 800, h = treePane.clientHeight || 600;
+    var x0 = treePane.scrollLeft / z, y0 = treePane.scrollTop / z;
+    return [x0 - w / z, y0 - h / z, x0 + 2 * w / z, y0 + 2 * h / z];  // one screen of margin
+  }
+  function inBox(c, b) { var x = px(c), y = py(c); return x >= b[0] && x <= b[2] && y >= b[1] && y <= b[3]; }
+  function drawTree(force) {
+    var b = WINDOWED ? visibleBox() : null;
+    if (!force && WINDOWED && drawnBox) {
+      var z = zoom || 1, w = (treePane.clientWidth || 800) / z / 2, h = (treePane.clientHeight || 600) / z / 2;
+      var v = [treePane.scrollLeft / z, treePane.scrollTop / z];
+      if (v[0] - drawnBox[0] > w && drawnBox[2] - v[0] - 2 * w > w && v[1] - drawnBox[1] > h && drawnBox[3] - v[1] - 2 * h > h) return;
+    }
+    if (!force && !WINDOWED && drawnBox) return;
+    drawnBox = b || [0, 0, W, H];
+    var fresh = svg("g", {});
+    nodeEls = {};
+    (payload.edges || []).forEach(function (e) {
+      var a = byId[e.src], d = byId[e.dst];
+      if (!a || !d) return;
+      if (b && !inBox(a, b) && !inBox(d, b)) return;
+      fresh.appendChild(edgeEl(e));
+    });
+    calls.forEach(function (c) {
+      if (b && !inBox(c, b)) return;
+      var g = nodeEl(c);
+      nodeEls[c.id] = g;
+      fresh.appendChild(g);
+    });
+    svgEl.replaceChild(fresh, layer);
+    layer = fresh;
+  }
+  var scrollPending = false;
+  on(treePane, "scroll", function () {
+    if (!WINDOWED || scrollPending) return;
+    scrollPending = true;
+    requestAnimationFrame(function () { scrollPending = false; drawTree(false); });
   });
+  drawTree(true);
   treePane.appendChild(svgEl);
+
+  // ---------- timeline ----------
+  // Calls as bars on the episode's wall clock: queued (to the upstream's headers), to first
+  // byte, to last byte, from the recorder's timings; a call with only request and response
+  // times is one plain bar; one with no start or end is listed as untimed. Overlapping calls
+  // (parallel sub-agents) are packed into separate lanes, so they show as overlapping bars.
+  var timeline = el("div", "cvx-timeline");
+  timeline.setAttribute("data-testid", "explorer-timeline");
+  timeline.hidden = true;
+  treePane.appendChild(timeline);
+  var barEls = {};
+  var timelineDrawn = false;
+  var timed = calls.filter(function (c) { return c.timing && c.timing.start !== null && c.timing.last_byte !== null; });
+  function drawTimeline() {
+    timeline.textContent = "";
+    barEls = {};
+    var untimed = calls.length - timed.length;
+    if (!timed.length) {
+      timeline.appendChild(el("div", "cvx-muted cvx-pad", "\u2014 No call of this episode has both a request and a response time."));
+      return;
+    }
+    var order = timed.slice().sort(function (a, b) { return a.timing.start - b.timing.start || a._i - b._i; });
+    var laneEnd = [], laneOf = {};
+    order.forEach(function (c) {
+      var s0 = c.timing.start, e0 = s0 + c.timing.last_byte, lane = 0;
+      while (lane < laneEnd.length && laneEnd[lane] > s0) lane++;
+      laneEnd[lane] = e0; laneOf[c.id] = lane;
+    });
+    var span = 0;
+    order.forEach(function (c) { span = Math.max(span, c.timing.start + c.timing.last_byte); });
+    span = span || 1;
+    var TPAD = 12, TOP = 22;
+    var LH = Math.max(16, Math.min(28, Math.floor(((treePane.clientHeight || 400) - 140) / laneEnd.length)));
+    var labelEnd = [];
+    var width = Math.max(200, (treePane.clientWidth || 400) - 4) * zoom;
+    var scale = (width - 2 * TPAD) / span;
+    var height = TOP + laneEnd.length * LH + 10;
+    var tsvg = svg("svg", { width: width, height: height, class: "cvx-svg cvx-tsvg" });
+    var rough = span / 6, mag = Math.pow(10, Math.floor(Math.log10(rough)));
+    var stepT = [1, 2, 5, 10].map(function (m) { return m * mag; }).find(function (v) { return v >= rough; }) || rough;
+    for (var t = 0; t <= span + 1e-9; t += stepT) {
+      var x = TPAD + t * scale;
+      tsvg.appendChild(svg("line", { x1: x, x2: x, y1: TOP - 4, y2: height, class: "cvx-tick" }));
+      var lab = svg("text", { x: x + 2, y: 12, class: "cvx-ticklabel" });
+      lab.textContent = "+" + t.toFixed(Math.max(0, -Math.floor(Math.log10(stepT)))) + " s";
+      tsvg.appendChild(lab);
+    }
+    order.forEach(function (c) {
+      var tm = c.timing, y = TOP + laneOf[c.id] * LH, x0 = TPAD + tm.start * scale;
+      var g = svg("g", { class: "cvx-bar cvx-st-" + c.state, "data-call-id": c.id });
+      var parts = [];
+      if (tm.headers !== null && tm.first_byte !== null && tm.first_byte <= tm.last_byte) {
+        parts = [["queued", 0, tm.headers], ["ttfb", tm.headers, tm.first_byte], ["stream", tm.first_byte, tm.last_byte]];
+      } else {
+        parts = [["total", 0, tm.last_byte]];
+      }
+      parts.forEach(function (p) {
+        g.appendChild(svg("rect", { x: x0 + p[1] * scale, y: y, height: LH - 4,
+          width: Math.max(p[0] === "total" || p[0] === "stream" ? 2 : 0, (p[2] - p[1]) * scale), class: "cvx-seg cvx-seg-" + p[0] }));
+      });
+      var title = svg("title", {});
+      title.textContent = "call " + c.label + " \u00b7 " + c.role + " \u00b7 start +" + secs(tm.start) +
+        " \u00b7 queued " + secs(tm.headers) + " \u00b7 first byte " + secs(tm.first_byte) + " \u00b7 last byte " + secs(tm.last_byte);
+      g.appendChild(title);
+      // A label only where it has room in its lane (no overlaps); the title always says it.
+      var w = tm.last_byte * scale, inside = w > 8 * String(c.label).length + 6;
+      var lx = inside ? x0 + 3 : x0 + Math.max(w, 2) + 3, lane = laneOf[c.id];
+      if (lx >= (labelEnd[lane] || 0)) {
+        var tl = svg("text", { x: lx, y: y + (LH - 4) / 2 + 3.5, class: "cvx-barlabel" + (inside ? " cvx-in" : "") });
+        tl.textContent = c.label;
+        g.appendChild(tl);
+        labelEnd[lane] = lx + 7 * String(c.label).length + 4;
+      }
+      on(g, "click", function (ev) { ev.preventDefault(); select(c.id, true); });
+      barEls[c.id] = g;
+      tsvg.appendChild(g);
+    });
+    timeline.appendChild(tsvg);
+    var legend = el("div", "cvx-legend");
+    [["queued", "queued (to headers)"], ["ttfb", "to first byte"], ["stream", "to last byte"], ["total", "request to response (no recorder timings)"]]
+      .forEach(function (kv2) {
+        var item = el("span", "cvx-legend-item");
+        item.appendChild(el("i", "cvx-swatch cvx-seg-" + kv2[0]));
+        item.appendChild(document.createTextNode(kv2[1]));
+        legend.appendChild(item);
+      });
+    timeline.appendChild(legend);
+    timeline.appendChild(el("div", "cvx-muted cvx-pad", span.toFixed(2) + " s from the first request to the last byte; " +
+      laneEnd.length + (laneEnd.length === 1 ? " lane" : " lanes (calls in flight at once)") +
+      (untimed ? "; " + untimed + " call(s) without times are not drawn (\u2014)" : "")));
+    if (current && barEls[current.id]) barEls[current.id].classList.add("cvx-sel");
+    timelineDrawn = true;
+  }
+  function showView(which) {
+    var tl = which === "timeline";
+    svgEl.style.display = tl ? "none" : "";
+    timeline.hidden = !tl;
+    if (body.classList.contains("cvx-wide-left") !== tl) { body.classList.toggle("cvx-wide-left", tl); timelineDrawn = false; }
+    treeBtn.classList.toggle("cvx-on", !tl);
+    timeBtn.classList.toggle("cvx-on", tl);
+    if (tl && !timelineDrawn) drawTimeline();
+  }
+  on(treeBtn, "click", function () { showView("tree"); });
+  on(timeBtn, "click", function () { showView("timeline"); });
   function applyZoom() {
     svgEl.classList.toggle("cvx-zoomed", zoom >= 1.4);
     svgEl.setAttribute("width", String(W * zoom));
     svgEl.setAttribute("height", String(H * zoom));
+    if (WINDOWED) drawTree(true);
+    if (timelineDrawn) { timelineDrawn = false; if (!timeline.hidden) drawTimeline(); }
   }
   on(zin, "click", function () { zoom = Math.min(4, zoom * 1.25); applyZoom(); });
   on(zout, "click", function () { zoom = Math.max(0.25, zoom / 1.25); applyZoom(); });
@@ -135,10 +317,19 @@ function clawvizExplorer(host, payload, opts) {
     d.appendChild(el("summary", "", titleText));
     return d;
   }
+  var SHOWN = 20000;  // characters of a long text drawn until "show all" is pressed
   function pre(text, cls) {
     var p = el("pre", "cvx-pre" + (cls ? " " + cls : ""));
-    p.textContent = text;
-    return p;
+    if (text.length <= SHOWN) { p.textContent = text; return p; }
+    p.textContent = text.slice(0, SHOWN);
+    var box = el("div", "cvx-long");
+    box.appendChild(p);
+    var more = el("button", "cvx-btn cvx-showall", "Show all (" + text.length.toLocaleString() + " characters; " +
+      (text.length - SHOWN).toLocaleString() + " not shown)");
+    more.setAttribute("data-testid", "explorer-show-all");
+    more.addEventListener("click", function () { p.textContent = text; box.removeChild(more); });
+    box.appendChild(more);
+    return box;
   }
   function textOf(i) { return i === null || i === undefined ? null : texts[i]; }
 
@@ -201,6 +392,19 @@ function clawvizExplorer(host, payload, opts) {
       box.appendChild(document.createTextNode(p.evidence));
       content.appendChild(box);
     });
+    if (c.edits && c.edits.length) {
+      var esec = pane("History vs parent (" + c.edits.length + ")", true);
+      esec.setAttribute("data-testid", "explorer-edits");
+      var ul = el("ul", "cvx-edits");
+      c.edits.forEach(function (e) {
+        var li = el("li", e.explained ? "cvx-edit-ok" : "cvx-edit-bad");
+        li.appendChild(el("strong", "", e.explained ? (e.rule || e.code) : "unexplained" + (e.code ? " " + e.code : "")));
+        li.appendChild(document.createTextNode(": " + e.summary));
+        ul.appendChild(li);
+      });
+      esec.appendChild(ul);
+      content.appendChild(esec);
+    }
     var tbl = el("table", "cvx-kv");
     kv(tbl, "model", c.model);
     kv(tbl, "endpoint", c.endpoint);
@@ -209,6 +413,13 @@ function clawvizExplorer(host, payload, opts) {
     kv(tbl, "tokens in / out", dash(c.usage.input) + " / " + dash(c.usage.output));
     kv(tbl, "cache read / write", dash(c.usage.cache_read) + " / " + dash(c.usage.cache_write));
     kv(tbl, "duration", c.duration_s === null ? null : c.duration_s.toFixed(2) + " s");
+    var tm = c.timing || {};
+    kv(tbl, "start", tm.start === null || tm.start === undefined ? null : "+" + secs(tm.start) + " after the first request");
+    kv(tbl, "timing", "queued " + secs(tm.headers) + " \u00b7 first byte " + secs(tm.first_byte) + " \u00b7 last byte " + secs(tm.last_byte));
+    var co = c.cost;
+    kv(tbl, "cost", co ? money(co.total) + " (input " + money(co.input) + ", output " + money(co.output) +
+      ", cache read " + money(co.cache_read) + ", cache write " + money(co.cache_write) + "; price " + co.pattern + ")" : null);
+    tbl.lastChild.setAttribute("data-testid", "explorer-call-cost");
     kv(tbl, "why", c.role_reason);
     if (c.note) kv(tbl, "note", c.note);
     if (c.error) kv(tbl, "error", c.error);
@@ -217,6 +428,7 @@ function clawvizExplorer(host, payload, opts) {
     kv(tbl, "reward / advantage", dash(num(c.reward)) + " / " + dash(num(c.advantage)));
     kv(tbl, "source", c.source);
     content.appendChild(tbl);
+    content.appendChild(commentBox(c));
 
     if (c.diff) {
       var dsec = pane("Request vs parent (call " + byId[c.diff.parent].label + ")", true);
@@ -254,8 +466,9 @@ function clawvizExplorer(host, payload, opts) {
         heads.slice(0, 60).forEach(function (hd) {
           var a = el("button", "cvx-linkbtn", hd[1]);
           on(a, "click", function () {
-            var lh = parseFloat(getComputedStyle(body).lineHeight) || 16;
-            body.scrollTop = hd[0] * lh;
+            var lh = parseFloat(getComputedStyle(body.tagName === "PRE" ? body : body.querySelector("pre")).lineHeight) || 16;
+            var target = body.tagName === "PRE" ? body : body.querySelector("pre");
+            target.scrollTop = hd[0] * lh;
           });
           ol.appendChild(a);
         });
@@ -271,6 +484,46 @@ function clawvizExplorer(host, payload, opts) {
       if (ev.key === "Escape") { input.blur(); }
     });
     highlight(content, count);
+  }
+
+  function commentBox(c) {
+    var list = comments[c.id] || [];
+    var sec = pane("Comments (" + list.length + ")", list.length > 0 || !!opts.commentError);
+    sec.setAttribute("data-testid", "explorer-comments");
+    list.forEach(function (m) {
+      var item = el("div", "cvx-comment");
+      item.setAttribute("data-testid", "explorer-comment");
+      var who = el("div", "cvx-comment-who", m.reviewer + " \u00b7 " + String(m.created_at).replace("T", " ").replace("+00:00", " UTC"));
+      item.appendChild(who);
+      item.appendChild(el("div", "cvx-comment-text", m.text));
+      sec.appendChild(item);
+    });
+    if (!opts.onComment) {
+      if (!list.length) sec.appendChild(el("div", "cvx-muted", "No comments."));
+      return sec;
+    }
+    var form = el("div", "cvx-comment-form");
+    var name = el("input", "cvx-find-input");
+    name.placeholder = "your name"; name.value = opts.reviewer || "";
+    name.setAttribute("data-testid", "explorer-comment-name");
+    if (opts.reviewerLocked) { name.readOnly = true; name.title = "Signed in (trusted proxy header)"; }
+    var area = el("textarea", "cvx-comment-input");
+    area.placeholder = "A note on call " + c.label; area.rows = 2;
+    area.setAttribute("data-testid", "explorer-comment-text");
+    var send = el("button", "cvx-btn cvx-send", "Add comment");
+    send.setAttribute("data-testid", "explorer-comment-send");
+    var err = el("div", "cvx-comment-err", opts.commentError || "");
+    opts.commentError = "";
+    on(send, "click", function () {
+      var text = area.value.trim(), who = name.value.trim();
+      if (!text) { err.textContent = "Write a comment first."; return; }
+      if (!who) { err.textContent = "Give your name (it is stored with the comment)."; return; }
+      send.disabled = true; err.textContent = "Saving\u2026";
+      opts.onComment({ call_id: c.id, text: text, reviewer: who });
+    });
+    form.appendChild(name); form.appendChild(area); form.appendChild(send); form.appendChild(err);
+    sec.appendChild(form);
+    return sec;
   }
 
   var matchIdx = -1;
@@ -327,9 +580,16 @@ function clawvizExplorer(host, payload, opts) {
     if (!c) return;
     if (current && nodeEls[current.id]) nodeEls[current.id].classList.remove("cvx-sel");
     current = c;
-    nodeEls[id].classList.add("cvx-sel");
+    if (!nodeEls[id]) {  // windowed out: bring its place into view, then draw around it
+      treePane.scrollLeft = px(c) * zoom - treePane.clientWidth / 2;
+      treePane.scrollTop = py(c) * zoom - treePane.clientHeight / 2;
+      drawTree(true);
+    }
+    if (nodeEls[id]) nodeEls[id].classList.add("cvx-sel");
+    Object.keys(barEls).forEach(function (k) { barEls[k].classList.toggle("cvx-sel", k === id); });
     render(c);
-    var r = nodeEls[id].getBoundingClientRect(), pr = treePane.getBoundingClientRect();
+    var r = nodeEls[id] ? nodeEls[id].getBoundingClientRect() : treePane.getBoundingClientRect();
+    var pr = treePane.getBoundingClientRect();
     if (r.left < pr.left || r.right > pr.right || r.top < pr.top || r.bottom > pr.bottom) {
       treePane.scrollLeft += r.left - pr.left - pr.width / 2;
       treePane.scrollTop += r.top - pr.top - pr.height / 2;
@@ -380,6 +640,7 @@ function clawvizExplorer(host, payload, opts) {
     else if (k === "f") nextWhere(function (c) { return c.failed; });
     else if (k === "p") nextWhere(function (c) { return c.pins.length > 0; });
     else if (k === "c") nextWhere(function (c) { return c.compaction; });
+    else if (k === "t") showView(timeline.hidden ? "timeline" : "tree");
     else if (k === "?") help.hidden = !help.hidden;
     else if (k === "Escape") help.hidden = true;
     else if (k === "/") { var i = insp.querySelector(".cvx-find-input"); if (i) { ev.preventDefault(); i.focus(); } }
@@ -388,6 +649,17 @@ function clawvizExplorer(host, payload, opts) {
   });
 
   host.appendChild(root);
+  // The tree and the inspector fill the window below where the explorer starts (both in view
+  // at 1280x720), never less than 360 px; the share page and the app alike.
+  function fitHeight() {
+    var top = body.getBoundingClientRect().top;
+    var h = Math.max(360, Math.floor(window.innerHeight - Math.max(0, top) - 14));
+    body.style.height = h + "px";
+  }
+  fitHeight();
+  on(window, "resize", fitHeight);
+  // The page above may still be settling (a Streamlit run drawing the rows above it).
+  [250, 1000, 3000].forEach(function (ms) { setTimeout(function () { if (root.isConnected) fitHeight(); }, ms); });
   var fit = treePane.clientWidth ? (treePane.clientWidth - 8) / W : 1;
   if (treePane.clientHeight && H * fit > treePane.clientHeight) fit = Math.min(fit, 1);
   zoom = Math.max(0.5, Math.min(1.6, fit));

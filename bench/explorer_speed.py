@@ -1,0 +1,156 @@
+"""The Episode explorer's rows of issue 25, in headless Chromium, each interleaved with a floor
+measured in the same run (A B A B ...).
+
+    python bench/explorer_speed.py [--calls 254] [--repeats 7] [--clicks 40]
+
+- **click**: a click on a tree node until the inspector's `data-call-id` names that call (the
+  DOM is updated synchronously; the time includes two animation frames, i.e. until it is
+  painted), warm, on a `clawviz share` file of a `bench/bigep.py` episode of 254 calls. Floor:
+  the same click-to-painted on a one-button page whose handler sets one attribute.
+- **key**: the same for the keyboard's "j" (next call on the path). Floor: a keydown on the
+  one-button page.
+- **open**: opening the share file from disk until the inspector shows a call and two frames
+  have passed. Floor: a trivial HTML file from disk.
+- **size**: the share file's bytes / the bytes of the distinct content in its payload (every
+  distinct text once, UTF-8).
+
+The app's first paint against bench/trivial_page.py is not measured here (see README).
+Times are milliseconds; each row gives the median and the min-max over repeats, and the
+ratio to its floor as the median (min-max) of the per-pair ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+from bigep import big_episode  # noqa: E402
+
+from clawviz.figures.explorer import build_payload  # noqa: E402
+from clawviz.figures.explorer.assets import share_html  # noqa: E402
+from clawviz.recon.pipeline import analyse_episode  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--no-first-run"]  # fmt: skip
+
+FLOOR_HTML = """<!DOCTYPE html><html><body>
+<button id="b" data-v="0">x</button><div data-testid="call-inspector" data-call-id=""></div>
+<script>
+var i = document.querySelector('[data-testid=call-inspector]');
+document.getElementById('b').addEventListener('click', function (e) {
+  i.setAttribute('data-call-id', e.detail && e.detail.id || String(Math.random())); });
+document.addEventListener('keydown', function () {
+  i.setAttribute('data-call-id', String(Math.random())); });
+</script></body></html>"""
+
+# In-page: act, then wait two animation frames (the change painted); returns milliseconds.
+CLICK_JS = """(sel) => new Promise((done) => {
+  const el = document.querySelector(sel);
+  const t0 = performance.now();
+  el.dispatchEvent(new MouseEvent('click', {bubbles: true, cancelable: true}));
+  requestAnimationFrame(() => requestAnimationFrame(() => done(performance.now() - t0)));
+})"""
+KEY_JS = """(key) => new Promise((done) => {
+  const t0 = performance.now();
+  document.dispatchEvent(new KeyboardEvent('keydown', {key, bubbles: true}));
+  requestAnimationFrame(() => requestAnimationFrame(() => done(performance.now() - t0)));
+})"""
+SHOWN_JS = (
+    "() => document.querySelector('[data-testid=call-inspector]').getAttribute('data-call-id')"
+)
+FRAMES_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+
+
+def _pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+
+
+def _spread(xs: list[float]) -> str:
+    return f"{statistics.median(xs):.1f} ({min(xs):.1f}-{max(xs):.1f})"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--calls", type=int, default=254)
+    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--clicks", type=int, default=40)
+    a = ap.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    calls = [p.call for p in big_episode(a.calls)][: a.calls]
+    payload = build_payload("bench", calls, analyse_episode(calls, reward=None))
+    tmp = Path(tempfile.mkdtemp(prefix="cvx-bench-"))
+    share, floor = tmp / "share.html", tmp / "floor.html"
+    text = share_html(payload)
+    share.write_text(text, encoding="utf-8")
+    floor.write_text(FLOOR_HTML, encoding="utf-8")
+    distinct = sum(len(t.encode("utf-8")) for t in payload["texts"])
+    size = len(text.encode("utf-8"))
+    ids = [c["id"] for c in payload["calls"]]
+    rows: dict[str, list[float]] = {k: [] for k in
+        ("click", "click_floor", "key", "key_floor", "open", "open_floor")}  # fmt: skip
+    p95s: list[float] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        for rep in range(a.repeats):
+            for kind in ("open", "open_floor"):
+                pg = browser.new_page(viewport={"width": 1280, "height": 720})
+                target = share if kind == "open" else floor
+
+                t0 = time.perf_counter()
+                pg.goto(target.as_uri())
+                pg.wait_for_selector("[data-testid=call-inspector]", state="attached")
+                if kind == "open":
+                    pg.wait_for_selector("[data-testid=call-inspector][data-call-id]")
+                pg.evaluate(FRAMES_JS)
+                rows[kind].append((time.perf_counter() - t0) * 1000)
+                pg.close()
+            app = browser.new_page(viewport={"width": 1280, "height": 720})
+            app.goto(share.as_uri())
+            app.wait_for_selector("[data-testid=call-inspector][data-call-id]")
+            fl = browser.new_page(viewport={"width": 1280, "height": 720})
+            fl.goto(floor.as_uri())
+            clicks, clicks_f, keys, keys_f = [], [], [], []
+            for i in range(a.clicks):  # warm: interleaved app click, floor click
+                cid = ids[(i * 37 + rep) % len(ids)]
+                ms = app.evaluate(CLICK_JS, f'g.cvx-node[data-call-id="{cid}"]')
+                if app.evaluate(SHOWN_JS) == cid:
+                    clicks.append(ms)
+                clicks_f.append(fl.evaluate(CLICK_JS, "#b"))
+                keys.append(app.evaluate(KEY_JS, "j"))
+                keys_f.append(fl.evaluate(KEY_JS, "j"))
+            assert len(clicks) == a.clicks, "a click did not show its call"
+            rows["click"].append(statistics.median(clicks))
+            p95s.append(_pct(clicks, 0.95))
+            rows["click_floor"].append(statistics.median(clicks_f))
+            rows["key"].append(statistics.median(keys))
+            rows["key_floor"].append(statistics.median(keys_f))
+            app.close()
+            fl.close()
+        browser.close()
+    out = {"calls": len(ids), "share_bytes": size, "distinct_bytes": distinct,
+           "size_ratio": size / distinct}  # fmt: skip
+    for name in ("click", "key", "open"):
+        ratios = [x / y for x, y in zip(rows[name], rows[name + "_floor"], strict=True)]
+        out[name] = _spread(rows[name])
+        out[name + "_floor"] = _spread(rows[name + "_floor"])
+        med = statistics.median(ratios)
+        out[name + "_ratio"] = f"{med:.2f} ({min(ratios):.2f}-{max(ratios):.2f})"
+    out["click_p95"] = _spread(p95s)
+    print(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
