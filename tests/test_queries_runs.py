@@ -131,3 +131,14 @@ def test_chart_inputs_from_sql(session):
     assert sorted(queries.reason_counts_sql(session, H)["reason"]) == queries.all_reasons(df)
     assert options["harness"] == sorted(df["harness"].dropna().unique())
     assert options["status"] == sorted(df["status"].unique())
+
+
+def test_the_runs_counts_know_every_episode_reason():
+    # Every reason an episode's verdict can carry (the enum, and the self-check's and the
+    # analysis job's codes that exclude an attempt from GRPO) is counted and filterable on Runs:
+    # a code missing from KNOWN_REASONS would silently vanish from the reason counts.
+    from clawviz.recon.prune import ABNORMAL_CODES
+    from clawviz.store.queries import KNOWN_REASONS
+    from clawviz.types import ReasonCode
+
+    assert {str(c) for c in ReasonCode} | set(ABNORMAL_CODES) <= set(KNOWN_REASONS)
