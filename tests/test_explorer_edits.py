@@ -1,5 +1,6 @@
 """The payload's `edits` per call (History vs parent): from the edit rules, filled through the one
-hook `clawviz.figures.explorer.history_edits` (recon.calldiff.call_edits), and listed by the inspector."""
+hook `clawviz.figures.explorer.history_edits` (recon.calldiff.call_edits), and listed by the
+inspector."""
 
 from __future__ import annotations
 

@@ -567,7 +567,8 @@ KNOWN_REASONS: tuple[str, ...] = (
     "orphaned_request",
 )
 """Reason codes an episode's verdict can carry (`types.ReasonCode`, the self-check's
-`unexplained_root`, `unexplained_edit`, `lost_kept_call`, `jobs.analyse.ANALYSIS_ERROR`): what the SQL counts and filters look for."""
+`unexplained_root`, `unexplained_edit`, `lost_kept_call`, `jobs.analyse.ANALYSIS_ERROR`): what
+the SQL counts and filters look for."""
 
 _FROM_RUNS = """
         FROM episode e
