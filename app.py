@@ -9,6 +9,7 @@ from typing import cast
 import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
+from clawviz import settings as settings_table
 from clawviz.settings import masked_url
 from clawviz.ui import data, pages, state
 
@@ -52,6 +53,10 @@ def sidebar() -> None:
     """Store and settings facts shown on every page."""
     settings = state.current_settings()
     with st.sidebar:
+        if settings_table.ENV_ERROR:
+            # A bad CLAWVIZ_<NAME> variable: the CLI refuses to run; the app says so and opens
+            # on the defaults rather than not at all.
+            st.error(f"{settings_table.ENV_ERROR}. The app uses the default instead.")
         # Plain text, not st.code: a code box loads the front end's highlighter on every page
         # (measured: ~0.15x of a trivial page's paint, bench/README.md "fifth pass: floors").
         st.caption("Store")
