@@ -21,7 +21,10 @@ _OC82_TRANSCRIPT_FLUSH = (
     "OpenClaw runtime event.', display false, reply NO_REPLY) and its replay has no system "
     "prompt, where 2026.8 puts the flush marker ('Pre-compaction memory flush.' in the "
     "internal-context block): the replayed flush is taken for main, so the transcript's kept "
-    "path holds NO_REPLY"
+    "path holds NO_REPLY. The user line alone cannot say 'flush': upstream OpenClaw "
+    "(resolveRuntimeContextPromptParts) sends 'Continue the OpenClaw runtime event.' for every "
+    "runtime-only event (background wakes, cron, flushes), the event itself in a hidden carrier "
+    "the transcript does not keep; a fix needs that carrier's trace in the transcript record"
 )
 
 KNOWN_WRONG: dict[str, dict[str, str]] = {
