@@ -1,7 +1,8 @@
 """The Episode explorer's rows of issue 25, in headless Chromium, each interleaved with a floor
 measured in the same run (A B A B ...).
 
-    python bench/explorer_speed.py [--calls 254] [--repeats 7] [--clicks 40] [--size-only]
+    python bench/explorer_speed.py [--calls 254] [--repeats 7] [--clicks 40]
+                                    [--size-only | --first-paint]
 
 - **click**: a click on a tree node until the inspector's `data-call-id` names that call (the
   DOM is updated synchronously; the time includes two animation frames, i.e. until it is
@@ -19,7 +20,12 @@ measured in the same run (A B A B ...).
   the sample store's t0001-claude-code-a1 and the recorded OpenClaw gateway session, each
   also as the unpacked payload would be (`plain_bytes`: the file before pack.py).
 
-The app's first paint against bench/trivial_page.py is not measured here (see README).
+- **first paint** (`--first-paint`, run alone): the app's Episode page of the 254-call
+  episode written into a temporary SQLite store (bench/bigep.py's `write_big_episode`, then
+  analysed), opened in a new tab until the explorer's inspector shows a call, the script run has
+  ended and two frames passed; against bench/trivial_page.py painted in a new tab until its
+  Plotly markers are there and its run ended (bench/browser.py's `paint_streamlit`). Both
+  servers warm (each painted once first), the two pages alternated, wall time.
 Times are milliseconds; each row gives the median and the min-max over repeats, and the
 ratio to its floor as the median (min-max) of the per-pair ratios.
 """
@@ -33,6 +39,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -144,13 +151,78 @@ def size_rows(n_calls: int) -> dict:
     }
 
 
+def first_paint_rows(n_calls: int, repeats: int) -> dict:
+    """The Episode page (app.py) of a stored `n_calls`-call bigep episode painted in a new tab
+    (the explorer's inspector shows a call, the script run ended, two frames), interleaved with
+    bench/trivial_page.py painted the same way (its Plotly markers); both servers warm."""
+    from bigep import write_big_episode
+    from browser import paint_streamlit, streamlit
+    from playwright.sync_api import sync_playwright
+    from sqlmodel import Session
+
+    from clawviz.jobs.analyse import ensure_analysis
+    from clawviz.store.db import get_engine, init_db
+
+    tmp = Path(tempfile.mkdtemp(prefix="cvx-bench-"))
+    url = "sqlite:///" + str(tmp / "s.db")
+    engine = get_engine(url)
+    init_db(engine)
+    with Session(engine) as s:
+        write_big_episode(s, n_calls)
+        ensure_analysis(s)
+        s.commit()
+    log = tmp / "servers.log"
+
+    def paint_episode(browser: Any, ep_url: str) -> None:
+        ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
+        try:
+            pg = ctx.new_page()
+            pg.set_default_timeout(180_000)
+            pg.goto(ep_url)
+            pg.wait_for_selector("[data-testid=call-inspector][data-call-id]", state="attached")
+            pg.wait_for_selector(
+                "[data-testid='stApp'][data-test-script-state='notRunning']", state="attached"
+            )
+            pg.evaluate(FRAMES_JS)
+        finally:
+            ctx.close()
+
+    a: list[float] = []
+    b: list[float] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        with (
+            streamlit(HERE / "trivial_page.py", url, log) as t_url,
+            streamlit(HERE.parent / "app.py", url, log) as a_url,
+        ):
+            ep_url = f"{a_url}/episode?episode=big"
+            paint_streamlit(browser, t_url)  # warm both servers once
+            paint_episode(browser, ep_url)
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                paint_streamlit(browser, t_url)
+                a.append((time.perf_counter() - t0) * 1000)
+                t0 = time.perf_counter()
+                paint_episode(browser, ep_url)
+                b.append((time.perf_counter() - t0) * 1000)
+        browser.close()
+    ratios = [y / x for x, y in zip(a, b, strict=True)]
+    med = statistics.median(ratios)
+    return {"calls": n_calls, "episode_page": _spread(b), "trivial_page": _spread(a),
+            "ratio": f"{med:.2f} ({min(ratios):.2f}-{max(ratios):.2f})"}  # fmt: skip
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=254)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--clicks", type=int, default=40)
+    ap.add_argument("--first-paint", action="store_true", help="the app's first-paint row alone")
     ap.add_argument("--size-only", action="store_true", help="the size row alone, 3 episodes")
     a = ap.parse_args()
+    if a.first_paint:
+        print(json.dumps(first_paint_rows(a.calls, a.repeats), indent=1))
+        return 0
     if a.size_only:
         print(json.dumps(size_rows(a.calls), indent=1))
         return 0
