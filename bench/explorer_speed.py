@@ -2,6 +2,7 @@
 measured in the same run (A B A B ...).
 
     python bench/explorer_speed.py [--calls 254] [--repeats 7] [--clicks 40]
+                                    [--size-only | --first-paint]
 
 - **click**: a click on a tree node until the inspector's `data-call-id` names that call (the
   DOM is updated synchronously; the time includes two animation frames, i.e. until it is
@@ -11,10 +12,20 @@ measured in the same run (A B A B ...).
   one-button page.
 - **open**: opening the share file from disk until the inspector shows a call and two frames
   have passed. Floor: a trivial HTML file from disk.
-- **size**: the share file's bytes / the bytes of the distinct content in its payload (every
-  distinct text once, UTF-8).
+- **size**: the share file's bytes / the bytes of the distinct content in its payload
+  (`pack.distinct_content`: every distinct text, i.e. message, system prompt and response, and
+  every distinct diff line, each once, UTF-8; the JS and CSS are not content). Given twice: with
+  the file's inline JS and CSS counted (`size_ratio`), and with them taken out as a fixed
+  overhead (`size_ratio_no_code`). `--size-only` gives this row alone for the 254-call episode,
+  the sample store's t0001-claude-code-a1 and the recorded OpenClaw gateway session, each
+  also as the unpacked payload would be (`plain_bytes`: the file before pack.py).
 
-The app's first paint against bench/trivial_page.py is not measured here (see README).
+- **first paint** (`--first-paint`, run alone): the app's Episode page of the 254-call
+  episode written into a temporary SQLite store (bench/bigep.py's `write_big_episode`, then
+  analysed), opened in a new tab until the explorer's inspector shows a call, the script run has
+  ended and two frames passed; against bench/trivial_page.py painted in a new tab until its
+  Plotly markers are there and its run ended (bench/browser.py's `paint_streamlit`). Both
+  servers warm (each painted once first), the two pages alternated, wall time.
 Times are milliseconds; each row gives the median and the min-max over repeats, and the
 ratio to its floor as the median (min-max) of the per-pair ratios.
 """
@@ -28,6 +39,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -36,7 +48,13 @@ sys.path.insert(0, str(HERE.parent))
 from bigep import big_episode  # noqa: E402
 
 from clawviz.figures.explorer import build_payload  # noqa: E402
-from clawviz.figures.explorer.assets import share_html  # noqa: E402
+from clawviz.figures.explorer.assets import (  # noqa: E402
+    explorer_css,
+    explorer_js,
+    safe_json,
+    share_html,
+)
+from clawviz.figures.explorer.pack import distinct_content, pack_payload  # noqa: E402
 from clawviz.recon.pipeline import analyse_episode  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
@@ -80,12 +98,134 @@ def _spread(xs: list[float]) -> str:
     return f"{statistics.median(xs):.1f} ({min(xs):.1f}-{max(xs):.1f})"
 
 
+def size_row(payload: dict) -> dict:
+    """The size row of one payload (see the module docstring)."""
+    text = share_html(payload)
+    size = len(text.encode("utf-8"))
+    plain = size - len(safe_json(pack_payload(payload)).encode()) + len(safe_json(payload).encode())
+    code = len(explorer_js().encode("utf-8")) + len(explorer_css().encode("utf-8"))
+    distinct = distinct_content(payload)
+    return {"calls": len(payload["calls"]), "share_bytes": size, "plain_bytes": plain,
+            "code_bytes": code, "distinct_bytes": distinct,
+            "distinct_texts_bytes": sum(len(t.encode()) for t in set(payload["texts"])),
+            "size_ratio": round(size / distinct, 2),
+            "size_ratio_no_code": round((size - code) / distinct, 2)}  # fmt: skip
+
+
+def _sample_payload(episode: str) -> dict:
+    """The sample store (sample_logs/ ingested and analysed in a temporary SQLite file)."""
+    from sqlmodel import Session
+
+    from clawviz.jobs.analyse import ensure_analysis
+    from clawviz.jobs.ingest import ingest_paths
+    from clawviz.jobs.share import load_payload
+    from clawviz.settings import DEFAULT_SETTINGS
+    from clawviz.store.db import get_engine
+
+    url = "sqlite:///" + str(Path(tempfile.mkdtemp(prefix="cvx-bench-")) / "s.db")
+    with Session(get_engine(url)) as s:
+        ingest_paths([HERE.parent / "sample_logs"], session=s)
+        ensure_analysis(s)
+        s.commit()
+        return load_payload(s, episode, DEFAULT_SETTINGS)
+
+
+def _recorded_payload(folder: str) -> dict:
+    """A recorded session of tests/data/recorded (tests.harness.recorded.load)."""
+    from tests.harness.recorded import load
+
+    loaded = load(HERE.parent / folder, Path(tempfile.mkdtemp(prefix="cvx-bench-")))
+    return build_payload(loaded.episode, loaded.calls, loaded.analysis)
+
+
+def size_rows(n_calls: int) -> dict:
+    calls = [p.call for p in big_episode(n_calls)][:n_calls]
+    return {
+        f"bigep {n_calls} calls": size_row(
+            build_payload("bench", calls, analyse_episode(calls, reward=None))
+        ),
+        "sample t0001-claude-code-a1": size_row(_sample_payload("t0001-claude-code-a1")),
+        "openclaw-2026.9.6/gateway-session": size_row(
+            _recorded_payload("tests/data/recorded/openclaw-2026.9.6/gateway-session")
+        ),
+    }
+
+
+def first_paint_rows(n_calls: int, repeats: int) -> dict:
+    """The Episode page (app.py) of a stored `n_calls`-call bigep episode painted in a new tab
+    (the explorer's inspector shows a call, the script run ended, two frames), interleaved with
+    bench/trivial_page.py painted the same way (its Plotly markers); both servers warm."""
+    from bigep import write_big_episode
+    from browser import paint_streamlit, streamlit
+    from playwright.sync_api import sync_playwright
+    from sqlmodel import Session
+
+    from clawviz.jobs.analyse import ensure_analysis
+    from clawviz.store.db import get_engine, init_db
+
+    tmp = Path(tempfile.mkdtemp(prefix="cvx-bench-"))
+    url = "sqlite:///" + str(tmp / "s.db")
+    engine = get_engine(url)
+    init_db(engine)
+    with Session(engine) as s:
+        write_big_episode(s, n_calls)
+        ensure_analysis(s)
+        s.commit()
+    log = tmp / "servers.log"
+
+    def paint_episode(browser: Any, ep_url: str) -> None:
+        ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
+        try:
+            pg = ctx.new_page()
+            pg.set_default_timeout(180_000)
+            pg.goto(ep_url)
+            pg.wait_for_selector("[data-testid=call-inspector][data-call-id]", state="attached")
+            pg.wait_for_selector(
+                "[data-testid='stApp'][data-test-script-state='notRunning']", state="attached"
+            )
+            pg.evaluate(FRAMES_JS)
+        finally:
+            ctx.close()
+
+    a: list[float] = []
+    b: list[float] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        with (
+            streamlit(HERE / "trivial_page.py", url, log) as t_url,
+            streamlit(HERE.parent / "app.py", url, log) as a_url,
+        ):
+            ep_url = f"{a_url}/episode?episode=big"
+            paint_streamlit(browser, t_url)  # warm both servers once
+            paint_episode(browser, ep_url)
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                paint_streamlit(browser, t_url)
+                a.append((time.perf_counter() - t0) * 1000)
+                t0 = time.perf_counter()
+                paint_episode(browser, ep_url)
+                b.append((time.perf_counter() - t0) * 1000)
+        browser.close()
+    ratios = [y / x for x, y in zip(a, b, strict=True)]
+    med = statistics.median(ratios)
+    return {"calls": n_calls, "episode_page": _spread(b), "trivial_page": _spread(a),
+            "ratio": f"{med:.2f} ({min(ratios):.2f}-{max(ratios):.2f})"}  # fmt: skip
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=254)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--clicks", type=int, default=40)
+    ap.add_argument("--first-paint", action="store_true", help="the app's first-paint row alone")
+    ap.add_argument("--size-only", action="store_true", help="the size row alone, 3 episodes")
     a = ap.parse_args()
+    if a.first_paint:
+        print(json.dumps(first_paint_rows(a.calls, a.repeats), indent=1))
+        return 0
+    if a.size_only:
+        print(json.dumps(size_rows(a.calls), indent=1))
+        return 0
     from playwright.sync_api import sync_playwright
 
     calls = [p.call for p in big_episode(a.calls)][: a.calls]
@@ -95,8 +235,6 @@ def main() -> int:
     text = share_html(payload)
     share.write_text(text, encoding="utf-8")
     floor.write_text(FLOOR_HTML, encoding="utf-8")
-    distinct = sum(len(t.encode("utf-8")) for t in payload["texts"])
-    size = len(text.encode("utf-8"))
     ids = [c["id"] for c in payload["calls"]]
     rows: dict[str, list[float]] = {k: [] for k in
         ("click", "click_floor", "key", "key_floor", "open", "open_floor")}  # fmt: skip
@@ -139,8 +277,7 @@ def main() -> int:
             app.close()
             fl.close()
         browser.close()
-    out = {"calls": len(ids), "share_bytes": size, "distinct_bytes": distinct,
-           "size_ratio": size / distinct}  # fmt: skip
+    out: dict = size_row(payload)
     for name in ("click", "key", "open"):
         ratios = [x / y for x, y in zip(rows[name], rows[name + "_floor"], strict=True)]
         out[name] = _spread(rows[name])

@@ -23,7 +23,7 @@ EDITS = [
 ]  # fmt: skip
 
 
-def _hook(call, parent, decision):
+def _hook(call, parent, decision, parent_decision=None):
     return EDITS if parent is not None else []
 
 

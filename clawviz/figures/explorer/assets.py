@@ -13,6 +13,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from clawviz.figures.explorer.pack import pack_payload
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -70,12 +72,13 @@ clawvizExplorer(document.getElementById("clawviz-explorer"),
 
 
 def share_html(payload: dict[str, Any]) -> str:
-    """One offline HTML file: the explorer's CSS and JS and the payload inline."""
+    """One offline HTML file: the explorer's CSS and JS and the payload inline, packed
+    (`pack.pack_payload`: each repeated string once; explorer.js unpacks it)."""
     title = "clawviz · " + str(payload.get("episode", {}).get("title", ""))
     return PAGE.format(
         title=html.escape(title),
         csp=CSP,
         css=explorer_css(),
         js=explorer_js(),
-        payload=safe_json(payload),
+        payload=safe_json(pack_payload(payload)),
     )

@@ -5,6 +5,7 @@ function clawvizExplorer(host, payload, opts) {
   "use strict";
   opts = opts || {};
   var SVGNS = "http://www.w3.org/2000/svg";
+  if (payload.packed) payload = unpack(payload);
   var calls = payload.calls || [];
   var texts = payload.texts || [];
   var byId = {};
@@ -13,6 +14,44 @@ function clawvizExplorer(host, payload, opts) {
   var comments = opts.comments || payload.comments || {};
   var current = null;
   var findTerm = "";
+
+  // The share file's payload is packed (clawviz/figures/explorer/pack.py): calls as columns,
+  // repeated strings as indices into a table of distinct values, diff lines as indices into
+  // `lines`. Rebuild the plain form (one object per call) that the rest of this file reads.
+  function unpackRows(t) {
+    var rows = [];
+    for (var r = 0; r < t.n; r++) rows.push({});
+    t.k.forEach(function (key, j) {
+      var col = t.c[j];
+      var vals = col.t ? unpackRows(col.t) : col.d ? col.i.map(function (i) { return i < 0 ? null : col.d[i]; }) : col.v;
+      for (var r = 0; r < t.n; r++) rows[r][key] = vals[r];
+    });
+    return rows;
+  }
+  function unpack(p) {
+    var out = {}, lines = p.lines || [];
+    Object.keys(p).forEach(function (k) { if (k !== "packed" && k !== "lines") out[k] = p[k]; });
+    out.calls = unpackRows(p.calls);
+    out.edges = unpackRows(p.edges);
+    var KINDS = ["same", "add", "del", "fold"];  // a diff line: value * 8 + kind * 2 + ignored
+    var previous = [];
+    out.calls.forEach(function (c) {
+      // messages: [n, new...]: the previous call's first n text indices, then the new ones
+      c.messages = previous.slice(0, c.messages[0]).concat(c.messages.slice(1));
+      previous = c.messages;
+      if (!c.diff) return;
+      Object.keys(c.diff).forEach(function (name) {
+        var sec = c.diff[name];
+        if (!Array.isArray(sec)) return;  // "parent"
+        // a section: added, removed, then each line as one integer
+        c.diff[name] = { added: sec[0], removed: sec[1], lines: sec.slice(2).map(function (v) {
+          var kind = KINDS[(v >> 1) & 3], value = Math.floor(v / 8);
+          return [kind, kind === "fold" ? value : lines[value], v & 1];
+        }) };
+      });
+    });
+    return out;
+  }
 
   function el(tag, cls, text) {
     var e = document.createElement(tag);
