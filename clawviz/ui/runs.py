@@ -46,7 +46,7 @@ SHORT_REASONS = 28
 """Characters of the reasons column; the whole list is in the row's caption and the Episode."""
 TABLE_COLUMNS = [
     "task_id", "harness", "model", "attempt", "n_calls", "reward", "advantage", "status",
-    "short_reasons", "episode_id",
+    "notes", "check", "short_reasons", "episode_id",
 ]  # fmt: skip
 """Key columns first: at 1280 px they fit without a horizontal scroll; the id comes last."""
 
@@ -144,12 +144,18 @@ def short_reasons(joined: str) -> str:
     return out
 
 
-def episodes_table(page: pd.DataFrame) -> None:
+CHECK_LABELS = {True: "✓ agrees", False: "✗ differs", None: "? unsure"}
+"""The check cell of a wire episode with a linked transcript (its cross-check's "agree")."""
+
+
+def episodes_table(page: pd.DataFrame, marks: data.RunsMarks) -> None:
     """One page of episodes; a click on a row opens it (the link stays under the table)."""
+    ids = [str(e) for e in page["episode_id"]]
     table = page.reset_index(drop=True).assign(
-        short_reasons=[short_reasons(v) for v in page["reasons"]]
+        short_reasons=[short_reasons(v) for v in page["reasons"]],
+        notes=[marks.notes.get(e) for e in ids],
+        check=[CHECK_LABELS[marks.checks[e]] if e in marks.checks else None for e in ids],
     )[[*TABLE_COLUMNS, "reasons"]]
-    ids = [str(e) for e in table["episode_id"]]
     event = tables.show_table(
         table,
         key=state.KEY_RUNS_TABLE,
@@ -172,6 +178,15 @@ def episodes_table(page: pd.DataFrame) -> None:
             ),
             "attempt": st.column_config.NumberColumn("try", format="%d", width=48),
             "n_calls": st.column_config.NumberColumn("calls", format="%d", width=56),
+            "notes": st.column_config.NumberColumn(
+                "notes", format="%d", width=52,
+                help="Comments reviewers left on the episode's calls (read them on its page).",
+            ),
+            "check": st.column_config.TextColumn(
+                "check", width=84,
+                help="The harness's own transcript of this episode, loaded too, is a "
+                "cross-check of it: whether its kept path agrees with the wire's.",
+            ),
         },
         on_select=lambda: _on_row_click(ids),
         selection_mode="single-row",
@@ -408,7 +423,13 @@ def table_view(url: str, settings: Settings, n_episodes: int) -> None:
         queries.RunsQuery(filter=f, matching=found, sort=sort, descending=desc, page=page_no,
                           page_size=queries.RUNS_PAGE_SIZE)
     ))  # fmt: skip
-    episodes_table(page)
+    marks = data.runs_marks(url, tuple(str(e) for e in page["episode_id"]))
+    if marks.linked:
+        st.caption(
+            f"{marks.linked:,} transcript{'s are' if marks.linked != 1 else ' is'} shown as "
+            "cross-checks of their wire episodes (the check column), not as episodes."
+        )
+    episodes_table(page, marks)
     follow_click()
     # A search narrows the table to its episodes: the export follows what the table shows.
     export_panel(url, settings, Selection(f, episode_ids=found), key="runs_export", scope="runs")
