@@ -46,9 +46,10 @@ SHORT_REASONS = 28
 """Characters of the reasons column; the whole list is in the row's caption and the Episode."""
 TABLE_COLUMNS = [
     "task_id", "harness", "model", "attempt", "n_calls", "reward", "advantage", "status",
-    "notes", "check", "short_reasons", "episode_id",
+    "short_reasons", "notes", "check", "episode_id",
 ]  # fmt: skip
-"""Key columns first: at 1280 px they fit without a horizontal scroll; the id comes last."""
+"""Key columns first: at 1280 px they fit without a horizontal scroll; then the narrow notes
+and check marks; the id comes last."""
 
 
 # --- the follower: one click on a row opens its episode ---------------------------------------

@@ -110,7 +110,7 @@ def test_runs_table_key_columns_first_pinned_and_formatted(sample_db_url, on_sto
     # narrow notes and cross-check marks; the id last.
     assert order == [
         "task_id", "harness", "model", "attempt", "n_calls", "reward", "advantage", "status",
-        "notes", "check", "short_reasons", "episode_id",
+        "short_reasons", "notes", "check", "episode_id",
     ]  # fmt: skip
     config = json.loads(proto.columns)
     assert config["task_id"].get("pinned") is True
