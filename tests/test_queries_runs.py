@@ -142,3 +142,65 @@ def test_the_runs_counts_know_every_episode_reason():
     from clawviz.types import ReasonCode
 
     assert {str(c) for c in ReasonCode} | set(ABNORMAL_CODES) <= set(KNOWN_REASONS)
+
+
+@pytest.fixture
+def wire_and_transcripts(tmp_path):
+    """A committed recording with the harness's own transcripts, ingested with its wire log
+    (each in its own ingest, as tests/test_sessions.py loads them) and analysed."""
+    import shutil
+
+    from sqlmodel import select
+
+    from clawviz.jobs.analyse import ensure_analysis
+    from clawviz.jobs.ingest import ingest_paths
+    from clawviz.store.db import init_db
+    from clawviz.store.models import Episode
+    from tests.dburl import memory_engine
+    from tests.harness import recorded
+    from tests.test_sessions import WITH_TRANSCRIPTS, _transcripts
+
+    folder = WITH_TRANSCRIPTS[0]
+    wire = tmp_path / "wire" / recorded.exchanges_file(folder).name
+    wire.parent.mkdir()
+    shutil.copy(recorded.exchanges_file(folder), wire)
+    transcripts = []
+    for f in _transcripts(folder):
+        dst = tmp_path / "transcripts" / f.relative_to(folder)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(f, dst)
+        transcripts.append(dst)
+    engine = memory_engine()
+    init_db(engine)
+    with Session(engine) as s:
+        for group in ([wire], transcripts):
+            assert not ingest_paths(group, session=s).rejected
+            s.commit()
+        ensure_analysis(s)
+        s.commit()
+        episodes = list(s.exec(select(Episode)))
+        yield s, episodes, len(transcripts)
+
+
+def test_a_linked_transcript_is_a_cross_check_not_a_second_episode(wire_and_transcripts):
+    s, episodes, n_files = wire_and_transcripts
+    # The recording is one run: one wire episode; the rest came from the transcript files.
+    wire = [e.episode_id for e in episodes if e.source_kind == "exchange"]
+    others = [e.episode_id for e in episodes if e.source_kind != "exchange"]
+    assert len(wire) == 1 and others, (wire, others)
+    # SQL path: the page, the counts, the options and the charts know only the wire episode.
+    page = queries.runs_page(s, H, RunsQuery())
+    assert list(page["episode_id"]) == wire
+    summary, _ = queries.runs_aggregates(s, H)
+    assert summary.episodes == 1
+    assert queries.runs_summary(s, H, EpisodeFilter(statuses=("kept", "dropped"))).episodes <= 1
+    groups, _ = queries.group_advantages(s, H)
+    assert set(groups["episode_id"]) <= set(wire)
+    # The pandas path (export, switcher) agrees.
+    frame = queries.episodes_frame(s, H)
+    assert list(queries.filter_episodes(frame, EpisodeFilter())["episode_id"]) == wire
+    assert [r.episode_id for r in queries.episode_rows(s, H)] == wire
+    # Every transcript episode is counted as a cross-check, and the wire's check agrees (the
+    # recording's transcripts are of the same run: tests/test_sessions.py).
+    assert queries.linked_transcripts(s) == len(others)
+    assert queries.cross_checks(s, [*wire, *others]) == {wire[0]: True}

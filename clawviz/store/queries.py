@@ -188,6 +188,11 @@ _EPISODE_ROWS_SQL = """
         LEFT JOIN result r ON r.episode_id = e.episode_id
 """
 
+_PRIMARY_SQL = "e.primary_episode IS NULL"
+"""A transcript linked to its session's wire episode (`jobs.sessions`) is a cross-check of that
+episode, not a second one: every Runs listing, count and chart leaves it out."""
+_PRIMARY_WHERE = f" WHERE {_PRIMARY_SQL}"
+
 _EPISODE_ORDER_SQL = """
         ORDER BY e.task_id IS NULL, e.task_id, e.harness IS NULL, e.harness,
                  e.attempt IS NULL, e.attempt, e.episode_id
@@ -201,7 +206,8 @@ def episodes_frame(session: Session, settings_hash: str) -> pd.DataFrame:
     `reasons` holds the episode's reason codes joined by `REASON_SEP` (one string per row: a
     list column makes the 25,000-row table's pickling and Arrow conversion slow).
     """
-    return _episode_rows(_read(session, _EPISODE_ROWS_SQL + _EPISODE_ORDER_SQL, h=settings_hash))
+    sql = _EPISODE_ROWS_SQL + _PRIMARY_WHERE + _EPISODE_ORDER_SQL
+    return _episode_rows(_read(session, sql, h=settings_hash))
 
 
 class EpisodeRow(NamedTuple):
@@ -236,7 +242,7 @@ def episode_rows(session: Session, settings_hash: str) -> list[EpisodeRow]:
     """`episodes_frame` without pandas, same rows and order (the Episode page's switcher: its
     first view imports no pandas). Each distinct `reasons_json` is parsed once, as there."""
     rows = session.connection().execute(
-        text(_EPISODE_ROWS_SQL + _EPISODE_ORDER_SQL), {"h": settings_hash}
+        text(_EPISODE_ROWS_SQL + _PRIMARY_WHERE + _EPISODE_ORDER_SQL), {"h": settings_hash}
     )
     joined: dict[str | None, str] = {None: ""}
     out: list[EpisodeRow] = []
@@ -427,7 +433,7 @@ def attempts_of_task(session: Session, task_id: str, settings_hash: str) -> pd.D
     sql = (
         _EPISODE_ROWS_SQL
         + """
-        WHERE e.task_id = :t
+        WHERE e.task_id = :t AND e.primary_episode IS NULL
         ORDER BY e.harness, e.attempt, e.episode_id
     """
     )
@@ -586,8 +592,9 @@ def _reason_like(code: str) -> str:
 
 
 def _runs_where(f: EpisodeFilter, matching: Iterable[str] | None) -> tuple[str, dict[str, Any]]:
-    """The WHERE clause (with its parameters) of a Runs filter plus a search's episodes."""
-    conds: list[str] = []
+    """The WHERE clause (with its parameters) of a Runs filter plus a search's episodes (never
+    a transcript linked to its wire episode: `_PRIMARY_SQL`)."""
+    conds: list[str] = [_PRIMARY_SQL]
     params: dict[str, Any] = {}
 
     def one_of(sql: str, name: str, values: Iterable[str]) -> None:
@@ -623,7 +630,7 @@ def _runs_where(f: EpisodeFilter, matching: Iterable[str] | None) -> tuple[str, 
     conds.append(f"(({present}) OR {reward} IS NULL)" if f.include_missing_reward else present)
     if matching is not None:
         one_of("e.episode_id", "q", sorted(matching))
-    return ("WHERE " + " AND ".join(conds)) if conds else "", params
+    return "WHERE " + " AND ".join(conds), params
 
 
 def _runs_order(sort: str | None, descending: bool) -> str:
@@ -713,11 +720,8 @@ def runs_options(session: Session, settings_hash: str) -> dict[str, list[str]]:
     episode (the unfiltered view's chart input, so the page reads them once)."""
     conn = session.connection()
     out: dict[str, list[str]] = {}
-    for key, sql in (
-        ("task_id", "SELECT DISTINCT task_id FROM episode WHERE task_id IS NOT NULL"),
-        ("harness", "SELECT DISTINCT harness FROM episode WHERE harness IS NOT NULL"),
-        ("model", "SELECT DISTINCT model FROM episode WHERE model IS NOT NULL"),
-    ):
+    for key in ("task_id", "harness", "model"):
+        sql = f"SELECT DISTINCT {key} FROM episode e WHERE {key} IS NOT NULL AND {_PRIMARY_SQL}"
         out[key] = sorted(str(v) for v in conn.execute(text(sql)).scalars())
     # Statuses from the status table alone (its key starts with the hash), plus 'not analysed'
     # when some episode has no status under it: no join over every episode.
@@ -730,7 +734,7 @@ def runs_options(session: Session, settings_hash: str) -> dict[str, list[str]]:
     n_status, n_episodes = conn.execute(
         text(
             "SELECT (SELECT COUNT(*) FROM episode_status WHERE settings_hash = :h), "
-            "(SELECT COUNT(*) FROM episode)"
+            f"(SELECT COUNT(*) FROM episode e WHERE {_PRIMARY_SQL})"
         ),
         {"h": settings_hash},
     ).one()
@@ -821,3 +825,34 @@ def group_advantages(
     df = _read(session, sql, **params)
     df["advantage"] = df["advantage"].astype(float)
     return df, int(n or 0)
+
+
+def linked_transcripts(session: Session) -> int:
+    """How many transcript episodes are linked to their session's wire episode (shown on Runs
+    as cross-checks of it, not as episodes)."""
+    sql = "SELECT COUNT(*) FROM episode WHERE primary_episode IS NOT NULL"
+    return int(session.connection().execute(text(sql)).scalar() or 0)
+
+
+def cross_checks(session: Session, episode_ids: Iterable[str]) -> dict[str, bool | None]:
+    """The cross-check of each of `episode_ids` that has one (a wire episode with a linked
+    transcript): its "agree" (None when the check could not say). One query per 500 ids."""
+    import orjson
+
+    ids = list(dict.fromkeys(episode_ids))
+    out: dict[str, bool | None] = {}
+    for i in range(0, len(ids), 500):
+        part = ids[i : i + 500]
+        names = ", ".join(f":i{j}" for j in range(len(part)))
+        sql = (
+            f"SELECT episode_id, cross_check FROM episode WHERE episode_id IN ({names}) "  # noqa: S608
+            "AND cross_check IS NOT NULL"
+        )
+        params = {f"i{j}": v for j, v in enumerate(part)}
+        for episode_id, raw in session.connection().execute(text(sql), params):
+            try:
+                agree = orjson.loads(raw).get("agree")
+            except (orjson.JSONDecodeError, AttributeError):
+                agree = None
+            out[str(episode_id)] = agree if isinstance(agree, bool) else None
+    return out

@@ -246,3 +246,26 @@ def episodes_with_workspace(url: str) -> frozenset[str]:
 
 def has_workspace(url: str, episode_id: str) -> bool:
     return episode_id in episodes_with_workspace(url)
+
+
+@dataclass(frozen=True)
+class RunsMarks:
+    """What a Runs page's rows carry besides their episode: comments and cross-checks."""
+
+    notes: dict[str, int]
+    checks: dict[str, bool | None]
+    linked: int
+
+
+def runs_marks(url: str, episode_ids: tuple[str, ...]) -> RunsMarks:
+    """Comment counts and cross-checks of one page's episodes (bounded by the page), and how
+    many transcripts the store links to their wire episodes. Not cached: a comment written on
+    the Episode page shows at once."""
+    from clawviz.store.comments import comment_counts
+
+    with _session(url) as s:
+        return RunsMarks(
+            comment_counts(s, episode_ids),
+            queries.cross_checks(s, episode_ids),
+            queries.linked_transcripts(s),
+        )

@@ -32,7 +32,7 @@ KEY_DESC = "runs_sort_desc"
 KEY_FOLLOW = "runs_follow"
 """Set by a row click (the table's on_select): the episode the follower opens in this run."""
 SORT_LABELS: dict[str, str] = {
-    "": "Runs order (task, harness, attempt)",
+    "": "task, harness, try",
     "reward": "reward",
     "advantage": "GRPO advantage",
     "n_calls": "calls",
@@ -46,9 +46,10 @@ SHORT_REASONS = 28
 """Characters of the reasons column; the whole list is in the row's caption and the Episode."""
 TABLE_COLUMNS = [
     "task_id", "harness", "model", "attempt", "n_calls", "reward", "advantage", "status",
-    "short_reasons", "episode_id",
+    "short_reasons", "notes", "check", "episode_id",
 ]  # fmt: skip
-"""Key columns first: at 1280 px they fit without a horizontal scroll; the id comes last."""
+"""Key columns first: at 1280 px they fit without a horizontal scroll; then the narrow notes
+and check marks; the id comes last."""
 
 
 # --- the follower: one click on a row opens its episode ---------------------------------------
@@ -144,12 +145,18 @@ def short_reasons(joined: str) -> str:
     return out
 
 
-def episodes_table(page: pd.DataFrame) -> None:
+CHECK_LABELS = {True: "✓ agrees", False: "✗ differs", None: "? unsure"}
+"""The check cell of a wire episode with a linked transcript (its cross-check's "agree")."""
+
+
+def episodes_table(page: pd.DataFrame, marks: data.RunsMarks) -> None:
     """One page of episodes; a click on a row opens it (the link stays under the table)."""
+    ids = [str(e) for e in page["episode_id"]]
     table = page.reset_index(drop=True).assign(
-        short_reasons=[short_reasons(v) for v in page["reasons"]]
+        short_reasons=[short_reasons(v) for v in page["reasons"]],
+        notes=[marks.notes.get(e) for e in ids],
+        check=[CHECK_LABELS[marks.checks[e]] if e in marks.checks else None for e in ids],
     )[[*TABLE_COLUMNS, "reasons"]]
-    ids = [str(e) for e in table["episode_id"]]
     event = tables.show_table(
         table,
         key=state.KEY_RUNS_TABLE,
@@ -172,6 +179,15 @@ def episodes_table(page: pd.DataFrame) -> None:
             ),
             "attempt": st.column_config.NumberColumn("try", format="%d", width=48),
             "n_calls": st.column_config.NumberColumn("calls", format="%d", width=56),
+            "notes": st.column_config.NumberColumn(
+                "notes", format="%d", width=52,
+                help="Comments reviewers left on the episode's calls (read them on its page).",
+            ),
+            "check": st.column_config.TextColumn(
+                "check", width=84,
+                help="The harness's own transcript of this episode, loaded too, is a "
+                "cross-check of it: whether its kept path agrees with the wire's.",
+            ),
         },
         on_select=lambda: _on_row_click(ids),
         selection_mode="single-row",
@@ -186,14 +202,15 @@ def _step(view: str, by: int) -> None:
     st.session_state[KEY_PAGE] = (view, max(0, (page if saved_view == view else 0) + by))
 
 
-def pager(total: int, view: str) -> int:
-    """Previous / next page buttons; the page number resets when the view changes."""
+def pager(total: int, view: str) -> tuple[int, Any]:
+    """Previous / next page buttons and what is shown; the page number resets when the view
+    changes. Returns the page and the bar (the sort goes in it)."""
     size = queries.RUNS_PAGE_SIZE
     last = max(0, (total - 1) // size)
     saved_view, page = st.session_state.get(KEY_PAGE, (view, 0))
     page = min(page if saved_view == view else 0, last)
     st.session_state[KEY_PAGE] = (view, page)
-    bar = st.container(horizontal=True, vertical_alignment="center")
+    bar = st.container(horizontal=True, vertical_alignment="center", gap="small")
     bar.button(
         "Previous", key="runs_prev", icon=":material/chevron_left:", disabled=page <= 0,
         on_click=_step, args=(view, -1),
@@ -204,15 +221,21 @@ def pager(total: int, view: str) -> int:
     )  # fmt: skip
     lo = page * size + 1 if total else 0
     bar.caption(f"rows {lo:,}–{min(total, (page + 1) * size):,} of {total:,}")
-    return page
+    return page, bar
 
 
-def sort_controls() -> tuple[str | None, bool]:
-    c = st.columns([3, 1, 4], vertical_alignment="bottom")
-    sort = c[0].selectbox(
-        "Sort by", list(SORT_LABELS), format_func=lambda k: SORT_LABELS[str(k)], key=KEY_SORT
-    )
-    desc = c[1].toggle("Descending", key=KEY_DESC)
+def _sort_state() -> tuple[str | None, bool]:
+    """The sort as its widgets hold it (they are drawn after the pager, in its bar)."""
+    return (st.session_state.get(KEY_SORT) or None), bool(st.session_state.get(KEY_DESC, False))
+
+
+def sort_controls(bar: Any) -> tuple[str | None, bool]:
+    """The sort, compact, in the pager's bar (its label collapsed; the choice names it)."""
+    sort = bar.selectbox(
+        "Sort by", list(SORT_LABELS), format_func=lambda k: f"Sort: {SORT_LABELS[str(k)]}",
+        key=KEY_SORT, label_visibility="collapsed", width=215,
+    )  # fmt: skip
+    desc = bar.toggle("Descending", key=KEY_DESC)
     return (sort or None), bool(desc)
 
 
@@ -231,45 +254,79 @@ def filter_options(url: str, settings_hash: str) -> dict[str, list[str]]:
     }
 
 
-def filters(options: dict[str, list[str]]) -> queries.EpisodeFilter:
-    """The filter widgets (keyed, seeded from the URL by `history.seed_widgets`)."""
+def _active(options: dict[str, list[str]]) -> int:
+    """How many filters narrow the table (the Filters button counts them)."""
+    keys = (
+        state.KEY_FILTER_TASK, state.KEY_FILTER_HARNESS, state.KEY_FILTER_MODEL,
+        state.KEY_FILTER_STATUS, state.KEY_FILTER_REASON,
+    )  # fmt: skip
+    n = sum(1 for k in keys if st.session_state.get(k))
+    reward = st.session_state.get(state.KEY_FILTER_REWARD)
+    if reward is not None and tuple(reward) != (0.0, 1.0):
+        n += 1
+    return n + (st.session_state.get(state.KEY_FILTER_NO_REWARD) is False)
+
+
+def filters(where: Any, options: dict[str, list[str]]) -> queries.EpisodeFilter:
+    """The filter widgets (keyed, seeded from the URL by `history.seed_widgets`), in `where`:
+    the Filters popover, so they take one button of the first screen, not four rows."""
     on = history.on_filter_change
-    c = st.columns([3, 2, 2, 2, 3])
-    c[0].multiselect("Task", options[history.QP_TASKS], key=state.KEY_FILTER_TASK, on_change=on)
-    c[1].multiselect(
-        "Harness", options[history.QP_HARNESS], key=state.KEY_FILTER_HARNESS, on_change=on
-    )
-    c[2].multiselect("Model", options[history.QP_MODEL], key=state.KEY_FILTER_MODEL, on_change=on)
-    c[3].multiselect(
-        "Status", options[history.QP_STATUS], key=state.KEY_FILTER_STATUS, on_change=on
-    )
-    c[4].multiselect(
-        "Reason", options[history.QP_REASON], key=state.KEY_FILTER_REASON, on_change=on
-    )
-    c2 = st.columns([3, 3, 4])
-    c2[0].slider("Reward range", 0.0, 1.0, step=0.05, key=state.KEY_FILTER_REWARD, on_change=on)
-    c2[1].checkbox("Include episodes without reward", key=state.KEY_FILTER_NO_REWARD, on_change=on)
+    with where:
+        c = st.columns(2)
+        c[0].multiselect(
+            "Task", options[history.QP_TASKS], key=state.KEY_FILTER_TASK, on_change=on
+        )
+        c[1].multiselect(
+            "Harness", options[history.QP_HARNESS], key=state.KEY_FILTER_HARNESS, on_change=on
+        )
+        c[0].multiselect(
+            "Model", options[history.QP_MODEL], key=state.KEY_FILTER_MODEL, on_change=on
+        )
+        c[1].multiselect(
+            "Status", options[history.QP_STATUS], key=state.KEY_FILTER_STATUS, on_change=on
+        )
+        st.multiselect(
+            "Reason", options[history.QP_REASON], key=state.KEY_FILTER_REASON, on_change=on
+        )
+        st.slider(
+            "Reward range", 0.0, 1.0, step=0.05, key=state.KEY_FILTER_REWARD, on_change=on
+        )
+        st.checkbox(
+            "Include episodes without reward", key=state.KEY_FILTER_NO_REWARD, on_change=on
+        )
     history.remember_runs_query()
     return history.filter_from(history.widget_params())
 
 
-def search_section(url: str) -> set[str] | None:
-    """The full-text search box; returns the episodes with a hit (None: no search given)."""
-    c = st.columns([6, 2, 2], vertical_alignment="bottom")
+def search_bar(options: dict[str, list[str]]) -> Any:
+    """One row: the search box, its role and syntax, and the Filters popover (returned)."""
+    bar = st.container(horizontal=True, vertical_alignment="center", gap="small")
     on = history.on_filter_change
-    c[0].text_input(
+    bar.text_input(
         "Search calls",
         key=state.KEY_SEARCH_TEXT,
         on_change=on,
-        placeholder="words in any message or reply, e.g. a tool name, an error, a file path",
+        placeholder="Search calls: words in any message or reply (a tool, an error, a path)",
         help="Every word must appear. Quotes, *, OR and - are ordinary characters unless "
         "'Query syntax' is on.",
+        label_visibility="collapsed",
     )
-    c[1].selectbox(
+    bar.selectbox(
         "Role", list(history.ROLES), key=state.KEY_SEARCH_ROLE, on_change=on,
-        format_func=lambda r: r or "any role",
+        format_func=lambda r: r or "any role", label_visibility="collapsed", width=130,
     )  # fmt: skip
-    c[2].toggle("Query syntax", key=state.KEY_SEARCH_SYNTAX, on_change=on)
+    bar.toggle("Query syntax", key=state.KEY_SEARCH_SYNTAX, on_change=on)
+    n = _active(options)
+    # A fixed label: the popover stays open while its filters change (the count is beside it).
+    popover = bar.popover("Filters", icon=":material/filter_list:", key="runs_filters")
+    if n:
+        bar.caption(f"{n} on")
+    return popover
+
+
+def search_section(url: str) -> set[str] | None:
+    """The search's hits (the box is in `search_bar`); returns the episodes with a hit (None:
+    no search given)."""
     text, role, syntax = history.search_from(history.widget_params())
     if not text.strip():
         return None
@@ -349,9 +406,9 @@ def table_view(url: str, settings: Settings, n_episodes: int) -> None:
     options = filter_options(url, h)
     # The URL is the truth: a pasted link or Back / Forward sets every filter widget.
     history.seed_widgets(options)
+    popover = search_bar(options)
+    f = filters(popover, options)
     matching = search_section(url)
-    f = filters(options)
-    sort, desc = sort_controls()
     found = None if matching is None else tuple(sorted(matching))
     # The set of episodes (not its order): the key of the counts and charts, shared with the
     # page's whole-store summary when nothing is filtered; a sort change reads one page.
@@ -360,12 +417,20 @@ def table_view(url: str, settings: Settings, n_episodes: int) -> None:
     )
     summary = data.runs_summary(url, h, view)
     st.caption(f"{summary.episodes:,} of {n_episodes:,} episodes · click a row to open it")
-    page_no = pager(summary.episodes, f"{view}|{sort}|{desc}")
+    sort, desc = _sort_state()
+    page_no, bar = pager(summary.episodes, f"{view}|{sort}|{desc}")
+    sort, desc = sort_controls(bar)
     page = data.runs_page(url, h, data.runs_view_key(
         queries.RunsQuery(filter=f, matching=found, sort=sort, descending=desc, page=page_no,
                           page_size=queries.RUNS_PAGE_SIZE)
     ))  # fmt: skip
-    episodes_table(page)
+    marks = data.runs_marks(url, tuple(str(e) for e in page["episode_id"]))
+    if marks.linked:
+        st.caption(
+            f"{marks.linked:,} transcript{'s are' if marks.linked != 1 else ' is'} shown as "
+            "cross-checks of their wire episodes (the check column), not as episodes."
+        )
+    episodes_table(page, marks)
     follow_click()
     # A search narrows the table to its episodes: the export follows what the table shows.
     export_panel(url, settings, Selection(f, episode_ids=found), key="runs_export", scope="runs")

@@ -106,10 +106,11 @@ def test_runs_table_key_columns_first_pinned_and_formatted(sample_db_url, on_sto
     frame = next(d for d in at.dataframe if "episode_id" in d.value.columns)
     proto = frame.proto
     order = list(proto.column_order)
-    # The key columns of issue 25 §3 first, in this order (they fit at 1280 px); the id last.
+    # The key columns of issue 25 §3 first, in this order (they fit at 1280 px), then the
+    # narrow notes and cross-check marks; the id last.
     assert order == [
         "task_id", "harness", "model", "attempt", "n_calls", "reward", "advantage", "status",
-        "short_reasons", "episode_id",
+        "short_reasons", "notes", "check", "episode_id",
     ]  # fmt: skip
     config = json.loads(proto.columns)
     assert config["task_id"].get("pinned") is True
@@ -292,3 +293,97 @@ def test_search_box_lists_hits_and_narrows_the_table(sample_db_url, on_store):
     assert set(_table(at)["episode_id"]) == _episodes_saying("dumpster")
     at.text_input(key=state.KEY_SEARCH_TEXT).input("zzqnotawordanywhere").run()
     assert any("No message or reply says" in i.value for i in at.info)
+
+
+@pytest.fixture
+def recorded_store(tmp_path):
+    """A committed recording's wire log and the harness's own transcripts of the same run,
+    ingested (as tests/test_sessions.py loads them) into a store file, analysed."""
+    import shutil
+
+    from sqlmodel import Session
+
+    from clawviz.jobs.analyse import ensure_analysis
+    from clawviz.jobs.ingest import ingest_paths
+    from clawviz.store.db import get_engine
+    from tests.harness import recorded
+    from tests.test_sessions import WITH_TRANSCRIPTS, _transcripts
+
+    folder = WITH_TRANSCRIPTS[0]
+    wire = tmp_path / "wire" / recorded.exchanges_file(folder).name
+    wire.parent.mkdir()
+    shutil.copy(recorded.exchanges_file(folder), wire)
+    transcripts = []
+    for f in _transcripts(folder):
+        dst = tmp_path / "transcripts" / f.relative_to(folder)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(f, dst)
+        transcripts.append(dst)
+    url = fresh_url(tmp_path, "recorded")
+    with Session(get_engine(url)) as s:
+        for group in ([wire], transcripts):
+            assert not ingest_paths(group, session=s).rejected
+            s.commit()
+        ensure_analysis(s)
+        s.commit()
+    return url
+
+
+def test_transcripts_are_cross_checks_and_notes_are_counted(recorded_store, on_store,
+                                                           monkeypatch):  # fmt: skip
+    from sqlmodel import Session
+
+    from clawviz.store import comments
+    from clawviz.store.db import get_engine
+
+    url = recorded_store
+    wire = query(url, "SELECT episode_id FROM episode WHERE source_kind = 'exchange'")
+    others = query(url, "SELECT COUNT(*) FROM episode WHERE source_kind <> 'exchange'")[0][0]
+    assert len(wire) == 1 and others > 0
+    wire_id = wire[0][0]
+    calls = [r[0] for r in query(url, f"SELECT call_id FROM call WHERE episode_id = '{wire_id}'")]
+    with Session(get_engine(url)) as s:
+        comments.add_comment(s, wire_id, calls[0], "ana", "why is this retried?")
+        comments.add_comment(s, wire_id, calls[-1], "bo", "fine")
+    asked: list[tuple[str, ...]] = []
+    real = comments.comment_counts
+
+    def counting(session, episode_ids):
+        asked.append(tuple(episode_ids))
+        return real(session, episode_ids)
+
+    monkeypatch.setattr(comments, "comment_counts", counting)
+    on_store(url)
+    at = open_page()
+    no_exception(at)
+    table = _table(at)
+    # One run, one episode: the transcripts are not rows, nor counted.
+    assert list(table["episode_id"]) == [wire_id]
+    assert {m.label: m.value for m in at.metric}["Episodes"] == "1"
+    row = table.iloc[0]
+    assert row["notes"] == 2
+    assert row["check"] == "✓ agrees"
+    plural = "s are" if others != 1 else " is"
+    assert any(f"{others} transcript{plural} shown as cross-checks of their wire episodes"
+               in c.value for c in at.caption), [c.value for c in at.caption]  # fmt: skip
+    # The comment counts are read for the page's rows only.
+    assert asked and all(a == (wire_id,) for a in asked)
+
+
+def test_notes_are_read_for_the_page_only(sample_db_url, on_store, monkeypatch):
+    from clawviz.store import comments, queries
+
+    asked: list[tuple[str, ...]] = []
+    monkeypatch.setattr(comments, "comment_counts",
+                        lambda s, ids: asked.append(tuple(ids)) or {})  # fmt: skip
+    monkeypatch.setattr(queries, "RUNS_PAGE_SIZE", 5)
+    on_store(sample_db_url)
+    at = open_page()
+    no_exception(at)
+    table = _table(at)
+    assert len(table) == 5 and table["notes"].isna().all()
+    # Each read (one per run of the table) asks for the page's five rows, never the store's.
+    assert asked and set(asked) == {tuple(table["episode_id"])}
+    # The sample store has no linked transcript: no cross-check caption, no check marks.
+    assert not any("cross-checks" in c.value for c in at.caption)
+    assert table["check"].isna().all()

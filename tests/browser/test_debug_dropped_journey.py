@@ -48,6 +48,7 @@ def _expected_calls(episode_id: str) -> list[dict]:
 
 
 def _filter_dropped(page) -> None:
+    page.get_by_role("button", name="Filters").click()  # the filters are in a popover
     status = page.get_by_test_id("stMultiSelect").filter(has_text="Status")
     status.locator("input").click()
     page.get_by_role("option", name="dropped", exact=True).click()

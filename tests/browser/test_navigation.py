@@ -201,6 +201,7 @@ def test_filters_push_entries_and_the_episode_is_remembered(app_server, page):
     shown = page.get_by_text("episodes · click a row to open it").inner_text()
     assert shown.split(" of ")[0] != shown.split(" of ")[1].split()[0], shown
     _history(page)
+    page.get_by_role("button", name="Filters").click()  # the filters are in a popover
     page.get_by_text("Include episodes without reward").click()
     page.wait_for_function("() => new URL(location.href).searchParams.get('no_reward') === '0'")
     _settle(page)
@@ -209,6 +210,8 @@ def test_filters_push_entries_and_the_episode_is_remembered(app_server, page):
     page.go_back()
     page.wait_for_function("() => !new URL(location.href).searchParams.has('no_reward')")
     _settle(page)
+    if not page.get_by_role("checkbox", name="Include episodes without reward").is_visible():
+        page.get_by_role("button", name="Filters").click()
     assert page.get_by_role("checkbox", name="Include episodes without reward").is_checked()
 
     # Episode -> Tasks -> Episode (both from the menu) shows the same episode again.
