@@ -8,7 +8,7 @@ from sqlmodel import Session
 
 from clawviz.store import models
 from clawviz.store.db import get_engine
-from clawviz.store.nav import MAX_RESULTS, neighbours, search_episodes
+from clawviz.store.nav import MAX_RESULTS, episode_count, neighbours, search_episodes
 from tests.dburl import fresh_url
 
 # (episode_id, task, harness, attempt), listed here in the order the Runs table shows them,
@@ -61,3 +61,28 @@ def test_search_by_id_prefix_or_task_bounded_and_in_order(store):
         assert search_episodes(s, "_") == []
         assert search_episodes(s, "  ") == []
         assert len(search_episodes(s, "t", limit=10_000)) <= MAX_RESULTS
+
+
+def test_previous_next_and_the_count_skip_a_linked_transcript(store):
+    # A transcript linked to its session's wire episode (jobs.sessions: primary_episode) is
+    # that episode's cross-check, which Runs does not list: walking the switcher never lands
+    # on it, and the count is of listed episodes. Placed by hand between a-second and m-third.
+    with Session(get_engine(store)) as s:
+        s.add(
+            models.Episode(
+                episode_id="b-transcript",
+                task_id="task_a",
+                harness="claude-code",
+                attempt=2,
+                primary_episode="a-second",
+            )
+        )
+        s.commit()
+        pos = neighbours(s, "a-second")
+        assert pos is not None
+        assert (pos.previous, pos.next) == ("z-first", "m-third")
+        assert (pos.index, pos.total) == (2, len(ORDER))
+        assert episode_count(s) == len(ORDER)
+        # Opened by a link, it still has neighbours among the listed episodes.
+        here = neighbours(s, "b-transcript")
+        assert here is not None and (here.previous, here.next) == ("a-second", "m-third")

@@ -50,26 +50,36 @@ def _key_of(session: Session, episode_id: str) -> tuple[Any, ...] | None:
     return tuple(row) if row is not None else None
 
 
+# What Runs lists: a transcript linked to its session's wire episode (jobs.sessions) is that
+# episode's cross-check, not an episode of its own, so Previous/Next and the count skip it (a
+# link or the find box still opens it).
+_LISTED = col(Episode.primary_episode).is_(None)
+
+
 def neighbours(session: Session, episode_id: str) -> Position | None:
     """The previous and next episode of `episode_id` in the Runs default order, its place and
-    the number of episodes (None: no such episode). Three bounded queries, no list loaded."""
+    the number of episodes Runs lists (None: no such episode). Bounded queries, no list
+    loaded."""
     key = _key_of(session, episode_id)
     if key is None:
         return None
     cols = _key_columns()
     here = tuple_(*cols)
     there = tuple_(*[literal(v) for v in key])
+    listed = _LISTED
     nxt = session.execute(
-        select(col(Episode.episode_id)).where(here > there).order_by(*cols).limit(1)
+        select(col(Episode.episode_id)).where(listed, here > there).order_by(*cols).limit(1)
     ).scalar()
     prev = session.execute(
         select(col(Episode.episode_id))
-        .where(here < there)
+        .where(listed, here < there)
         .order_by(*[c.desc() for c in cols])
         .limit(1)
     ).scalar()
-    before = session.execute(select(func.count()).select_from(Episode).where(here < there))
-    total = session.execute(select(func.count()).select_from(Episode))
+    before = session.execute(
+        select(func.count()).select_from(Episode).where(listed, here < there)
+    )
+    total = session.execute(select(func.count()).select_from(Episode).where(listed))
     return Position(prev, nxt, int(before.scalar() or 0) + 1, int(total.scalar() or 0))
 
 
@@ -98,5 +108,6 @@ def search_episodes(session: Session, text: str, limit: int = 10) -> list[str]:
 
 
 def episode_count(session: Session) -> int:
-    """How many episodes the store holds (one COUNT, no rows)."""
-    return int(session.execute(select(func.count()).select_from(Episode)).scalar() or 0)
+    """How many episodes Runs lists (one COUNT, no rows; linked transcripts left out)."""
+    stmt = select(func.count()).select_from(Episode).where(_LISTED)
+    return int(session.execute(stmt).scalar() or 0)
