@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 from sqlmodel import Session, col, select
 
-from clawviz.ingest.formats import is_findings_record
+from clawviz.ingest import is_findings_record
 from clawviz.review.diagnosis import Diagnosis, FindingModel
 from clawviz.review.tasks import open_findings_per_task
 from clawviz.store import models

@@ -20,8 +20,7 @@ from sqlmodel import Session, col, func, select
 from clawviz.review.signoff import latest_reviews, review_history
 from clawviz.review.solvability import Solvability, solvable_status
 from clawviz.settings import DEFAULT_SETTINGS, Settings
-from clawviz.store import models
-from clawviz.store.rewards import result_reward
+from clawviz.store import models, result_reward
 
 # Means of a few float rewards are compared with a tolerance so that 0.2 means 0.2.
 _EPS = 1e-9

@@ -6,9 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from clawviz.figures.palette import SEVERITY_COLOURS, VERDICT_COLOURS
-from clawviz.review import diagnosis, findings
-from clawviz.review.tasks import TaskDetail
+from clawviz.figures import SEVERITY_COLOURS, VERDICT_COLOURS
+from clawviz.review import TaskDetail, diagnosis, findings
 from clawviz.store import models
 from clawviz.ui import access, state
 from clawviz.ui.inspector import escape_md
