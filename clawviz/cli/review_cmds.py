@@ -112,10 +112,10 @@ def _tail(text: str, n: int = TAIL_LINES) -> str:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from clawviz.review import ArchiveError, CheckerError, run_checker
-    from clawviz.store import models, session_scope
+    from clawviz.store import Task, session_scope
 
     with session_scope(getattr(args, "db", None)) as session:
-        task = session.get(models.Task, args.task_id)
+        task = session.get(Task, args.task_id)
         folder = task.folder if task is not None else None
     if task is None:
         print(f"error: no task {args.task_id!r} in the store", file=sys.stderr)

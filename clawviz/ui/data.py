@@ -14,7 +14,7 @@ import streamlit as st
 from sqlmodel import Session
 
 from clawviz.settings import Settings
-from clawviz.store import models, queries, result_reward
+from clawviz.store import CallRow, Episode, queries, result_reward
 from clawviz.types import Call, EpisodeAnalysis
 from clawviz.ui.state import _engine_for
 
@@ -193,7 +193,7 @@ def episode_view(
     from clawviz.store import calls as store
 
     with _session(url) as s:
-        ep = s.get(models.Episode, episode_id)
+        ep = s.get(Episode, episode_id)
         if ep is None:
             return None
         episode = ep.model_dump()
@@ -219,7 +219,7 @@ def raw_call(url: str, call_id: str) -> dict[str, Any] | None:
     from clawviz.store import calls as store
 
     with _session(url) as s:
-        row = s.get(models.CallRow, call_id)
+        row = s.get(CallRow, call_id)
         if row is None:
             return None
         try:
