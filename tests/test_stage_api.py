@@ -57,7 +57,6 @@ def test_a_stage_imports_its_modules_only_when_a_name_is_used() -> None:
 DEEP_IMPORTS_LEFT = frozenset(
     {
         "clawviz/cli/analyse.py: clawviz.jobs.reanalyse",
-        "clawviz/cli/main.py: clawviz.jobs.analyse",
         "clawviz/cli/main.py: clawviz.store.db",
         "clawviz/cli/main.py: clawviz.store.fastread",
         "clawviz/cli/main.py: clawviz.store.search",

@@ -142,10 +142,10 @@ def iter_episode_rows(
     """`episode_rows` as a generator: analyses first, then reads the rows `ROWS_CHUNK` at a
     time through a server-side cursor (PostgreSQL) or the driver's cursor (SQLite), so memory
     stays at one chunk at any number of episodes."""
-    from clawviz.jobs import analyse
+    from clawviz.jobs import ensure_analysis
     from clawviz.store import listing_chunks
 
-    analyse.ensure_analysis(session, settings)
+    ensure_analysis(session, settings)
     for chunk in listing_chunks(session, settings.settings_hash, ROWS_CHUNK):
         yield from _row_chunk(session, settings, chunk)
 
