@@ -248,7 +248,7 @@ def header(view: data.EpisodeView) -> None:
     if len(view.calls) == 1:
         st.info("This episode has a single call: its tree is one node.")
     if ep.get("source_kind") == "transcript":
-        from clawviz.ingest.transcripts import TRANSCRIPT_LIMITS
+        from clawviz.ingest import TRANSCRIPT_LIMITS
 
         st.warning(str(TRANSCRIPT_LIMITS), icon=":material/history_edu:")
 

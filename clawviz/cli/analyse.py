@@ -42,9 +42,9 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 def cmd_analyse(args: argparse.Namespace) -> int:
     """Analyse; exit 0 when every stale episode was analysed, 1 on a usage or store error."""
-    from clawviz.jobs.rayrt import RayMissing, import_ray
-    from clawviz.jobs.reanalyse import reanalyse
-    from clawviz.store.db import require_writable, session_scope
+    from clawviz.jobs import RayMissing, import_ray
+    from clawviz.jobs.reanalyse import reanalyse  # the function shares its module's name
+    from clawviz.store import require_writable, session_scope
 
     if args.workers is not None and args.workers < 1:
         print("error: --workers must be at least 1", file=sys.stderr)
@@ -97,7 +97,7 @@ def cmd_analyse(args: argparse.Namespace) -> int:
 def _status_counts(session: Any, settings_hash: str) -> dict[str, int]:
     from sqlmodel import func, select
 
-    from clawviz.store.models import EpisodeStatus
+    from clawviz.store import EpisodeStatus
 
     rows = session.exec(
         select(EpisodeStatus.status, func.count())

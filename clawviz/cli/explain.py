@@ -8,11 +8,10 @@ from typing import Any
 import orjson
 from sqlmodel import Session, col, select
 
-from clawviz.jobs.analyse import episode_analysis
-from clawviz.recon.advantage import importance_ratios
-from clawviz.recon.prune import base_role_reason, retry_note
+from clawviz.jobs import episode_analysis
+from clawviz.recon import base_role_reason, importance_ratios, retry_note
 from clawviz.settings import DEFAULT_SETTINGS, Settings
-from clawviz.store.models import CallRow
+from clawviz.store import CallRow
 from clawviz.types import (
     EpisodeAnalysis,
     PathInfo,
@@ -120,7 +119,7 @@ def explain_rows(
 ) -> list[dict[str, Any]]:
     """Per call: id, source, seq, role, state, reason, parent, segment, retry, thread, path,
     and the reviewers' comments on it (`comments`: reviewer, text, created_at; oldest first)."""
-    from clawviz.store.comments import comments_by_call
+    from clawviz.store import comments_by_call
 
     analysis = episode_analysis(session, episode_id, settings)
     rows = rows_for(_facts(session, episode_id), analysis, settings)

@@ -84,8 +84,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 def cmd_export(args: argparse.Namespace) -> int:
     """Export; exit 0 when the file was written, 1 on a usage or store error."""
     from clawviz.export import Selection, report_path, run_export
-    from clawviz.store.db import session_scope
-    from clawviz.store.queries import EpisodeFilter
+    from clawviz.store import EpisodeFilter, session_scope
 
     sharded = args.workers is not None or args.engine is not None
     if sharded and args.out.lower().endswith(SUFFIXES):
@@ -156,8 +155,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def _sharded(args: argparse.Namespace, selection: Any, settings: Any, bar: Any) -> int:
     """`--workers N` / `--engine ray`: Parquet parts and `_manifest.json` in the --out dir."""
-    from clawviz.export.shard import MANIFEST, RayMissing, run_sharded_export
-    from clawviz.store.db import get_engine
+    from clawviz.export import MANIFEST, RayMissing, run_sharded_export
+    from clawviz.store import get_engine
 
     engine: Literal["process", "ray"] = "ray" if args.engine == "ray" else "process"
     workers = args.workers or 2

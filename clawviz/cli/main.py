@@ -38,7 +38,7 @@ from clawviz.settings import (
 if TYPE_CHECKING:
     from sqlmodel import Session
 
-    from clawviz.jobs.ingest import IngestReport
+    from clawviz.jobs import IngestReport
 
 # Lean command line (issue 14): this module, cli/tasks.py and cli/review_cmds.py import the
 # store, the ORM, orjson and the pipeline inside the commands that use them, never at module
@@ -88,9 +88,8 @@ def _report_text(report: IngestReport) -> str:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     """Load files and folders; exit 0 if all lines loaded, 2 if some were rejected, 1 on error."""
-    from clawviz.jobs.ingest import ingest_paths
-    from clawviz.jobs.rayrt import RayMissing, import_ray
-    from clawviz.store.db import require_writable, session_scope
+    from clawviz.jobs import RayMissing, import_ray, ingest_paths
+    from clawviz.store import require_writable, session_scope
 
     if args.workers < 1:
         print("error: --workers must be at least 1", file=sys.stderr)
@@ -143,10 +142,10 @@ def iter_episode_rows(
     """`episode_rows` as a generator: analyses first, then reads the rows `ROWS_CHUNK` at a
     time through a server-side cursor (PostgreSQL) or the driver's cursor (SQLite), so memory
     stays at one chunk at any number of episodes."""
-    from clawviz.jobs import analyse
-    from clawviz.store.queries import listing_chunks
+    from clawviz.jobs import ensure_analysis
+    from clawviz.store import listing_chunks
 
-    analyse.ensure_analysis(session, settings)
+    ensure_analysis(session, settings)
     for chunk in listing_chunks(session, settings.settings_hash, ROWS_CHUNK):
         yield from _row_chunk(session, settings, chunk)
 
@@ -155,8 +154,7 @@ def _row_chunk(session: Session, settings: Settings, chunk: Sequence[Any]) -> li
     import orjson
     from sqlmodel import col, select
 
-    from clawviz.store.models import CallRow
-    from clawviz.store.rewards import reward_from_columns
+    from clawviz.store import CallRow, reward_from_columns
 
     rows: list[dict[str, Any]] = []
     for eid, task, harness, model, attempt, n_calls, status, rj, rid, rew, checks, rubric in chunk:
@@ -229,14 +227,14 @@ def cmd_episodes(args: argparse.Namespace) -> int:
         if fast is not None:
             _print_json_rows(fast)
             return EXIT_OK
-        from clawviz.store.db import session_scope
+        from clawviz.store import session_scope
 
         with session_scope(args.db) as session:
             _print_json_rows(iter_episode_rows(session, settings))
         return EXIT_OK
     rows = fastread.episode_rows(url, settings)
     if rows is None:
-        from clawviz.store.db import session_scope
+        from clawviz.store import session_scope
 
         with session_scope(args.db) as session:
             rows = episode_rows(session, settings)
@@ -252,8 +250,7 @@ def cmd_episodes(args: argparse.Namespace) -> int:
 
 def cmd_search(args: argparse.Namespace) -> int:
     """Full-text search over every distinct message and reply."""
-    from clawviz.store import search
-    from clawviz.store.db import session_scope
+    from clawviz.store import search, session_scope
 
     with session_scope(args.db) as session:
         try:
@@ -305,8 +302,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 def cmd_explain(args: argparse.Namespace) -> int:
     """Explain one episode call by call."""
     from clawviz.cli import explain
-    from clawviz.store.db import session_scope
-    from clawviz.store.models import Episode
+    from clawviz.store import Episode, session_scope
 
     settings = settings_of(args)
     with session_scope(args.db) as session:

@@ -50,9 +50,7 @@ def register(subparsers: Any) -> None:
 
 def diff_rows(session, episode_id: str) -> list[dict[str, Any]] | None:
     """Per changed file: path, change, line counts, unified diff text (None: unknown episode)."""
-    from clawviz.review.archive import open_workspace
-    from clawviz.review.tasks import attempt_workspaces
-    from clawviz.review.workspace import diff_workspaces, file_diff
+    from clawviz.review import attempt_workspaces, diff_workspaces, file_diff, open_workspace
 
     ws = attempt_workspaces(session, episode_id)
     if ws is None:
@@ -79,8 +77,8 @@ def diff_rows(session, episode_id: str) -> list[dict[str, Any]] | None:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from clawviz.review.archive import ArchiveError
-    from clawviz.store.db import session_scope
+    from clawviz.review import ArchiveError
+    from clawviz.store import session_scope
 
     with session_scope(getattr(args, "db", None)) as session:
         try:
@@ -113,13 +111,11 @@ def _tail(text: str, n: int = TAIL_LINES) -> str:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from clawviz.review.archive import ArchiveError
-    from clawviz.review.checker import CheckerError, run_checker
-    from clawviz.store import models
-    from clawviz.store.db import session_scope
+    from clawviz.review import ArchiveError, CheckerError, run_checker
+    from clawviz.store import Task, session_scope
 
     with session_scope(getattr(args, "db", None)) as session:
-        task = session.get(models.Task, args.task_id)
+        task = session.get(Task, args.task_id)
         folder = task.folder if task is not None else None
     if task is None:
         print(f"error: no task {args.task_id!r} in the store", file=sys.stderr)

@@ -29,9 +29,9 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 
 def cmd_share(args: argparse.Namespace) -> int:
-    from clawviz.figures.explorer.assets import share_html
-    from clawviz.jobs.share import load_payload
-    from clawviz.store.db import session_scope
+    from clawviz.figures import share_html
+    from clawviz.jobs import load_payload
+    from clawviz.store import session_scope
 
     settings = settings_of(args)
     with session_scope(args.db) as session:

@@ -61,9 +61,8 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
     """Diagnose tasks through a model endpoint and store the findings."""
-    from clawviz.review import diagnosis, findings
-    from clawviz.review.tasks import task_detail, task_queue
-    from clawviz.store.db import session_scope
+    from clawviz.review import diagnosis, findings, task_detail, task_queue
+    from clawviz.store import session_scope
 
     settings = settings_of(args)
     ep = diagnosis.Endpoint(
@@ -117,7 +116,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 def cmd_findings(args: argparse.Namespace) -> int:
     """List a task's findings with their verdicts."""
     from clawviz.review import findings
-    from clawviz.store.db import session_scope
+    from clawviz.store import session_scope
 
     with session_scope(getattr(args, "db", None)) as session:
         rows = findings.list_findings(session, args.task_id)
@@ -143,8 +142,8 @@ def cmd_findings(args: argparse.Namespace) -> int:
 
 def cmd_tasks(args: argparse.Namespace) -> int:
     """Print the task queue as a table or as JSON."""
-    from clawviz.review.tasks import task_queue, verdict_label
-    from clawviz.store.db import session_scope
+    from clawviz.review import task_queue, verdict_label
+    from clawviz.store import session_scope
 
     with session_scope(getattr(args, "db", None)) as session:
         rows = task_queue(session, settings_of(args))
@@ -166,8 +165,8 @@ def cmd_tasks(args: argparse.Namespace) -> int:
 
 def cmd_review(args: argparse.Namespace) -> int:
     """Append one review decision."""
-    from clawviz.review.signoff import ReviewError, add_review
-    from clawviz.store.db import session_scope
+    from clawviz.review import ReviewError, add_review
+    from clawviz.store import session_scope
 
     with session_scope(getattr(args, "db", None)) as session:
         try:

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from clawviz.store.queries import PAPER_STATS, STAT_LABELS
+from clawviz.store import PAPER_STATS, STAT_LABELS
 from clawviz.types import Call, Message
 
 

@@ -17,8 +17,7 @@ from typing import Literal
 
 from clawviz.export.sft import PathRows, Skip, prefix_id, row_header, shared_prefix
 from clawviz.export.source import EpisodeData
-from clawviz.recon.advantage import ppo_token_advantages
-from clawviz.recon.tokens import align_path
+from clawviz.recon import align_path, ppo_token_advantages
 from clawviz.types import Call, PathInfo
 
 AdvantageKind = Literal["grpo", "ppo"]

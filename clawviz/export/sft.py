@@ -25,9 +25,7 @@ from typing import Any
 
 from clawviz.export.chat import assistant_message, history_message, openai_tools
 from clawviz.export.source import EpisodeData
-from clawviz.recon.canonical import match_key
-from clawviz.recon.markers import ALL_IGNORE_PATTERNS
-from clawviz.recon.matchview import match_view
+from clawviz.recon import ALL_IGNORE_PATTERNS, match_key, match_view
 from clawviz.types import Call, Message, PathInfo
 
 

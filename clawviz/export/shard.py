@@ -77,7 +77,7 @@ def run_shard(task: ShardTask) -> tuple[int, ExportReport]:
     """Export one part (in a worker process or a Ray task); returns its report."""
     from sqlmodel import Session
 
-    from clawviz.store.db import get_engine
+    from clawviz.store import get_engine
 
     out = Path(task.out) / part_name(task.index)
     report = new_report(task.fmt, out, task.selection, task.settings, task.advantage)
@@ -181,8 +181,8 @@ def run_sharded_export(
         old.unlink(missing_ok=True)
     from sqlmodel import Session
 
-    from clawviz.jobs.analyse import ensure_analysis
-    from clawviz.store.db import get_engine
+    from clawviz.jobs import ensure_analysis
+    from clawviz.store import get_engine
 
     with Session(get_engine(db_url)) as session:
         ensure_analysis(session, settings)

@@ -15,11 +15,10 @@ from typing import Any
 import orjson
 from sqlmodel import Session, col, select
 
-from clawviz.jobs.analyse import ensure_analysis
+from clawviz.jobs import ensure_analysis
 from clawviz.settings import Settings
+from clawviz.store import Blob, CallRow, Episode, EpisodeStatus, queries, restore_nul
 from clawviz.store import calls as store
-from clawviz.store import queries
-from clawviz.store.models import Blob, CallRow, Episode, EpisodeStatus, restore_nul
 from clawviz.types import Call, PathInfo, Reason, Rollout, Usage, system_text
 
 Progress = Callable[[int, int, str], None]

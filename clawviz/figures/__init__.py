@@ -15,6 +15,7 @@ from clawviz._lazy import lazy_api
 
 if TYPE_CHECKING:
     from clawviz.figures.explorer import build_payload
+    from clawviz.figures.explorer.assets import explorer_css, explorer_js, share_html
     from clawviz.figures.layout import TreeLayout, tree_layout
     from clawviz.figures.palette import (
         COLOUR_MODES,
@@ -45,9 +46,12 @@ __all__ = [
     "advantage_grid",
     "build_payload",
     "call_from_selection",
+    "explorer_css",
+    "explorer_js",
     "logprob_colour",
     "ratio_colour",
     "reason_colour",
+    "share_html",
     "state_colour",
     "token_cells",
     "token_figure",
@@ -58,6 +62,7 @@ __all__ = [
 
 _HOMES: dict[str, tuple[str, ...]] = {
     "explorer": ("build_payload",),
+    "explorer.assets": ("explorer_css", "explorer_js", "share_html"),
     "layout": ("TreeLayout", "tree_layout"),
     "palette": (
         "COLOUR_MODES",

@@ -10,7 +10,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from clawviz.figures.palette import CATEGORY_COLOURS, KEPT_IN_DROPPED, PRUNED_PREFIX
-from clawviz.recon.prune import retry_note
+from clawviz.recon import retry_note
 from clawviz.types import Call, CallDecision, EpisodeAnalysis, PathInfo, Role, State, call_label
 
 MAIN_BAND_GAP = 1.5

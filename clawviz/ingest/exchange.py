@@ -19,7 +19,7 @@ from xxhash import xxh3_64_intdigest
 
 from clawviz.ingest import identity, sse
 from clawviz.ingest.record import FormatError, check_message, validate_call
-from clawviz.recon.canonical import dumps_canonical, normalize_blocks, strip_cache_control
+from clawviz.recon import dumps_canonical, normalize_blocks, strip_cache_control
 from clawviz.types import Call, Endpoint, Message, ParsedExchange, Rollout, Usage, system_text
 from clawviz.types import text_of as _text_of
 

@@ -17,13 +17,16 @@ from clawviz._lazy import lazy_api
 if TYPE_CHECKING:
     from clawviz.jobs.analyse import ensure_analysis, episode_analysis
     from clawviz.jobs.ingest import FileReport, IngestReport, ingest_paths
+    from clawviz.jobs.rayrt import RayMissing, import_ray
     from clawviz.jobs.share import load_payload
 
 __all__ = [
     "FileReport",
     "IngestReport",
+    "RayMissing",
     "ensure_analysis",
     "episode_analysis",
+    "import_ray",
     "ingest_paths",
     "load_payload",
 ]
@@ -31,6 +34,7 @@ __all__ = [
 _HOMES: dict[str, tuple[str, ...]] = {
     "analyse": ("ensure_analysis", "episode_analysis"),
     "ingest": ("FileReport", "IngestReport", "ingest_paths"),
+    "rayrt": ("RayMissing", "import_ray"),
     "share": ("load_payload",),
 }
 """Which module holds each public name."""

@@ -14,13 +14,12 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
-from clawviz.recon.pipeline import analyse_episode, apply_grpo
+from clawviz.recon import analyse_episode, apply_grpo
 from clawviz.settings import DEFAULT_SETTINGS, Settings
-from clawviz.store import calls as store
-from clawviz.store import db
-from clawviz.store.decisions import (
+from clawviz.store import (
     Group,
     Stale,
+    db,
     group_statuses,
     load_order,
     persist_analyses,
@@ -30,6 +29,7 @@ from clawviz.store.decisions import (
     store_advantages,
     unattached_stale,
 )
+from clawviz.store import calls as store
 from clawviz.types import Call, EpisodeAnalysis, Reason
 
 Progress = Callable[[int, int, str], None]

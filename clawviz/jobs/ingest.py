@@ -23,23 +23,23 @@ import orjson
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlmodel import Session, col, select
 
-from clawviz.ingest import bounded
-from clawviz.ingest.exchange import FormatError, MessageCache, parse_exchange
-from clawviz.ingest.lines import (
+from clawviz.ingest import (
     FINGERPRINT,
+    FormatError,
     LineReader,
+    MessageCache,
     Rejection,
-    _file_hashes,
-    _file_sha256,
+    bounded,
+    parse_exchange,
+    parse_result,
+    validate_call,
 )
-from clawviz.ingest.record import validate_call
-from clawviz.ingest.results import parse_result
+from clawviz.ingest.lines import _file_hashes, _file_sha256  # private helpers, not the API
 from clawviz.jobs import analyse, sessions
 from clawviz.jobs import pool as jobpool
 from clawviz.settings import DEFAULT_SETTINGS, Settings, mask_secrets
+from clawviz.store import CallRow, Result, Source, Task, db, search, utcnow
 from clawviz.store import calls as store
-from clawviz.store import db, search
-from clawviz.store.models import CallRow, Result, Source, Task, utcnow
 from clawviz.types import Call, ParsedExchange
 
 Progress = Callable[[int, int, str], None]

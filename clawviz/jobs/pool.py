@@ -40,12 +40,10 @@ from typing import Any
 
 from sqlmodel import Session
 
-from clawviz.ingest.exchange import MessageCache
-from clawviz.ingest.lines import FINGERPRINT, Rejection
+from clawviz.ingest import FINGERPRINT, MessageCache, Rejection
 from clawviz.settings import Settings
+from clawviz.store import Blob, CallRow, MessageRow, db
 from clawviz.store import calls as store
-from clawviz.store import db
-from clawviz.store.models import Blob, CallRow, MessageRow
 from clawviz.types import ParsedExchange
 
 _CALLS: Any = CallRow.__table__  # type: ignore[attr-defined]

@@ -24,11 +24,10 @@ from sqlmodel import Session
 
 from clawviz.jobs import analyse
 from clawviz.jobs.pool import _context, _forget_engines, store_url
-from clawviz.recon.pipeline import analyse_episode
+from clawviz.recon import analyse_episode
 from clawviz.settings import Settings
+from clawviz.store import Stale, db, persist_analyses, stale_episodes
 from clawviz.store import calls as store
-from clawviz.store import db
-from clawviz.store.decisions import Stale, persist_analyses, stale_episodes
 from clawviz.types import EpisodeAnalysis
 
 Engine = Literal["process", "ray"]

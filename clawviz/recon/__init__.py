@@ -28,12 +28,15 @@ if TYPE_CHECKING:
     from clawviz.recon.align import GROUPS, Comparison, TurnPair, compare, compare_order
     from clawviz.recon.calldiff import CallDiff, DiffLine, SectionDiff, call_diff, message_lines
     from clawviz.recon.canonical import (
+        block_text,
         dumps_canonical,
         match_key,
         message_hash,
         normalize_blocks,
         strip_cache_control,
     )
+    from clawviz.recon.classify import TIP_EXTENSIONS
+    from clawviz.recon.edits import tool_ids
     from clawviz.recon.markers import ALL_IGNORE_PATTERNS, HARNESS_MARKERS
     from clawviz.recon.matchview import RULE_CODES, match_view
     from clawviz.recon.pipeline import UNATTACHED, analyse_episode, apply_grpo
@@ -53,12 +56,14 @@ __all__ = [
     "ImportanceStats",
     "RULE_CODES",
     "SectionDiff",
+    "TIP_EXTENSIONS",
     "TurnPair",
     "UNATTACHED",
     "align_path",
     "analyse_episode",
     "apply_grpo",
     "base_role_reason",
+    "block_text",
     "build_call_tree",
     "call_diff",
     "compare",
@@ -75,6 +80,7 @@ __all__ = [
     "retry_note",
     "reward_from_result",
     "strip_cache_control",
+    "tool_ids",
 ]
 
 _HOMES: dict[str, tuple[str, ...]] = {
@@ -88,12 +94,15 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "align": ("Comparison", "GROUPS", "TurnPair", "compare", "compare_order"),
     "calldiff": ("CallDiff", "DiffLine", "SectionDiff", "call_diff", "message_lines"),
     "canonical": (
+        "block_text",
         "dumps_canonical",
         "match_key",
         "message_hash",
         "normalize_blocks",
         "strip_cache_control",
     ),
+    "classify": ("TIP_EXTENSIONS",),
+    "edits": ("tool_ids",),
     "markers": ("ALL_IGNORE_PATTERNS", "HARNESS_MARKERS"),
     "matchview": ("RULE_CODES", "match_view"),
     "pipeline": ("UNATTACHED", "analyse_episode", "apply_grpo"),

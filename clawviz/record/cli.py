@@ -45,7 +45,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     host, port = args.listen
     db_url = getattr(args, "db", None)
     if db_url:
-        from clawviz.store.db import get_engine
+        from clawviz.store import get_engine
 
         try:
             get_engine(db_url)  # open (or create) the store before the first exchange

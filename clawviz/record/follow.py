@@ -34,7 +34,7 @@ class Follower:
         settle: float = 5.0,
         stderr: TextIO | None = None,
     ) -> None:
-        from clawviz.store.db import get_engine
+        from clawviz.store import get_engine
 
         self.folder = Path(folder)
         self.db_url = db_url
@@ -81,7 +81,7 @@ class Follower:
         """One pass: ingest what changed; returns the calls added."""
         from sqlmodel import Session
 
-        from clawviz.jobs.ingest import ingest_paths
+        from clawviz.jobs import ingest_paths
 
         todo = self.changed()
         if not todo:

@@ -31,7 +31,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 from yarl import URL
 
-from clawviz.ingest.exchange import REDACTED, is_secret_header, redact_url
+from clawviz.ingest import REDACTED, is_secret_header, redact_url
 from clawviz.record.logfile import LogWriter
 
 # RFC 9110 §7.6.1 hop-by-hop headers, plus the ones aiohttp recomputes for each hop.

@@ -14,10 +14,10 @@ from typing import Any
 from pydantic import ValidationError
 from sqlmodel import Session, col, select
 
-from clawviz.ingest.formats import is_findings_record
+from clawviz.ingest import is_findings_record
 from clawviz.review.diagnosis import Diagnosis, FindingModel
 from clawviz.review.tasks import open_findings_per_task
-from clawviz.store import models
+from clawviz.store import DiagnosisRun, Finding
 
 VERDICTS = ("valid", "not_valid")
 
@@ -26,9 +26,9 @@ class FindingError(ValueError):
     """A judgement or an imported record that cannot be stored."""
 
 
-def save_diagnosis(session: Session, d: Diagnosis, *, source: str = "llm") -> models.DiagnosisRun:
+def save_diagnosis(session: Session, d: Diagnosis, *, source: str = "llm") -> DiagnosisRun:
     """Store one diagnosis run and its findings."""
-    run = models.DiagnosisRun(
+    run = DiagnosisRun(
         task_id=d.task_id, model=d.model, prompt_hash=d.prompt_hash,
         prompt_version=d.prompt_version, source=source, input_tokens=d.input_tokens,
         output_tokens=d.output_tokens, seconds=d.seconds, n_findings=len(d.findings),
@@ -39,7 +39,7 @@ def save_diagnosis(session: Session, d: Diagnosis, *, source: str = "llm") -> mo
     for found in d.findings:
         f: dict[str, Any] = dict(found)
         session.add(
-            models.Finding(
+            Finding(
                 run_id=run.id, task_id=d.task_id, model=d.model, prompt_hash=d.prompt_hash, **f
             )  # fmt: skip
         )
@@ -48,34 +48,34 @@ def save_diagnosis(session: Session, d: Diagnosis, *, source: str = "llm") -> mo
     return run
 
 
-def list_findings(session: Session, task_id: str) -> list[models.Finding]:
+def list_findings(session: Session, task_id: str) -> list[Finding]:
     stmt = (
-        select(models.Finding)
-        .where(models.Finding.task_id == task_id)
-        .order_by(col(models.Finding.created_at), col(models.Finding.id))
+        select(Finding)
+        .where(Finding.task_id == task_id)
+        .order_by(col(Finding.created_at), col(Finding.id))
     )
     return list(session.exec(stmt))
 
 
-def runs_of(session: Session, task_id: str) -> list[models.DiagnosisRun]:
+def runs_of(session: Session, task_id: str) -> list[DiagnosisRun]:
     stmt = (
-        select(models.DiagnosisRun)
-        .where(models.DiagnosisRun.task_id == task_id)
-        .order_by(col(models.DiagnosisRun.created_at), col(models.DiagnosisRun.id))
+        select(DiagnosisRun)
+        .where(DiagnosisRun.task_id == task_id)
+        .order_by(col(DiagnosisRun.created_at), col(DiagnosisRun.id))
     )
     return list(session.exec(stmt))
 
 
 def judge(
     session: Session, finding_id: int, verdict: str, reviewer: str, note: str = ""
-) -> models.Finding:
+) -> Finding:
     """Record a reviewer's verdict on one finding (a later verdict replaces an earlier one;
     the sign-off keeps which findings were valid when it was made)."""
     if verdict not in VERDICTS:
         raise FindingError(f"verdict must be one of {', '.join(VERDICTS)}, not {verdict!r}")
     if not (reviewer or "").strip():
         raise FindingError("a reviewer name is required")
-    row = session.get(models.Finding, finding_id)
+    row = session.get(Finding, finding_id)
     if row is None:
         raise FindingError(f"no finding {finding_id}")
     row.verdict, row.verdict_note = verdict, note or ""

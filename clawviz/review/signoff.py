@@ -11,7 +11,7 @@ from sqlmodel import Session, col, select
 
 from clawviz.review.solvability import solvable_status
 from clawviz.settings import DEFAULT_SETTINGS, Settings
-from clawviz.store import models
+from clawviz.store import Finding, Review, Task
 
 DECISIONS = ("accept", "revise", "reject")
 EXPORT_FIELDS = (
@@ -33,7 +33,7 @@ def add_review(
     *,
     settings: Settings = DEFAULT_SETTINGS,
     require_known_task: bool = False,
-) -> models.Review:
+) -> Review:
     """Append one decision; never updates or deletes an earlier one. It records the findings
     judged valid at that moment (`valid_findings`, default: read from the store).
 
@@ -55,12 +55,12 @@ def add_review(
                 f"({solved.label if solved else 'never checked'}; setting "
                 "require_solvable_for_accept)"
             )
-    if require_known_task and session.get(models.Task, task_id) is None:
+    if require_known_task and session.get(Task, task_id) is None:
         raise ReviewError(
             f"no task {task_id!r} in the store (load its task folder first; "
             "`clawviz tasks` lists the known ones)"
         )
-    row = models.Review(
+    row = Review(
         task_id=task_id,
         decision=decision,
         reviewer=reviewer,
@@ -77,32 +77,30 @@ def add_review(
 
 
 def _valid_ids(session: Session, task_id: str) -> list[int]:
-    stmt = select(models.Finding.id).where(
-        models.Finding.task_id == task_id, models.Finding.verdict == "valid"
-    )
+    stmt = select(Finding.id).where(Finding.task_id == task_id, Finding.verdict == "valid")
     return [i for i in session.exec(stmt) if i is not None]
 
 
-def review_history(session: Session, task_id: str) -> list[models.Review]:
+def review_history(session: Session, task_id: str) -> list[Review]:
     """All decisions on a task, oldest first."""
     stmt = (
-        select(models.Review)
-        .where(models.Review.task_id == task_id)
-        .order_by(col(models.Review.created_at), col(models.Review.id))
+        select(Review)
+        .where(Review.task_id == task_id)
+        .order_by(col(Review.created_at), col(Review.id))
     )
     return list(session.exec(stmt))
 
 
-def latest_reviews(session: Session) -> dict[str, models.Review]:
+def latest_reviews(session: Session) -> dict[str, Review]:
     """The latest review of every reviewed task."""
-    out: dict[str, models.Review] = {}
-    stmt = select(models.Review).order_by(col(models.Review.created_at), col(models.Review.id))
+    out: dict[str, Review] = {}
+    stmt = select(Review).order_by(col(Review.created_at), col(Review.id))
     for r in session.exec(stmt):
         out[r.task_id] = r
     return out
 
 
-def _as_dict(r: models.Review) -> dict:
+def _as_dict(r: Review) -> dict:
     created = r.created_at
     if created is not None and created.tzinfo is None:
         created = created.replace(tzinfo=UTC)
@@ -130,9 +128,9 @@ def csv_safe(value: object) -> object:
 
 def export_reviews(session: Session, fmt: str = "csv", task_id: str | None = None) -> str:
     """Every decision (or one task's) as CSV or JSON text, oldest first."""
-    stmt = select(models.Review).order_by(col(models.Review.created_at), col(models.Review.id))
+    stmt = select(Review).order_by(col(Review.created_at), col(Review.id))
     if task_id is not None:
-        stmt = stmt.where(models.Review.task_id == task_id)
+        stmt = stmt.where(Review.task_id == task_id)
     rows = [_as_dict(r) for r in session.exec(stmt)]
     if fmt == "json":
         return json.dumps(rows, indent=2, ensure_ascii=False)

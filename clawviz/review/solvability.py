@@ -17,7 +17,7 @@ from sqlmodel import Session, col, select
 
 from clawviz.review.checker import CheckerResult
 from clawviz.settings import DEFAULT_SETTINGS, Settings
-from clawviz.store import models
+from clawviz.store import SolvabilityRun
 
 SOLUTION_NAMES = ("solution", "solution.tar.gz", "solution.tgz", "solution.zip")
 SOLVED_AT = 1.0 - 1e-9
@@ -51,7 +51,7 @@ def reference_workspace(task_folder: str | Path | None) -> Path | None:
 
 def record(session: Session, task_id: str, workspace: str, res: CheckerResult) -> Solvability:
     """Store one reference run and return what it says."""
-    row = models.SolvabilityRun(
+    row = SolvabilityRun(
         task_id=task_id, workspace=workspace, status=res.status, reward=res.reward,
         scores_json=json.dumps(res.scores), message=res.message,
     )  # fmt: skip
@@ -74,14 +74,12 @@ def check_reference(
     return record(session, task_id, str(ref.relative_to(task_folder)), res)
 
 
-def _of(row: models.SolvabilityRun) -> Solvability:
+def _of(row: SolvabilityRun) -> Solvability:
     reached = row.status == "ok" and row.reward is not None and row.reward >= SOLVED_AT
     return Solvability(reached, row.reward, row.workspace, row.status)
 
 
 def solvable_status(session: Session) -> dict[str, Solvability]:
     """The latest reference run of every task that has one."""
-    stmt = select(models.SolvabilityRun).order_by(
-        col(models.SolvabilityRun.created_at), col(models.SolvabilityRun.id)
-    )
+    stmt = select(SolvabilityRun).order_by(col(SolvabilityRun.created_at), col(SolvabilityRun.id))
     return {r.task_id: _of(r) for r in session.exec(stmt)}

@@ -20,8 +20,7 @@ from sqlmodel import Session, col, func, select
 from clawviz.review.signoff import latest_reviews, review_history
 from clawviz.review.solvability import Solvability, solvable_status
 from clawviz.settings import DEFAULT_SETTINGS, Settings
-from clawviz.store import models
-from clawviz.store.rewards import result_reward
+from clawviz.store import Episode, Finding, Result, Review, Task, result_reward
 
 # Means of a few float rewards are compared with a tolerance so that 0.2 means 0.2.
 _EPS = 1e-9
@@ -35,14 +34,14 @@ class TaskFormatError(ValueError):
 # ---------------------------------------------------------------- loading
 
 
-def load_task_folder(path: str | Path) -> list[models.Task]:
+def load_task_folder(path: str | Path) -> list[Task]:
     """Read one task or a folder of many (ClawGym folders and PinchBench `task_*.md` files)."""
     root = Path(path)
     if root.is_file():
         return [_load_pinchbench(root)] if _is_pinchbench_md(root) else []
     if (root / "data_entry.json").is_file():
         return [_load_clawgym(root)]
-    tasks: list[models.Task] = []
+    tasks: list[Task] = []
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
         depth = len(here.relative_to(root).parts)
@@ -65,7 +64,7 @@ def is_task_folder(path: str | Path) -> bool:
     return (p / "data_entry.json").is_file() or (p.is_file() and _is_pinchbench_md(p))
 
 
-def _load_clawgym(folder: Path) -> models.Task:
+def _load_clawgym(folder: Path) -> Task:
     entry_path = folder / "data_entry.json"
     try:
         data = json.loads(entry_path.read_text(encoding="utf-8"))
@@ -74,7 +73,7 @@ def _load_clawgym(folder: Path) -> models.Task:
     if not isinstance(data, dict):
         raise TaskFormatError(f"{entry_path}: expected a JSON object")
     meta = data["metadata"] if isinstance(data.get("metadata"), dict) else {}
-    return models.Task(
+    return Task(
         task_id=str(data.get("task_id") or folder.name),
         name=str(data.get("name") or folder.name),
         category=(meta.get("category") or None),
@@ -169,7 +168,7 @@ def _parse_front_matter(lines: list[str]) -> dict[str, Any]:
     return out
 
 
-def _load_pinchbench(md: Path) -> models.Task:
+def _load_pinchbench(md: Path) -> Task:
     try:
         text = md.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -177,7 +176,7 @@ def _load_pinchbench(md: Path) -> models.Task:
     front, sections = parse_pinchbench(text)
     task_id = str(front.get("id") or md.stem)
     data = {"front_matter": front, "sections": sections, "md_path": str(md.resolve())}
-    return models.Task(
+    return Task(
         task_id=task_id,
         name=str(front.get("name") or task_id),
         category=front.get("category") or None,
@@ -189,7 +188,7 @@ def _load_pinchbench(md: Path) -> models.Task:
     )
 
 
-def upsert_tasks(session: Session, tasks: list[models.Task]) -> int:
+def upsert_tasks(session: Session, tasks: list[Task]) -> int:
     """Insert or replace tasks by task_id; returns how many were written."""
     for t in tasks:
         session.merge(t)
@@ -197,7 +196,7 @@ def upsert_tasks(session: Session, tasks: list[models.Task]) -> int:
     return len(tasks)
 
 
-def ingest_task_folder(session: Session, path: str | Path) -> list[models.Task]:
+def ingest_task_folder(session: Session, path: str | Path) -> list[Task]:
     """Load every task under `path` and upsert them into the store."""
     tasks = load_task_folder(path)
     upsert_tasks(session, tasks)
@@ -294,8 +293,8 @@ def _num_checks(text: str | None) -> dict[str, float]:
 
 def _attempt_row(
     episode_id: str,
-    result: models.Result | None,
-    ep: models.Episode | None,
+    result: Result | None,
+    ep: Episode | None,
     settings: Settings = DEFAULT_SETTINGS,
 ) -> AttemptRow:
     """One attempt from its result line and/or its episode (the result wins where both say)."""
@@ -328,17 +327,15 @@ def task_attempts(
 ) -> list[AttemptRow]:
     """Every attempt of a task: its result lines and its episodes (with or without a result)."""
     episodes = {
-        e.episode_id: e
-        for e in session.exec(select(models.Episode).where(models.Episode.task_id == task_id))
+        e.episode_id: e for e in session.exec(select(Episode).where(Episode.task_id == task_id))
     }
     results = {
-        r.episode_id: r
-        for r in session.exec(select(models.Result).where(models.Result.task_id == task_id))
+        r.episode_id: r for r in session.exec(select(Result).where(Result.task_id == task_id))
     }
     # A result line without a task id still belongs to its episode's task.
     missing = [eid for eid in episodes if eid not in results]
     if missing:
-        stmt = select(models.Result).where(col(models.Result.episode_id).in_(missing))
+        stmt = select(Result).where(col(Result.episode_id).in_(missing))
         results.update({r.episode_id: r for r in session.exec(stmt)})
     rows = [
         _attempt_row(eid, results.get(eid), episodes.get(eid), settings)
@@ -405,9 +402,9 @@ class TaskRow:
 
 def task_queue(session: Session, settings: Settings = DEFAULT_SETTINGS) -> list[TaskRow]:
     """Every known task (from the Task table and from results) with status and filter terms."""
-    tasks = {t.task_id: t for t in session.exec(select(models.Task))}
-    results = session.exec(select(models.Result)).all()
-    episodes = session.exec(select(models.Episode)).all()
+    tasks = {t.task_id: t for t in session.exec(select(Task))}
+    results = session.exec(select(Result)).all()
+    episodes = session.exec(select(Episode)).all()
     task_ids = set(tasks) | {r.task_id for r in results if r.task_id}
     task_ids |= {e.task_id for e in episodes if e.task_id}
     latest = latest_reviews(session)
@@ -459,9 +456,9 @@ def task_queue(session: Session, settings: Settings = DEFAULT_SETTINGS) -> list[
 def open_findings_per_task(session: Session) -> dict[str, int]:
     """Diagnosis findings not yet judged, per task (the queue's 'open findings' column)."""
     stmt = (
-        select(models.Finding.task_id, func.count())
-        .where(col(models.Finding.verdict).is_(None))
-        .group_by(models.Finding.task_id)
+        select(Finding.task_id, func.count())
+        .where(col(Finding.verdict).is_(None))
+        .group_by(Finding.task_id)
     )
     return {task: n for task, n in session.exec(stmt)}
 
@@ -494,7 +491,7 @@ def check_matrix(attempts: list[AttemptRow]) -> CheckMatrix:
 class TaskDetail:
     """Everything the Tasks page shows about one task."""
 
-    task: models.Task
+    task: Task
     data: dict[str, Any]
     files_root: Path | None
     """Folder holding the task's input files (ClawGym input_files/, PinchBench tasks/<id>/)."""
@@ -507,7 +504,7 @@ class TaskDetail:
     attempts: list[AttemptRow]
     matrix: CheckMatrix
     filter: DifficultyFilter
-    reviews: list[models.Review] = field(default_factory=list)
+    reviews: list[Review] = field(default_factory=list)
 
     @property
     def status(self) -> str:
@@ -549,12 +546,12 @@ def task_detail(
     session: Session, task_id: str, settings: Settings = DEFAULT_SETTINGS
 ) -> TaskDetail | None:
     """Instruction, files, checker, rubric, attempts, matrix, filter and reviews of one task."""
-    task = session.get(models.Task, task_id)
+    task = session.get(Task, task_id)
     attempts = task_attempts(session, task_id, settings)
     if task is None:
         if not attempts:
             return None
-        task = models.Task(task_id=task_id, name=task_id, kind="unknown")
+        task = Task(task_id=task_id, name=task_id, kind="unknown")
     data = _loads(task.data_json)
     files_root = checker_path = None
     checker_code = reward_script = rubric = None
@@ -617,17 +614,15 @@ class AttemptWorkspaces:
     before: str | None
     before_label: str
     after: str | None
-    task: models.Task | None
+    task: Task | None
 
 
 def attempt_for_episode(
     session: Session, episode_id: str, settings: Settings = DEFAULT_SETTINGS
 ) -> AttemptRow | None:
     """The attempt (result line and/or episode) with this episode id."""
-    result = session.exec(
-        select(models.Result).where(models.Result.episode_id == episode_id)
-    ).first()
-    ep = session.get(models.Episode, episode_id)
+    result = session.exec(select(Result).where(Result.episode_id == episode_id)).first()
+    ep = session.get(Episode, episode_id)
     if result is None and ep is None:
         return None
     return _attempt_row(episode_id, result, ep, settings)
@@ -640,7 +635,7 @@ def attempt_workspaces(
     attempt = attempt_for_episode(session, episode_id, settings)
     if attempt is None:
         return None
-    task = session.get(models.Task, attempt.task_id) if attempt.task_id else None
+    task = session.get(Task, attempt.task_id) if attempt.task_id else None
     before, label = attempt.workspace_before, "recorded before-workspace"
     if before is None and task is not None and task.kind == "clawgym" and task.folder:
         inputs = Path(task.folder) / "input_files"
@@ -651,5 +646,5 @@ def attempt_workspaces(
 
 def attempts_with_workspaces(session: Session) -> list[str]:
     """Episode ids of every attempt whose result names an after-workspace."""
-    stmt = select(models.Result.episode_id).where(col(models.Result.workspace_after).is_not(None))
+    stmt = select(Result.episode_id).where(col(Result.workspace_after).is_not(None))
     return sorted(session.exec(stmt))

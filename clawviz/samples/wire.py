@@ -13,8 +13,8 @@ import re
 import zlib
 from typing import Any
 
+from clawviz.ingest import compact_json as dumps
 from clawviz.ingest import encode_stream
-from clawviz.ingest.sse import compact_json as dumps
 
 IM_START = 151644
 IM_END = 151645

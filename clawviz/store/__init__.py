@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from clawviz._lazy import lazy_api
 
 if TYPE_CHECKING:
+    from clawviz.store.comments import CommentError, add_comment, comments_by_call
     from clawviz.store.db import get_engine, require_writable, session_scope
     from clawviz.store.decisions import (
         Group,
@@ -32,33 +33,53 @@ if TYPE_CHECKING:
     from clawviz.store.models import (
         Blob,
         CallRow,
+        DiagnosisRun,
         Episode,
         EpisodeStatus,
+        Finding,
+        MessageRow,
         Result,
+        Review,
+        SolvabilityRun,
         Source,
         Task,
         restore_nul,
         utcnow,
     )
-    from clawviz.store.queries import PAPER_STATS, STAT_LABELS, EpisodeFilter, EpisodeRow
-    from clawviz.store.rewards import result_reward
+    from clawviz.store.queries import (
+        PAPER_STATS,
+        STAT_LABELS,
+        EpisodeFilter,
+        EpisodeRow,
+        listing_chunks,
+    )
+    from clawviz.store.rewards import result_reward, reward_from_columns
 
 __all__ = [
     "Blob",
     "CallRow",
+    "CommentError",
+    "DiagnosisRun",
     "Episode",
     "EpisodeFilter",
     "EpisodeRow",
     "EpisodeStatus",
+    "Finding",
     "Group",
+    "MessageRow",
     "PAPER_STATS",
     "Result",
+    "Review",
     "STAT_LABELS",
+    "SolvabilityRun",
     "Source",
     "Stale",
     "Task",
+    "add_comment",
+    "comments_by_call",
     "get_engine",
     "group_statuses",
+    "listing_chunks",
     "load_order",
     "persist_analyses",
     "read_analysis",
@@ -66,6 +87,7 @@ __all__ = [
     "require_writable",
     "restore_nul",
     "result_reward",
+    "reward_from_columns",
     "session_scope",
     "stale_episodes",
     "store_advantages",
@@ -74,6 +96,7 @@ __all__ = [
 ]
 
 _HOMES: dict[str, tuple[str, ...]] = {
+    "comments": ("CommentError", "add_comment", "comments_by_call"),
     "db": ("get_engine", "require_writable", "session_scope"),
     "decisions": (
         "Group",
@@ -90,16 +113,21 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "models": (
         "Blob",
         "CallRow",
+        "DiagnosisRun",
         "Episode",
         "EpisodeStatus",
+        "Finding",
+        "MessageRow",
         "Result",
+        "Review",
+        "SolvabilityRun",
         "Source",
         "Task",
         "restore_nul",
         "utcnow",
     ),
-    "queries": ("EpisodeFilter", "EpisodeRow", "PAPER_STATS", "STAT_LABELS"),
-    "rewards": ("result_reward",),
+    "queries": ("EpisodeFilter", "EpisodeRow", "PAPER_STATS", "STAT_LABELS", "listing_chunks"),
+    "rewards": ("result_reward", "reward_from_columns"),
 }
 """Which module holds each public name."""
 

@@ -40,7 +40,7 @@ from sqlalchemy.exc import (
 )
 from sqlmodel import Session, select
 
-from clawviz.recon.canonical import message_hash
+from clawviz.recon import message_hash
 from clawviz.store.models import (
     Blob,
     CallRow,

@@ -30,8 +30,7 @@ from sqlalchemy import (
 )
 from sqlmodel import Session, select
 
-from clawviz.recon.advantage import reward_from_result
-from clawviz.recon.pipeline import UNATTACHED
+from clawviz.recon import UNATTACHED, reward_from_result
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 from clawviz.store.fastread import ANALYSIS_VERSION, settings_json_parts
 from clawviz.store.models import (

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from clawviz.recon.advantage import reward_from_result
+from clawviz.recon import reward_from_result
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 from clawviz.store.models import Result
 

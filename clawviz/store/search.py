@@ -25,7 +25,7 @@ import orjson
 from sqlalchemy import text
 from sqlmodel import Session
 
-from clawviz.recon.canonical import message_hash
+from clawviz.recon import message_hash
 from clawviz.store.calls import message_texts, unpack_text
 from clawviz.store.models import MessageRow, SearchDoc
 

@@ -16,12 +16,15 @@ from collections.abc import Callable
 import pandas as pd
 import streamlit as st
 
-from clawviz.figures.layout import tree_layout
-from clawviz.figures.tree import call_from_selection, tree_figure
-from clawviz.recon.align import GROUPS, Comparison, TurnPair, compare, compare_order
-from clawviz.review.archive import ArchiveError
-from clawviz.review.tasks import attempt_workspaces
-from clawviz.review.workspace import WorkspaceDiff, diff_workspaces, file_diff
+from clawviz.figures import call_from_selection, tree_figure, tree_layout
+from clawviz.recon import GROUPS, Comparison, TurnPair, compare, compare_order
+from clawviz.review import (
+    ArchiveError,
+    WorkspaceDiff,
+    attempt_workspaces,
+    diff_workspaces,
+    file_diff,
+)
 from clawviz.settings import Settings
 from clawviz.ui import data, sections, state
 from clawviz.ui.diff_view import section_html

@@ -14,8 +14,7 @@ import streamlit as st
 from sqlmodel import Session
 
 from clawviz.settings import Settings
-from clawviz.store import models, queries
-from clawviz.store.rewards import result_reward
+from clawviz.store import CallRow, Episode, queries, result_reward
 from clawviz.types import Call, EpisodeAnalysis
 from clawviz.ui.state import _engine_for
 
@@ -71,7 +70,7 @@ def ensure_analysed(url: str, settings_hash: str, _settings: Settings) -> None:
     An episode whose analysis fails is stored as dropped (analysis_error), so this raises only
     when the store itself fails.
     """
-    from clawviz.jobs.analyse import ensure_analysis
+    from clawviz.jobs import ensure_analysis
 
     with _session(url) as s:
         ensure_analysis(s, _settings)
@@ -194,7 +193,7 @@ def episode_view(
     from clawviz.store import calls as store
 
     with _session(url) as s:
-        ep = s.get(models.Episode, episode_id)
+        ep = s.get(Episode, episode_id)
         if ep is None:
             return None
         episode = ep.model_dump()
@@ -203,7 +202,7 @@ def episode_view(
         calls = store.load_calls(s, episode_id)
         analysis, error = None, None
         try:
-            from clawviz.jobs.analyse import episode_analysis
+            from clawviz.jobs import episode_analysis
 
             analysis = episode_analysis(s, episode_id, _settings)
         except Exception as exc:  # noqa: BLE001 - shown on the page, the calls still display
@@ -220,7 +219,7 @@ def raw_call(url: str, call_id: str) -> dict[str, Any] | None:
     from clawviz.store import calls as store
 
     with _session(url) as s:
-        row = s.get(models.CallRow, call_id)
+        row = s.get(CallRow, call_id)
         if row is None:
             return None
         try:
@@ -238,7 +237,7 @@ def raw_call(url: str, call_id: str) -> dict[str, Any] | None:
 @st.cache_data(show_spinner=False)
 def episodes_with_workspace(url: str) -> frozenset[str]:
     """Episodes whose results line names an after-workspace (the Workspace diff has one)."""
-    from clawviz.review.tasks import attempts_with_workspaces
+    from clawviz.review import attempts_with_workspaces
 
     with _session(url) as s:
         return frozenset(attempts_with_workspaces(s))

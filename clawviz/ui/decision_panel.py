@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from clawviz.figures.palette import reason_colour
+from clawviz.figures import reason_colour
 from clawviz.types import Call, EpisodeAnalysis
 from clawviz.types import call_label as number
 from clawviz.ui import sections, state

@@ -11,7 +11,7 @@ import html
 
 import streamlit as st
 
-from clawviz.recon.calldiff import CallDiff, DiffLine, SectionDiff, call_diff
+from clawviz.recon import CallDiff, DiffLine, SectionDiff, call_diff
 from clawviz.types import Call, call_label
 from clawviz.ui import data, state
 from clawviz.ui.inspector import escape_md, ignored_for_matching, message_delta

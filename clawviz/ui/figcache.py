@@ -17,8 +17,8 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
+from clawviz.figures import TreeLayout
 from clawviz.figures import tree as _tree
-from clawviz.figures.layout import TreeLayout
 
 MAX_FIGURES = 64
 _lock = threading.Lock()

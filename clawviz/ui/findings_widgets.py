@@ -6,10 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from clawviz.figures.palette import SEVERITY_COLOURS, VERDICT_COLOURS
-from clawviz.review import diagnosis, findings
-from clawviz.review.tasks import TaskDetail
-from clawviz.store import models
+from clawviz.figures import SEVERITY_COLOURS, VERDICT_COLOURS
+from clawviz.review import TaskDetail, diagnosis, findings
+from clawviz.store import Finding
 from clawviz.ui import access, state
 from clawviz.ui.inspector import escape_md
 
@@ -28,7 +27,7 @@ AREA_TITLE = {
 }
 
 
-def task_findings(task_id: str) -> list[models.Finding]:
+def task_findings(task_id: str) -> list[Finding]:
     with state.get_session() as session:
         return findings.list_findings(session, task_id)
 
@@ -44,7 +43,7 @@ def reviewer_name() -> str:
     return ""
 
 
-def area_findings(task_id: str, area: str, rows: list[models.Finding]) -> None:
+def area_findings(task_id: str, area: str, rows: list[Finding]) -> None:
     """The findings of one area, placed next to that part of the task."""
     mine = [f for f in rows if f.area == area]
     if not mine:
@@ -57,7 +56,7 @@ def area_findings(task_id: str, area: str, rows: list[models.Finding]) -> None:
             finding_card(task_id, f)
 
 
-def finding_card(task_id: str, f: models.Finding) -> None:
+def finding_card(task_id: str, f: Finding) -> None:
     head = st.columns([1, 1, 4], vertical_alignment="center")
     head[0].badge(f.severity, color=SEVERITY_COLOURS.get(f.severity, "gray"))
     verdict = VERDICT_LABEL.get(f.verdict, f.verdict or "open")
@@ -85,7 +84,7 @@ def finding_card(task_id: str, f: models.Finding) -> None:
         st.rerun()
 
 
-def diagnose_panel(d: TaskDetail, rows: list[models.Finding]) -> None:
+def diagnose_panel(d: TaskDetail, rows: list[Finding]) -> None:
     """The Findings tab: every finding, the runs with their cost, and the Diagnose action."""
     flash = st.session_state.pop(KEY_FLASH, None)
     if flash:

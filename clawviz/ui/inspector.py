@@ -7,8 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from clawviz.recon.canonical import message_hash
-from clawviz.recon.prune import base_role_reason, retry_note
+from clawviz.recon import base_role_reason, message_hash, retry_note
 from clawviz.types import Call, CallDecision, EpisodeAnalysis, Message, Reason
 from clawviz.types import call_label as number
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import streamlit as st
 
-from clawviz.figures.palette import reason_colour
+from clawviz.figures import reason_colour
 from clawviz.types import Call, Message, Reason
 from clawviz.ui.inspector import block_text, escape_md, reason_text, tool_input_json
 

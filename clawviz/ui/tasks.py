@@ -29,7 +29,7 @@ from clawviz.review import (
     verdict_label,
 )
 from clawviz.settings import Settings
-from clawviz.store import models
+from clawviz.store import Finding
 from clawviz.ui import access, state, tables
 from clawviz.ui import findings_widgets as fw
 from clawviz.ui import tasks_widgets as w
@@ -184,7 +184,7 @@ def queue_view() -> None:
     export_buttons("queue_export")
 
 
-def instruction_tab(d: TaskDetail, rows: Sequence[models.Finding] = ()) -> None:
+def instruction_tab(d: TaskDetail, rows: Sequence[Finding] = ()) -> None:
     fw.area_findings(d.task.task_id, "instruction", list(rows))
     if d.task.instruction:
         st.markdown(w.escape_text(d.task.instruction))
@@ -198,7 +198,7 @@ def instruction_tab(d: TaskDetail, rows: Sequence[models.Finding] = ()) -> None:
         st.json(d.data, expanded=1)
 
 
-def files_tab(d: TaskDetail, rows: Sequence[models.Finding] = ()) -> None:
+def files_tab(d: TaskDetail, rows: Sequence[Finding] = ()) -> None:
     fw.area_findings(d.task.task_id, "inputs", list(rows))
     if not d.input_files or d.files_root is None:
         st.caption("No input files.")
@@ -217,7 +217,7 @@ def files_tab(d: TaskDetail, rows: Sequence[models.Finding] = ()) -> None:
         w.file_viewer(name, data, cut)
 
 
-def checker_tab(d: TaskDetail, rows: Sequence[models.Finding] = ()) -> None:
+def checker_tab(d: TaskDetail, rows: Sequence[Finding] = ()) -> None:
     fw.area_findings(d.task.task_id, "checker", list(rows))
     if d.checker_code is None:
         st.caption("No checker (reward/check.py) in this task.")
@@ -230,7 +230,7 @@ def checker_tab(d: TaskDetail, rows: Sequence[models.Finding] = ()) -> None:
         st.code(d.reward_script, language="bash", line_numbers=True)
 
 
-def rubric_tab(d: TaskDetail, rows: Sequence[models.Finding] = ()) -> None:
+def rubric_tab(d: TaskDetail, rows: Sequence[Finding] = ()) -> None:
     fw.area_findings(d.task.task_id, "rubric", list(rows))
     rubric = d.rubric
     if rubric is None:

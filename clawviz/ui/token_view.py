@@ -11,7 +11,7 @@ import html
 import pandas as pd
 import streamlit as st
 
-from clawviz.figures.tokens import (
+from clawviz.figures import (
     TokenCell,
     advantage_figure,
     advantage_grid,
@@ -21,7 +21,7 @@ from clawviz.figures.tokens import (
     token_figure,
     token_grid,
 )
-from clawviz.recon.advantage import ImportanceStats, importance_ratios, ppo_token_advantages
+from clawviz.recon import ImportanceStats, importance_ratios, ppo_token_advantages
 from clawviz.types import Call, State
 from clawviz.ui import data, state
 from clawviz.ui.inspector import escape_md

@@ -8,9 +8,7 @@ import json
 
 import streamlit as st
 
-from clawviz.figures.layout import tree_layout
-from clawviz.figures.palette import COLOUR_MODES, state_colour
-from clawviz.figures.tree import call_from_selection
+from clawviz.figures import COLOUR_MODES, call_from_selection, state_colour, tree_layout
 from clawviz.types import Call
 from clawviz.ui import data, diff_view, sections, state
 from clawviz.ui.decision_panel import call_decision

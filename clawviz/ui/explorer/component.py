@@ -8,7 +8,7 @@ from typing import Any
 
 import streamlit as st
 
-from clawviz.figures.explorer.assets import explorer_css, explorer_js
+from clawviz.figures import explorer_css, explorer_js
 
 NAME = "clawviz_episode_explorer"
 
@@ -81,7 +81,7 @@ def store_comment(session: Any, episode_id: str, event: dict[str, Any], trusted:
     """Store the comment the explorer sent (`{call_id, text, reviewer}`) and return its row:
     the reviewer is `trusted` (the trusted proxy header's user) when there is one, whatever
     name the browser sent, else that name. Raises `CommentError` for a refused comment."""
-    from clawviz.store.comments import add_comment
+    from clawviz.store import add_comment
 
     reviewer = trusted or str(event.get("reviewer") or "")
     return add_comment(
@@ -93,7 +93,7 @@ def store_comment(session: Any, episode_id: str, event: dict[str, Any], trusted:
 def _save_comment(key: str, episode_id: str) -> None:
     """The explorer's `comment` trigger: store it (`store_comment`); a refusal is shown once in
     the inspector; a typed name is remembered for this browser session as the sign-off's is."""
-    from clawviz.store.comments import CommentError
+    from clawviz.store import CommentError
     from clawviz.ui import access, state
 
     event = (st.session_state.get(key) or {}).get("comment")
@@ -113,7 +113,7 @@ def _save_comment(key: str, episode_id: str) -> None:
 
 def episode_comments(episode_id: str) -> dict[str, list[dict[str, Any]]]:
     """The episode's comments by call (read on every run: they change by the click)."""
-    from clawviz.store.comments import comments_by_call
+    from clawviz.store import comments_by_call
     from clawviz.ui import state
 
     with state.get_session() as session:
@@ -131,7 +131,7 @@ def explorer_payload(
 ) -> dict[str, Any] | None:
     """The episode's explorer payload (cached per store, episode, settings, redaction and the
     price table's text, `prices`, which is not in the decisions' settings hash)."""
-    from clawviz.figures.explorer import build_payload
+    from clawviz.figures import build_payload
     from clawviz.ui import data
 
     view = data.episode_view(url, episode_id, settings_hash, _settings)
@@ -152,7 +152,7 @@ def share_file(
     prices: str = "",
 ) -> str:
     """The `clawviz share` file of the episode, as text."""
-    from clawviz.figures.explorer.assets import share_html
+    from clawviz.figures import share_html
 
     payload = explorer_payload(
         url, episode_id, settings_hash, _settings, redact, str(_settings.prices)
