@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from clawviz._lazy import lazy_api
 
 if TYPE_CHECKING:
-    from clawviz.store.comments import CommentError, add_comment, comments_by_call
+    from clawviz.store.comments import CommentError, add_comment, comment_counts, comments_by_call
     from clawviz.store.db import get_engine, require_writable, session_scope
     from clawviz.store.decisions import (
         Group,
@@ -76,6 +76,7 @@ __all__ = [
     "Stale",
     "Task",
     "add_comment",
+    "comment_counts",
     "comments_by_call",
     "get_engine",
     "group_statuses",
@@ -96,7 +97,7 @@ __all__ = [
 ]
 
 _HOMES: dict[str, tuple[str, ...]] = {
-    "comments": ("CommentError", "add_comment", "comments_by_call"),
+    "comments": ("CommentError", "add_comment", "comment_counts", "comments_by_call"),
     "db": ("get_engine", "require_writable", "session_scope"),
     "decisions": (
         "Group",

@@ -260,7 +260,7 @@ def runs_marks(url: str, episode_ids: tuple[str, ...]) -> RunsMarks:
     """Comment counts and cross-checks of one page's episodes (bounded by the page), and how
     many transcripts the store links to their wire episodes. Not cached: a comment written on
     the Episode page shows at once."""
-    from clawviz.store.comments import comment_counts
+    from clawviz.store import comment_counts
 
     with _session(url) as s:
         return RunsMarks(
