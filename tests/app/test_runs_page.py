@@ -333,6 +333,7 @@ def test_transcripts_are_cross_checks_and_notes_are_counted(recorded_store, on_s
                                                            monkeypatch):  # fmt: skip
     from sqlmodel import Session
 
+    import clawviz.store as store_stage
     from clawviz.store import comments
     from clawviz.store.db import get_engine
 
@@ -352,7 +353,7 @@ def test_transcripts_are_cross_checks_and_notes_are_counted(recorded_store, on_s
         asked.append(tuple(episode_ids))
         return real(session, episode_ids)
 
-    monkeypatch.setattr(comments, "comment_counts", counting)
+    monkeypatch.setattr(store_stage, "comment_counts", counting)
     on_store(url)
     at = open_page()
     no_exception(at)
@@ -371,10 +372,11 @@ def test_transcripts_are_cross_checks_and_notes_are_counted(recorded_store, on_s
 
 
 def test_notes_are_read_for_the_page_only(sample_db_url, on_store, monkeypatch):
-    from clawviz.store import comments, queries
+    import clawviz.store as store_stage
+    from clawviz.store import queries
 
     asked: list[tuple[str, ...]] = []
-    monkeypatch.setattr(comments, "comment_counts",
+    monkeypatch.setattr(store_stage, "comment_counts",
                         lambda s, ids: asked.append(tuple(ids)) or {})  # fmt: skip
     monkeypatch.setattr(queries, "RUNS_PAGE_SIZE", 5)
     on_store(sample_db_url)

@@ -7,6 +7,7 @@ import json
 
 from sqlmodel import Session
 
+import clawviz.review as review_stage
 from clawviz.cli import explain
 from clawviz.cli.common import visible
 from clawviz.cli.main import main as cli_main
@@ -88,7 +89,8 @@ def test_check_text_shows_escapes(sample_db_url, tmp_path, capsys, monkeypatch):
             message=f"done {RED}",
         )
 
-    monkeypatch.setattr(checker, "run_checker", fake)
+    # `clawviz check` takes run_checker from the review stage's surface (clawviz.review).
+    monkeypatch.setattr(review_stage, "run_checker", fake)
     argv = ["--db", sample_db_url, "check", "task_0001", "--workspace", str(tmp_path)]
     assert cli_main(argv) == 0
     out = capsys.readouterr().out
