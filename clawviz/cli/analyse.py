@@ -9,7 +9,14 @@ import json
 import sys
 from typing import Any, Literal
 
-from clawviz.cli.common import EXIT_FATAL, EXIT_OK, ProgressBar, settings_of
+from clawviz.cli.common import (
+    EXIT_FATAL,
+    EXIT_OK,
+    ProgressBar,
+    add_scale_out,
+    scale_out_error,
+    settings_of,
+)
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -23,19 +30,11 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         "otherwise compute on first view). With --workers N or --engine ray the episodes are "
         "analysed in parallel; the decisions are the single process's.",
     )
-    p.add_argument(
-        "--workers", type=int, default=None, help="analyse in N worker processes (default 1)"
-    )
-    p.add_argument(
-        "--engine",
-        choices=("process", "ray"),
-        default=None,
-        help="a process pool (default) or Ray tasks (pip install -r requirements-ray.txt)",
-    )
-    p.add_argument(
-        "--ray-address",
-        default=None,
-        help="with --engine ray: the cluster to join (default: a local Ray, --workers CPUs)",
+    add_scale_out(
+        p,
+        workers_help="analyse in N worker processes (default 1)",
+        engine_help="a process pool (default) or Ray tasks (pip install -r requirements-ray.txt)",
+        ray_help="with --engine ray: the cluster to join (default: a local Ray, --workers CPUs)",
     )
     p.set_defaults(func=cmd_analyse)
 
@@ -46,11 +45,8 @@ def cmd_analyse(args: argparse.Namespace) -> int:
     from clawviz.jobs.reanalyse import reanalyse  # the function shares its module's name
     from clawviz.store import require_writable, session_scope
 
-    if args.workers is not None and args.workers < 1:
-        print("error: --workers must be at least 1", file=sys.stderr)
-        return EXIT_FATAL
-    if args.ray_address and args.engine != "ray":
-        print("error: --ray-address needs --engine ray", file=sys.stderr)
+    if problem := scale_out_error(args):
+        print(f"error: {problem}", file=sys.stderr)
         return EXIT_FATAL
     engine: Literal["process", "ray"] = "ray" if args.engine == "ray" else "process"
     workers = args.workers or (2 if engine == "ray" else 1)

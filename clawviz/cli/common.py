@@ -71,7 +71,32 @@ def settings_of(args: argparse.Namespace) -> Settings:
     return DEFAULT_SETTINGS.with_(**changes)
 
 
-__all__ = ["add_common", "allowed", "settings_of"]
+def add_scale_out(
+    p: argparse.ArgumentParser,
+    *,
+    workers_help: str,
+    engine_help: str,
+    ray_help: str,
+    workers_default: int | None = None,
+    engine_default: str | None = None,
+) -> None:
+    """The `--workers N`, `--engine process|ray` and `--ray-address` flags `ingest`, `analyse`
+    and `export` share (each with its own help and defaults); `scale_out_error` checks them."""
+    p.add_argument("--workers", type=int, default=workers_default, help=workers_help)
+    p.add_argument("--engine", choices=("process", "ray"), default=engine_default, help=engine_help)
+    p.add_argument("--ray-address", default=None, help=ray_help)
+
+
+def scale_out_error(args: argparse.Namespace) -> str | None:
+    """Why the scale-out flags cannot run together (None: they can)."""
+    if args.workers is not None and args.workers < 1:
+        return "--workers must be at least 1"
+    if args.ray_address and args.engine != "ray":
+        return "--ray-address needs --engine ray"
+    return None
+
+
+__all__ = ["add_common", "add_scale_out", "allowed", "scale_out_error", "settings_of"]
 
 
 EXIT_OK = 0

@@ -8,7 +8,14 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from clawviz.cli.common import EXIT_FATAL, EXIT_OK, ProgressBar, settings_of
+from clawviz.cli.common import (
+    EXIT_FATAL,
+    EXIT_OK,
+    ProgressBar,
+    add_scale_out,
+    scale_out_error,
+    settings_of,
+)
 from clawviz.settings import SettingsError
 
 FORMATS = ("sft", "rl")
@@ -60,23 +67,12 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         default="grpo",
         help="RL rows: GRPO per attempt, or the PPO return per path (per token with values)",
     )
-    p.add_argument(
-        "--workers",
-        type=int,
-        default=None,
-        help="write sharded Parquet into the --out directory with N worker processes",
-    )
-    p.add_argument(
-        "--engine",
-        choices=("process", "ray"),
-        default=None,
-        help="sharded export engine: a process pool (default) or Ray tasks "
+    add_scale_out(
+        p,
+        workers_help="write sharded Parquet into the --out directory with N worker processes",
+        engine_help="sharded export engine: a process pool (default) or Ray tasks "
         "(pip install -r requirements-ray.txt)",
-    )
-    p.add_argument(
-        "--ray-address",
-        default=None,
-        help="with --engine ray: the cluster to join (default: a local Ray with 2 CPUs)",
+        ray_help="with --engine ray: the cluster to join (default: a local Ray with 2 CPUs)",
     )
     p.set_defaults(func=cmd_export)
 
@@ -94,11 +90,8 @@ def cmd_export(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_FATAL
-    if args.workers is not None and args.workers < 1:
-        print("error: --workers must be at least 1", file=sys.stderr)
-        return EXIT_FATAL
-    if args.ray_address and args.engine != "ray":
-        print("error: --ray-address needs --engine ray", file=sys.stderr)
+    if problem := scale_out_error(args):
+        print(f"error: {problem}", file=sys.stderr)
         return EXIT_FATAL
     if not sharded and not args.out.lower().endswith(SUFFIXES):
         print(f"error: --out {args.out!r} must end in .jsonl or .parquet", file=sys.stderr)
@@ -145,11 +138,16 @@ def cmd_export(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
+    return _print_report(args, report, f"  report: {report_path(args.out)}")
+
+
+def _print_report(args: argparse.Namespace, report: Any, where: str) -> int:
+    """The export's report (JSON with --json, else its text and `where` the files are)."""
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, default=str))
     else:
         print(report.text())
-        print(f"  report: {report_path(args.out)}")
+        print(where)
     return EXIT_OK
 
 
@@ -174,18 +172,11 @@ def _sharded(args: argparse.Namespace, selection: Any, settings: Any, bar: Any) 
             ray_address=args.ray_address,
             progress=bar,
         )
-    except RayMissing as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_FATAL
-    except OSError as exc:
+    except (RayMissing, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FATAL
     finally:
         if bar is not None:
             bar.close()
-    if args.json:
-        print(json.dumps(report.to_dict(), indent=2, default=str))
-    else:
-        print(report.text())
-        print(f"  engine {engine}, {workers} workers; manifest: {Path(args.out) / MANIFEST}")
-    return EXIT_OK
+    where = f"  engine {engine}, {workers} workers; manifest: {Path(args.out) / MANIFEST}"
+    return _print_report(args, report, where)

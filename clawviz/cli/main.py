@@ -21,6 +21,8 @@ from clawviz.cli.common import (
     EXIT_REJECTED,
     ProgressBar,
     add_common,
+    add_scale_out,
+    scale_out_error,
     settings_of,
     visible,
 )
@@ -91,11 +93,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from clawviz.jobs import RayMissing, import_ray, ingest_paths
     from clawviz.store import require_writable, session_scope
 
-    if args.workers < 1:
-        print("error: --workers must be at least 1", file=sys.stderr)
-        return EXIT_FATAL
-    if args.ray_address and args.engine != "ray":
-        print("error: --ray-address needs --engine ray", file=sys.stderr)
+    if problem := scale_out_error(args):
+        print(f"error: {problem}", file=sys.stderr)
         return EXIT_FATAL
     bar = ProgressBar() if sys.stderr.isatty() and not args.json else None
     try:
@@ -362,23 +361,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("ingest", parents=[common], help="load logs, results, transcripts, tasks")
     p.add_argument("paths", nargs="+", help="files or folders (recursive)")
-    p.add_argument(
-        "--workers",
-        type=int,
-        default=1,
-        help="read exchange logs and analyse episodes in N processes (default 1)",
-    )
-    p.add_argument(
-        "--engine",
-        choices=("process", "ray"),
-        default="process",
-        help="ray: read and analyse as Ray tasks (pip install -r requirements-ray.txt); paths "
-        "may be file:// URLs",
-    )
-    p.add_argument(
-        "--ray-address",
-        default=None,
-        help="with --engine ray: the cluster to join (default: a local Ray, --workers CPUs)",
+    add_scale_out(
+        p,
+        workers_help="read exchange logs and analyse episodes in N processes (default 1)",
+        engine_help="ray: read and analyse as Ray tasks (pip install -r requirements-ray.txt); "
+        "paths may be file:// URLs",
+        ray_help="with --engine ray: the cluster to join (default: a local Ray, --workers CPUs)",
+        workers_default=1,
+        engine_default="process",
     )
     p.set_defaults(func=cmd_ingest)
 
