@@ -24,7 +24,7 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import orjson
 
@@ -32,19 +32,14 @@ from clawviz.export.report import ExportReport
 from clawviz.export.rl import AdvantageKind
 from clawviz.export.run import FORMATS, Format, new_report, write_rows
 from clawviz.export.source import Progress, Selection, selected_episodes
+from clawviz.jobs import RayMissing as RayMissing  # re-exported: the export stage names it too
+from clawviz.jobs import import_ray, ray_session
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 
 Engine = Literal["process", "ray"]
 MANIFEST = "_manifest.json"
 MAX_SHARD_EPISODES = 2000
 """Most episodes per part (a task's memory is still set by the read batch, not by this)."""
-
-RAY_INSTALL = "pip install -r requirements-ray.txt"
-
-
-class RayMissing(RuntimeError):
-    """`--engine ray` without Ray installed."""
-
 
 @dataclass(frozen=True)
 class ShardTask:
@@ -118,27 +113,11 @@ def _run_process(tasks: list[ShardTask], workers: int, progress: Progress | None
     return done
 
 
-def import_ray() -> Any:
-    """The `ray` module, or RayMissing naming the extra to install."""
-    try:
-        import ray
-    except ImportError as exc:
-        raise RayMissing(f"--engine ray needs Ray: {RAY_INSTALL}") from exc
-    return ray
-
-
 def _run_ray(
     tasks: list[ShardTask], address: str | None, workers: int, progress: Progress | None
 ) -> list:
-    ray = import_ray()
-    started = False
-    if not ray.is_initialized():
-        if address:
-            ray.init(address=address, log_to_driver=False)
-        else:
-            ray.init(num_cpus=max(2, workers), include_dashboard=False, log_to_driver=False)
-        started = True
-    try:
+    # The jobs' Ray (clawviz.jobs.rayrt): the same one-line RayMissing, the same local start.
+    with ray_session(address, workers) as ray:
         remote = ray.remote(num_cpus=1, max_retries=2)(run_shard)
         pending = [remote.remote(t) for t in tasks]
         done: list[tuple[int, ExportReport]] = []
@@ -148,9 +127,6 @@ def _run_ray(
             if progress:
                 progress(len(done), len(tasks), f"part {done[-1][0]} written")
         return sorted(done, key=lambda d: d[0])
-    finally:
-        if started:
-            ray.shutdown()
 
 
 def run_sharded_export(

@@ -17,7 +17,7 @@ from clawviz._lazy import lazy_api
 if TYPE_CHECKING:
     from clawviz.jobs.analyse import ensure_analysis, episode_analysis
     from clawviz.jobs.ingest import FileReport, IngestReport, ingest_paths
-    from clawviz.jobs.rayrt import RayMissing, import_ray
+    from clawviz.jobs.rayrt import RayMissing, import_ray, ray_session
     from clawviz.jobs.share import load_payload
 
 __all__ = [
@@ -29,12 +29,13 @@ __all__ = [
     "import_ray",
     "ingest_paths",
     "load_payload",
+    "ray_session",
 ]
 
 _HOMES: dict[str, tuple[str, ...]] = {
     "analyse": ("ensure_analysis", "episode_analysis"),
     "ingest": ("FileReport", "IngestReport", "ingest_paths"),
-    "rayrt": ("RayMissing", "import_ray"),
+    "rayrt": ("RayMissing", "import_ray", "ray_session"),
     "share": ("load_payload",),
 }
 """Which module holds each public name."""
