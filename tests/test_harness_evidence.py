@@ -14,7 +14,7 @@ from clawviz.jobs.ingest import ingest_paths
 from clawviz.store.db import init_db
 from clawviz.store.models import Episode
 from clawviz.types import Call
-from clawviz.ui.harness_evidence import episode_evidence, evidence_text
+from clawviz.ui.harness_evidence import episode_evidence, evidence_text, session_text
 from tests.dburl import memory_engine
 
 TRANSCRIPT = (
@@ -73,3 +73,24 @@ def test_explain_json_lists_each_calls_harness_and_evidence(tmp_path):
         rows = explain_rows(s, ep.episode_id)
     assert rows and {r["harness"] for r in rows} == {"openclaw"}
     assert all("model-snapshot" in (r["harness_evidence"] or "") for r in rows), rows[0]
+
+
+def test_the_session_line_of_a_disagreeing_an_unread_and_an_unlinked_episode():
+    disagree = {
+        "transcript": "t-1",
+        "agree": False,
+        "disagreements": [f"call {i}: another parent in the transcript" for i in range(5)],
+    }
+    text, warn = session_text({"cross_check": json.dumps(disagree)})
+    assert warn and text == (
+        "session: transcript t-1 is this episode's cross-check and disagrees: "
+        "call 0: another parent in the transcript; call 1: another parent in the transcript; "
+        "call 2: another parent in the transcript (and 2 more)"
+    )
+    text, warn = session_text({"cross_check": json.dumps({"transcript": "t-1", "agree": None})})
+    assert warn and "not compared" in text
+    assert session_text({"cross_check": "{not json"}) == (
+        "session: the stored cross-check cannot be read",
+        True,
+    )
+    assert session_text({"cross_check": None, "primary_episode": None}) is None

@@ -1,4 +1,5 @@
-"""Which evidence named an episode's harness (issue 29 §3), as one line of the Episode page.
+"""Which evidence named an episode's harness (issue 29 §3), and the session cross-check (§4), as
+lines of the Episode page.
 
 Every call keeps why it got its harness in `Call.extra["harness_evidence"]` (set at ingest by
 `clawviz.ingest.identity`: a system-prompt marker, a tool only one harness defines, the
@@ -6,11 +7,14 @@ user-agent, a header, the markers of an OpenClaw session file, the transcript fo
 recorder's metadata). This module sums that evidence over the episode's calls, so a reader sees
 not only "harness: openclaw" but what in the traffic said so, and whether some calls said
 another harness or nothing. `python -m clawviz explain EPISODE --json` lists the same evidence
-per call (`harness`, `harness_evidence`).
+per call (`harness`, `harness_evidence`). When a wire log and a transcript of one session are
+both loaded, the wire episode says which transcript cross-checks it and whether they agree, and
+the transcript episode names the wire episode it is linked to (`clawviz.jobs.sessions`).
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -103,10 +107,67 @@ def evidence_text(ev: HarnessEvidence) -> str:
     return line
 
 
+SHOWN_DISAGREEMENTS = 3
+
+
+def session_text(episode: Mapping[str, Any]) -> tuple[str, bool] | None:
+    """The episode's place in its session (issue 29 §4), and whether it needs a look: a
+    transcript linked to its wire episode (`primary_episode`), or a wire episode whose linked
+    transcript was cross-checked (`cross_check`: transcript, agree, disagreements). None when
+    neither."""
+    primary = episode.get("primary_episode")
+    if primary:
+        return (
+            f"session: this transcript is the cross-check of wire episode {primary}, the "
+            "primary record (exports leave this episode out)",
+            False,
+        )
+    raw = episode.get("cross_check")
+    if not raw:
+        return None
+    try:
+        check = json.loads(raw)
+    except (TypeError, ValueError):
+        return "session: the stored cross-check cannot be read", True
+    if not isinstance(check, dict):
+        return "session: the stored cross-check cannot be read", True
+    transcript = check.get("transcript") or "?"
+    agree = check.get("agree")
+    if agree is True:
+        return (
+            f"session: transcript {transcript} is this episode's cross-check and agrees "
+            "(kept calls and main parents)",
+            False,
+        )
+    if agree is None:
+        return (
+            f"session: transcript {transcript} is linked, but was not compared (one side has "
+            "no analysis)",
+            True,
+        )
+    found = [str(d) for d in check.get("disagreements") or []]
+    shown = "; ".join(found[:SHOWN_DISAGREEMENTS])
+    more = len(found) - SHOWN_DISAGREEMENTS
+    return (
+        f"session: transcript {transcript} is this episode's cross-check and disagrees: "
+        + (shown or "(no detail stored)")
+        + (f" (and {more} more)" if more > 0 else ""),
+        True,
+    )
+
+
 def harness_caption(view: EpisodeView) -> None:
-    """The evidence line under the episode's facts (text, never markup)."""
+    """The identity lines under the episode's facts: the harness evidence, and the session
+    cross-check (a warning when the transcript disagrees). Text, never markup."""
     import streamlit as st
 
     from clawviz.ui.inspector import escape_md
 
     st.caption(escape_md(evidence_text(episode_evidence(view.episode, view.calls))))
+    session = session_text(view.episode)
+    if session is not None:
+        text, warn = session
+        if warn:
+            st.warning(escape_md(text), icon=":material/compare_arrows:")
+        else:
+            st.caption(escape_md(text))

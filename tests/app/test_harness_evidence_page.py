@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,56 @@ def test_a_raw_wire_log_names_what_the_traffic_sent(raw_wire, on_store):
     ]
     # The facts line names the same harness; no path of the capture names the episode.
     assert "capture" not in episode and "openclaw" in episode
+
+
+ONE_SESSION = RAW.parents[1] / "openclaw-2026.8.2" / "heartbeat-after-compaction"
+
+
+@pytest.fixture(scope="module")
+def one_session(tmp_path_factory) -> tuple[str, str, str]:
+    """The recording's wire log and OpenClaw's own transcript of the run, loaded together."""
+    folder = tmp_path_factory.mktemp("one_session")
+    shutil.copy(ONE_SESSION / "exchanges.jsonl.gz", folder / "exchanges.jsonl.gz")
+    (transcript,) = sorted((ONE_SESSION / "sessions").glob("*.jsonl"))
+    shutil.copy(transcript, folder / transcript.name)
+    with gzip.open(ONE_SESSION / "exchanges.jsonl.gz", "rt") as fh:
+        wire_ids = {json.loads(x)["clawviz"]["episode_id"] for x in fh if x.strip()}
+    (wire_id,) = wire_ids
+    header = json.loads(transcript.read_text().splitlines()[0])
+    url = fresh_url(folder)
+    with Session(get_engine(url)) as s:
+        ingest_paths([folder], session=s)
+        s.commit()
+        ensure_analysis(s)
+    return url, wire_id, header["id"]
+
+
+def test_wire_and_transcript_of_one_session_name_each_other(one_session, on_store):
+    url, wire_id, transcript_id = one_session
+    (transcript,) = sorted((ONE_SESSION / "sessions").glob("*.jsonl"))
+    entries = [json.loads(x) for x in transcript.read_text().splitlines()]
+    assert any(e.get("customType") == "model-snapshot" for e in entries)
+    n = sum(
+        e["type"] == "compaction"
+        or (e["type"] == "message" and e["message"]["role"] == "assistant")
+        for e in entries
+    )
+    on_store(url)
+    at = open_page("pages/episode.py", episode=wire_id)
+    no_exception(at)
+    captions = [_plain(c.value) for c in at.caption]
+    assert (
+        f"session: transcript {transcript_id} is this episode's cross-check and agrees "
+        "(kept calls and main parents)"
+    ) in captions
+    at = open_page("pages/episode.py", episode=transcript_id)
+    no_exception(at)
+    captions = [_plain(c.value) for c in at.caption]
+    assert any(
+        c.startswith(f"session: this transcript is the cross-check of wire episode {wire_id},")
+        for c in captions
+    ), captions
+    # The transcript is OpenClaw's, and says so from its own entries; every replayed call (one
+    # per assistant message, one per compaction's summary request) carries that evidence.
+    (line,) = _evidence_captions(at)
+    assert line == f"harness: openclaw — from: session entry custom:model-snapshot ({n} of {n})"
