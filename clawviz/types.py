@@ -143,6 +143,11 @@ class Call:
         return self.usage.output_tokens
 
 
+HIDDEN_MAINTENANCE = "hidden_maintenance"
+"""`Call.extra` key a transcript reader sets, with its evidence, when the harness's own record
+marks the call's turn as hidden maintenance (PIPELINE §3, rule `hidden_maintenance_turn`)."""
+
+
 @dataclass
 class Reason:
     """A reason code with the evidence that triggered it, e.g. ('too_many_branches', '9 > 8').

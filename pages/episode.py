@@ -19,6 +19,7 @@ from clawviz.ui import data, history, sections, state
 from clawviz.ui.decision_panel import episode_reasons
 from clawviz.ui.explorer.classic import KEY_PATH_SEEN, inspector, paths_section, tree_section
 from clawviz.ui.export_panel import export_panel
+from clawviz.ui.harness_evidence import harness_caption
 from clawviz.ui.inspector import (
     escape_md,
 )
@@ -224,6 +225,7 @@ def header(view: data.EpisodeView) -> None:
     st.markdown(
         " · ".join(f"**{k}** {escape_md(str(v)) if v is not None else '—'}" for k, v in facts)
     )
+    harness_caption(view)
     cols = st.columns([1, 1, 1, 3])
     cols[0].metric("Reward", _fmt(reward))
     cols[1].metric("GRPO advantage", _fmt(a.advantage if a else None, signed=True))

@@ -35,6 +35,8 @@ class CallFacts:
     http_status: int | None
     output_tokens: int | None = None
     rollout_json: str | None = None
+    harness: str | None = None
+    extra_json: str | None = None
 
 
 def _facts(session: Session, episode_id: str) -> list[CallFacts]:
@@ -65,6 +67,14 @@ def _importance(f: CallFacts, cap: float) -> dict[str, float] | None:
     if stats is None:
         return None
     return {"mean_ratio": stats.mean_ratio, "clipped_fraction": stats.clipped_fraction}
+
+
+def _harness_evidence(f: CallFacts) -> str | None:
+    """Why the call got its harness (`Call.extra["harness_evidence"]`, set at ingest)."""
+    if not f.extra_json:
+        return None
+    value = orjson.loads(f.extra_json).get("harness_evidence")
+    return value if isinstance(value, str) else None
 
 
 def rows_for(
@@ -109,6 +119,8 @@ def rows_for(
                 "advantage": p.advantage if p else None,
                 "output_tokens": f.output_tokens,
                 "importance": _importance(f, float(settings.is_ratio_cap)),
+                "harness": f.harness,
+                "harness_evidence": _harness_evidence(f),
             }
         )
     return rows

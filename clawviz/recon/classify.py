@@ -24,7 +24,7 @@ from clawviz.recon.markers import (
     spawn_prompts,
 )
 from clawviz.recon.tree import CallTree
-from clawviz.types import Call
+from clawviz.types import HIDDEN_MAINTENANCE, Call
 from clawviz.types import call_label as _label
 
 AUX_ROLES = (
@@ -214,7 +214,7 @@ def classify_calls(tree: CallTree) -> Classification:
         gt = _ground_truth(call, marker)
         cr = _rule_role(tree, call, text, marker, gt, roles, walk.spawns, main_identity, main_tools)
         cr = _link_role(tree, call, text, cr, gt, roles, walk)
-        if marker is not None and parent is None and marker.evidence.startswith(AFTER_COMPACTION):
+        if _side_turn_after_compaction(marker, parent, cr):
             # A heartbeat or memory flush that is the first request on a compacted history
             # (rule `maintenance_after_compaction`): linked to the summary it continues.
             cr.linked_call = _find_summary(tree, call, walk.summaries, walk.summary_snippets)
@@ -239,6 +239,34 @@ def classify_calls(tree: CallTree) -> Classification:
     )
 
 
+_HIDDEN_REASON = "hidden maintenance turn: "
+
+
+def _hidden_maintenance(call: Call) -> str | None:
+    """The role reason of a call the harness's own record marks as a hidden maintenance turn
+    (rule `hidden_maintenance_turn`), else None.
+
+    A transcript reader sets `Call.extra[HIDDEN_MAINTENANCE]` with its evidence: OpenClaw 2026.8
+    keeps its memory flush in the main session's transcript as a turn whose prompt and reply
+    are both `display: false`, which it writes for a memory-triggered run only; the replay has
+    no system prompt, where the wire says it is the flush (FORMATS §3 `memory_flush_system`).
+    """
+    evidence = call.extra.get(HIDDEN_MAINTENANCE) if call.extra else None
+    if not evidence:
+        return None
+    return f"{_HIDDEN_REASON}{evidence}"
+
+
+def _side_turn_after_compaction(marker: Marker | None, parent: str | None, cr: CallRole) -> bool:
+    """A side turn that is the first request on a compacted history: a maintenance marker
+    behind the continuation (`maintenance_after_compaction`) or a hidden maintenance turn."""
+    if marker is None or parent is not None:
+        return False
+    if marker.evidence.startswith(AFTER_COMPACTION):
+        return True
+    return marker.kind == "continuation" and cr.reason.startswith(_HIDDEN_REASON)
+
+
 def _rule_role(
     tree: CallTree,
     call: Call,
@@ -260,6 +288,9 @@ def _rule_role(
         return cr
     if marker is not None and marker.kind != "continuation":
         return CallRole(marker.kind, f"{marker.harness} marker {marker.evidence!r}")
+    hidden = _hidden_maintenance(call)
+    if hidden is not None:
+        return CallRole("aux_memory_flush", hidden)
     if marker is not None and parent is None:
         return CallRole("main", f"after compaction: {marker.evidence!r}", continuation=True)
     if parent is not None:

@@ -27,7 +27,7 @@ from clawviz.ingest.transcripts.common import (
     usage_of,
 )
 from clawviz.ingest.transcripts.links import Links, folder_links, link_name, may_be_linked
-from clawviz.types import Call, Message
+from clawviz.types import HIDDEN_MAINTENANCE, Call, Message
 
 FORMAT = "transcript_pi"
 _USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite")
@@ -636,6 +636,32 @@ class _Replay:
         t_request = parse_time(parent.record.get("timestamp")) if parent else None
         return t_request if t_request is not None else t_response, t_response
 
+    def _hidden_turn(self, entry: _Entry) -> str | None:
+        """Evidence that an assistant entry belongs to a turn the harness recorded as hidden
+        maintenance: the reply and the user message that opened its turn both `display:
+        false` (OpenClaw 2026.8 `projectAgentHarnessTranscriptMessageForDisplay`, `hidden:
+        trigger === "memory"`: a memory flush kept in the transcript, not shown as chat). A
+        hidden user message alone is no evidence: OpenClaw also hides its sub-agents-settled
+        prompt and internal chat sends, and answers them visibly."""
+        if entry.record["message"].get("display") is not False:
+            return None
+        seen: set[str] = set()
+        current = self.s.by_id.get(entry.parent_id) if entry.parent_id else None
+        while current is not None and current.id not in seen:
+            seen.add(current.id)
+            if current.type == "compaction":
+                return None
+            if current.type == "message" and current.valid:
+                m = current.record["message"]
+                if m.get("role") == "user":
+                    if m.get("display") is not False:
+                        return None
+                    return (
+                        f"line {current.line} (user) and line {entry.line} (reply) display: false"
+                    )
+            current = self.s.by_id.get(current.parent_id) if current.parent_id else None
+        return None
+
     def assistant_call(self, entry: _Entry) -> None:
         m = entry.record["message"]
         ctx = self.context(entry.parent_id)
@@ -658,6 +684,9 @@ class _Replay:
             stop_reason_raw=stop,
         )
         extra.update(self.link_extra)
+        hidden = self._hidden_turn(entry)
+        if hidden is not None:
+            extra[HIDDEN_MAINTENANCE] = hidden
         t_request, t_response = self._times(entry)
         if isinstance(m.get("timestamp"), (int, float)):
             t_request = parse_time(m["timestamp"])
