@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from clawviz.jobs.analyse import ensure_analysis, episode_analysis
     from clawviz.jobs.ingest import FileReport, IngestReport, ingest_paths
     from clawviz.jobs.rayrt import RayMissing, import_ray, ray_session
+    from clawviz.jobs.reanalyse import reanalyse as reanalyse_stale
     from clawviz.jobs.share import load_payload
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "ingest_paths",
     "load_payload",
     "ray_session",
+    "reanalyse_stale",
 ]
 
 _HOMES: dict[str, tuple[str, ...]] = {
@@ -40,4 +42,9 @@ _HOMES: dict[str, tuple[str, ...]] = {
 }
 """Which module holds each public name."""
 
-__getattr__, __dir__ = lazy_api(__name__, _HOMES)
+_RENAMED: dict[str, tuple[str, str]] = {
+    "reanalyse_stale": ("reanalyse", "reanalyse"),
+}
+"""Public names published under another name than their module's (clashes, clarity)."""
+
+__getattr__, __dir__ = lazy_api(__name__, _HOMES, _RENAMED)
