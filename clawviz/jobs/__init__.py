@@ -1,8 +1,11 @@
 """Use cases: the only code that both holds a store session and calls the pure stages.
 
 `ingest` loads files into the store and analyses what they changed; `analyse` brings the
-stored decisions up to date with the calls and settings; `share` reads a stored episode's
-explorer payload. The CLI, the app and the recording proxy's live ingest call these.
+stored decisions up to date with the calls and settings; `sessions` links a transcript to its
+wire episode; `share` reads a stored episode's explorer payload. Scale-out: `pool` (ingest in
+worker processes), `reanalyse` (`reanalyse_stale`: the analysis in processes or Ray tasks),
+`rayrt` (the one Ray start). The CLI, the app, the export and the recording proxy's live
+ingest call these.
 
 The public names below (`__all__`) are imported from their module on first use
 (`clawviz._lazy`); callers outside the stage import them from `clawviz.jobs`.

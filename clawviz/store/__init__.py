@@ -2,8 +2,10 @@
 
 `models` is the schema, `db` the engine and sessions, `calls` writes and reads calls with their
 content-addressed messages and blobs, `queries` the read-only frames the pages show, `rewards`
-an attempt's reward, and `decisions` the per-settings cache of what `clawviz.recon.pipeline`
-decides (`clawviz.jobs.analyse` keeps it up to date).
+an attempt's reward, `decisions` the per-settings cache of what `clawviz.recon.pipeline`
+decides (`clawviz.jobs.analyse` keeps it up to date), `search` the full-text index, `nav` the
+Episode switcher's bounded reads, `fastread` the CLI's direct listing, `comments` reviewers'
+notes on calls.
 
 The public names below (`__all__`) are imported from their module on first use
 (`clawviz._lazy`); callers outside the stage import them from `clawviz.store`.
