@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from clawviz.store import queries
+from clawviz import store
 from clawviz.ui import data, live, runs, state
 from clawviz.ui.pages import run_page
 
@@ -28,7 +28,7 @@ def main() -> None:
     settings = state.current_settings()
     live.indicator(url)
     everything = data.runs_summary(url, settings.settings_hash, data.runs_view_key(
-        queries.RunsQuery(page_size=queries.RUNS_PAGE_SIZE)
+        store.RunsQuery(page_size=store.RUNS_PAGE_SIZE)
     ))  # fmt: skip
     if everything.episodes == 0:
         empty_store(url)

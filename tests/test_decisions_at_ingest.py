@@ -8,13 +8,13 @@ import pytest
 from sqlmodel import Session, select
 from test_formats_fixtures import claude_code_episode, jsonl
 
+from clawviz import store  # the stage package: the analysis job looks its names up there
 from clawviz.cli import explain
 from clawviz.cli.main import episode_rows
 from clawviz.jobs import analyse as analyse_job
 from clawviz.jobs import ingest as ingest_mod
 from clawviz.jobs.ingest import ingest_paths
 from clawviz.settings import DEFAULT_SETTINGS
-from clawviz.store import calls as store
 from clawviz.store import decisions
 from clawviz.store.db import get_engine
 from clawviz.store.models import AnalysisMark, DecisionRow, Episode, EpisodeStatus

@@ -41,8 +41,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 def cmd_analyse(args: argparse.Namespace) -> int:
     """Analyse; exit 0 when every stale episode was analysed, 1 on a usage or store error."""
-    from clawviz.jobs import RayMissing, import_ray
-    from clawviz.jobs.reanalyse import reanalyse  # the function shares its module's name
+    from clawviz.jobs import RayMissing, import_ray, reanalyse_stale
     from clawviz.store import require_writable, session_scope
 
     if problem := scale_out_error(args):
@@ -57,7 +56,7 @@ def cmd_analyse(args: argparse.Namespace) -> int:
             import_ray()  # before any work: one line naming the extra when Ray is missing
         with session_scope(args.db) as session:
             require_writable(session.get_bind().engine)
-            n = reanalyse(
+            n = reanalyse_stale(
                 session,
                 settings,
                 workers=workers,

@@ -216,13 +216,13 @@ def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
 
 def cmd_episodes(args: argparse.Namespace) -> int:
     """List episodes (read straight from a SQLite store whose decisions are current)."""
-    from clawviz.store import fastread
+    from clawviz import store
 
     settings = settings_of(args)
     url = args.db or settings.resolved_database_url
     if args.json:
         # Streamed: printed as read, so memory stays at one chunk of rows (issue 26).
-        fast = fastread.iter_episode_rows(url, settings)
+        fast = store.iter_fast_episode_rows(url, settings)
         if fast is not None:
             _print_json_rows(fast)
             return EXIT_OK
@@ -231,7 +231,7 @@ def cmd_episodes(args: argparse.Namespace) -> int:
         with session_scope(args.db) as session:
             _print_json_rows(iter_episode_rows(session, settings))
         return EXIT_OK
-    rows = fastread.episode_rows(url, settings)
+    rows = store.fast_episode_rows(url, settings)
     if rows is None:
         from clawviz.store import session_scope
 
@@ -249,11 +249,11 @@ def cmd_episodes(args: argparse.Namespace) -> int:
 
 def cmd_search(args: argparse.Namespace) -> int:
     """Full-text search over every distinct message and reply."""
-    from clawviz.store import search, session_scope
+    from clawviz.store import search_messages, session_scope
 
     with session_scope(args.db) as session:
         try:
-            hits = search.search(
+            hits = search_messages(
                 session, args.text, episode_id=args.episode, role=args.role,
                 syntax=args.syntax, limit=args.limit,
             )  # fmt: skip
@@ -278,15 +278,15 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_migrate(args: argparse.Namespace) -> int:
     """Bring the store to the newest schema (Alembic revisions in clawviz/store/migrations)."""
-    from clawviz.store import db
+    from clawviz.store import get_engine, mask_url, migrate, schema_version
 
-    engine = db.get_engine(args.db, check_schema=False)
-    before = db.schema_version(engine)
-    applied = db.migrate(engine)
+    engine = get_engine(args.db, check_schema=False)
+    before = schema_version(engine)
+    applied = migrate(engine)
     out = {
-        "store": db.mask_url(engine.url),
+        "store": mask_url(engine.url),
         "from": before,
-        "to": db.schema_version(engine),
+        "to": schema_version(engine),
         "applied": applied,
     }
     if args.json:

@@ -61,11 +61,18 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
     """Diagnose tasks through a model endpoint and store the findings."""
-    from clawviz.review import diagnosis, findings, task_detail, task_queue
+    from clawviz.review import (
+        DiagnosisError,
+        Endpoint,
+        diagnose_tasks,
+        save_diagnosis,
+        task_detail,
+        task_queue,
+    )
     from clawviz.store import session_scope
 
     settings = settings_of(args)
-    ep = diagnosis.Endpoint(
+    ep = Endpoint(
         base_url=args.base_url, model=args.model, api=args.api, api_key_env=args.api_key_env,
         timeout_s=args.timeout, max_findings=settings.diagnose_max_findings,
     )  # fmt: skip
@@ -89,15 +96,15 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             print(f"[{done}/{total}] {d.task_id}: {what}", file=sys.stderr)
 
         try:
-            results = diagnosis.diagnose_tasks(
+            results = diagnose_tasks(
                 details, ep, concurrency=args.concurrency, file_budget=args.file_budget,
                 progress=progress,
             )  # fmt: skip
-        except diagnosis.DiagnosisError as exc:
+        except DiagnosisError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         for d in results:
-            findings.save_diagnosis(session, d)
+            save_diagnosis(session, d)
     out = [
         {"task_id": d.task_id, "findings": len(d.findings), "error": d.error,
          "input_tokens": d.input_tokens, "output_tokens": d.output_tokens,
@@ -115,11 +122,11 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
 def cmd_findings(args: argparse.Namespace) -> int:
     """List a task's findings with their verdicts."""
-    from clawviz.review import findings
+    from clawviz.review import list_findings
     from clawviz.store import session_scope
 
     with session_scope(getattr(args, "db", None)) as session:
-        rows = findings.list_findings(session, args.task_id)
+        rows = list_findings(session, args.task_id)
         out = [
             {"id": f.id, "area": f.area, "severity": f.severity, "problem": f.problem,
              "suggestion": f.suggestion, "model": f.model, "prompt_hash": f.prompt_hash,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from clawviz.export.sft import PathRows, Skip, prefix_id, row_header, shared_prefix
+from clawviz.export.sft import PathRows, exportable_paths, prefix_id, row_header
 from clawviz.export.source import EpisodeData
 from clawviz.recon import align_path, ppo_token_advantages
 from clawviz.types import Call, PathInfo
@@ -55,20 +55,8 @@ def _advantage(
 def rl_rows(ep: EpisodeData, settings_hash: str, advantage: AdvantageKind = "grpo") -> PathRows:
     """RL rows of one episode's kept paths."""
     out = PathRows()
-    done: list[PathInfo] = []
     claimed: set[str] = set()
-    for path in ep.kept_paths:
-        calls = [ep.calls.get(cid) for cid in path.call_ids]
-        if not calls or any(c is None for c in calls):
-            out.skipped.append(Skip(ep.episode_id, path.path_id, "calls_missing"))
-            continue
-        ready = [c for c in calls if c is not None]
-        why = missing_tokens(ready)
-        if why is not None:
-            out.skipped.append(Skip(ep.episode_id, path.path_id, *why))
-            continue
-        n_shared = shared_prefix(path, done)
-        done.append(path)
+    for path, ready, n_shared in exportable_paths(ep, out, missing_tokens):
         pid = prefix_id(ep.episode_id, path, n_shared)
         by_id = {c.call_id: c for c in ready}
         adv, adv_kind, per_call = _advantage(ep, path, ready, advantage)

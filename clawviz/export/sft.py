@@ -20,6 +20,7 @@ trained in exactly one row (`split`, `n_splits`).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,6 +90,34 @@ def shared_prefix(path: PathInfo, earlier: list[PathInfo]) -> int:
             n += 1
         best = max(best, n)
     return best
+
+
+def exportable_paths(
+    ep: EpisodeData, out: PathRows, problem: Callable[[list[Call]], tuple[str, ...] | None]
+) -> Iterator[tuple[PathInfo, list[Call], int]]:
+    """Each kept path of `ep` that can make rows (SFT and RL alike), with its calls and the
+    number of leading calls it shares with the paths before it (`shared_prefix`). A path with
+    a call not loaded is skipped as `calls_missing`, one that `problem` names (a code and its
+    evidence) as that; both are noted in `out.skipped`."""
+    done: list[PathInfo] = []
+    for path in ep.kept_paths:
+        calls = [ep.calls.get(cid) for cid in path.call_ids]
+        if not calls or any(c is None for c in calls):
+            out.skipped.append(Skip(ep.episode_id, path.path_id, "calls_missing"))
+            continue
+        ready = [c for c in calls if c is not None]
+        why = problem(ready)
+        if why is not None:
+            out.skipped.append(Skip(ep.episode_id, path.path_id, *why))
+            continue
+        n_shared = shared_prefix(path, done)
+        done.append(path)
+        yield path, ready, n_shared
+
+
+def _no_response(calls: list[Call]) -> tuple[str] | None:
+    """SFT trains every reply of a path: a call without one leaves nothing to train."""
+    return ("no_response",) if any(c.response is None for c in calls) else None
 
 
 def prefix_id(episode_id: str, path: PathInfo, n_shared: int) -> str | None:
@@ -236,19 +265,8 @@ def path_messages(
 def sft_rows(ep: EpisodeData, settings_hash: str) -> PathRows:
     """SFT rows of one episode's kept paths (one per path; each segment has its own paths)."""
     out = PathRows()
-    done: list[PathInfo] = []
     memo = KeyMemo()
-    for path in ep.kept_paths:
-        calls = [ep.calls.get(cid) for cid in path.call_ids]
-        if not calls or any(c is None for c in calls):
-            out.skipped.append(Skip(ep.episode_id, path.path_id, "calls_missing"))
-            continue
-        ready = [c for c in calls if c is not None]
-        if any(c.response is None for c in ready):
-            out.skipped.append(Skip(ep.episode_id, path.path_id, "no_response"))
-            continue
-        n_shared = shared_prefix(path, done)
-        done.append(path)
+    for path, ready, n_shared in exportable_paths(ep, out, _no_response):
         runs = split_path(ready, memo)
         for k, (start, end) in enumerate(runs):
             row = _row(ep, path, ready[start:end], settings_hash, out, start, n_shared, memo)

@@ -91,19 +91,12 @@ def run_shard(task: ShardTask) -> tuple[int, ExportReport]:
     return task.index, report
 
 
-def _forget_engines() -> None:
-    """In a forked worker: drop the parent's pooled connections without closing them."""
-    from clawviz.store import db
-
-    for engine in list(db._ENGINES.values()):
-        engine.dispose(close=False)
-    db._ENGINES.clear()
-
-
 def _run_process(tasks: list[ShardTask], workers: int, progress: Progress | None) -> list:
+    from clawviz.store import forget_engines
+
     method = "fork" if sys.platform == "linux" else "spawn"
     ctx = multiprocessing.get_context(method)
-    init = _forget_engines if method == "fork" else None
+    init = forget_engines if method == "fork" else None
     done: list[tuple[int, ExportReport]] = []
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=init) as pool:
         for got in pool.map(run_shard, tasks):

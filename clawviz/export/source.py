@@ -17,7 +17,16 @@ from sqlmodel import Session, col, select
 
 from clawviz.jobs import ensure_analysis
 from clawviz.settings import Settings
-from clawviz.store import Blob, CallRow, Episode, EpisodeStatus, queries, restore_nul
+from clawviz.store import (
+    Blob,
+    CallRow,
+    Episode,
+    EpisodeFilter,
+    EpisodeStatus,
+    episodes_frame,
+    filter_episodes,
+    restore_nul,
+)
 from clawviz.store import calls as store
 from clawviz.types import Call, PathInfo, Reason, Rollout, Usage, system_text
 
@@ -65,7 +74,7 @@ class EpisodeData:
 class Selection:
     """Which episodes an export reads."""
 
-    filter: queries.EpisodeFilter = field(default_factory=queries.EpisodeFilter)
+    filter: EpisodeFilter = field(default_factory=EpisodeFilter)
     include_dropped: bool = False
     episode_ids: tuple[str, ...] | None = None
     """When set, only these episodes (the Episode page; the Runs page while a search narrows
@@ -82,10 +91,10 @@ def selected_episodes(session: Session, settings: Settings, selection: Selection
     Each row keeps only the columns the export reads (`ROW_COLS`, plain Python values), and the
     Runs table frame is dropped once filtered: what the selection holds is ~100 bytes per
     selected episode (and what a sharded export sends its workers)."""
-    frame = queries.episodes_frame(session, settings.settings_hash)
+    frame = episodes_frame(session, settings.settings_hash)
     if selection.episode_ids is not None:
         frame = frame[frame["episode_id"].isin(selection.episode_ids)]
-    frame = queries.filter_episodes(frame, selection.filter)
+    frame = filter_episodes(frame, selection.filter)
     # A transcript linked to its session's wire episode (`jobs.sessions`) is a cross-check:
     # the session is exported once, from the wire.
     linked = session.exec(

@@ -24,6 +24,11 @@ if TYPE_CHECKING:
         reason_colour,
         state_colour,
     )
+    from clawviz.figures.runs import (
+        advantage_by_group_figure,
+        drop_reasons_figure,
+        reward_bins_figure,
+    )
     from clawviz.figures.tokens import (
         TokenCell,
         advantage_figure,
@@ -42,15 +47,18 @@ __all__ = [
     "TokenCell",
     "TreeLayout",
     "VERDICT_COLOURS",
+    "advantage_by_group_figure",
     "advantage_figure",
     "advantage_grid",
     "build_payload",
     "call_from_selection",
+    "drop_reasons_figure",
     "explorer_css",
     "explorer_js",
     "logprob_colour",
     "ratio_colour",
     "reason_colour",
+    "reward_bins_figure",
     "share_html",
     "state_colour",
     "token_cells",
@@ -71,6 +79,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "reason_colour",
         "state_colour",
     ),
+    "runs": ("advantage_by_group_figure", "drop_reasons_figure", "reward_bins_figure"),
     "tokens": (
         "TokenCell",
         "advantage_figure",
@@ -84,5 +93,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "tree": ("call_from_selection", "tree_figure"),
 }
 """Which module holds each public name."""
+
+_RENAMED: dict[str, tuple[str, str]] = {}
 
 __getattr__, __dir__ = lazy_api(__name__, _HOMES)

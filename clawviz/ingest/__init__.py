@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from clawviz._lazy import lazy_api
 
 if TYPE_CHECKING:
+    from clawviz.ingest.bounded import regular_file_problem
     from clawviz.ingest.exchange import (
         REDACTED,
         FormatError,
@@ -26,7 +27,9 @@ if TYPE_CHECKING:
         redact_url,
     )
     from clawviz.ingest.formats import FORMATS, Format, is_findings_record
-    from clawviz.ingest.lines import FINGERPRINT, LineReader, Rejection
+    from clawviz.ingest.formats import detect as detect_format
+    from clawviz.ingest.identity import traffic_episode_name
+    from clawviz.ingest.lines import FINGERPRINT, LineReader, Rejection, file_hashes, file_sha256
     from clawviz.ingest.record import validate_call
     from clawviz.ingest.results import parse_result
     from clawviz.ingest.sse import compact_json, encode_frame, encode_stream
@@ -49,19 +52,25 @@ __all__ = [
     "TRANSCRIPT_LIMITS",
     "TranscriptRead",
     "compact_json",
+    "detect_format",
     "detect_transcript",
     "encode_frame",
     "encode_stream",
+    "file_hashes",
+    "file_sha256",
     "is_findings_record",
     "is_secret_header",
     "parse_exchange",
     "parse_result",
     "read_transcript",
     "redact_url",
+    "regular_file_problem",
+    "traffic_episode_name",
     "validate_call",
 ]
 
 _HOMES: dict[str, tuple[str, ...]] = {
+    "bounded": ("regular_file_problem",),
     "exchange": (
         "FormatError",
         "MessageCache",
@@ -71,7 +80,8 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "redact_url",
     ),
     "formats": ("FORMATS", "Format", "is_findings_record"),
-    "lines": ("FINGERPRINT", "LineReader", "Rejection"),
+    "identity": ("traffic_episode_name",),
+    "lines": ("FINGERPRINT", "LineReader", "Rejection", "file_hashes", "file_sha256"),
     "record": ("validate_call",),
     "results": ("parse_result",),
     "sse": ("compact_json", "encode_frame", "encode_stream"),
@@ -79,4 +89,9 @@ _HOMES: dict[str, tuple[str, ...]] = {
 }
 """Which module holds each public name."""
 
-__getattr__, __dir__ = lazy_api(__name__, _HOMES)
+_RENAMED: dict[str, tuple[str, str]] = {
+    "detect_format": ("formats", "detect"),
+}
+"""Public names published under another name than their module's (clashes, clarity)."""
+
+__getattr__, __dir__ = lazy_api(__name__, _HOMES, _RENAMED)

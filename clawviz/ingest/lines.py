@@ -55,7 +55,7 @@ def fingerprint(path: Path, limit: int | None = None) -> str:
     return FINGERPRINT + h.hexdigest()
 
 
-def _file_sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
     """sha256 of a file: how stores written before xxh3 named their sources."""
     h = hashlib.sha256()
     with path.open("rb") as f:
@@ -64,7 +64,7 @@ def _file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _file_hashes(path: Path, prefixes: Iterable[int]) -> tuple[int, str, dict[int, str]]:
+def file_hashes(path: Path, prefixes: Iterable[int]) -> tuple[int, str, dict[int, str]]:
     """(size, fingerprint, {n: fingerprint of the first n bytes}) in one pass over the bytes the
     file had when it was opened (a log that grows meanwhile is read up to that size). Each is
     what `fingerprint` gives for those bytes, so a grown log's old head matches its stored

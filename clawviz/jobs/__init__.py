@@ -1,8 +1,11 @@
 """Use cases: the only code that both holds a store session and calls the pure stages.
 
 `ingest` loads files into the store and analyses what they changed; `analyse` brings the
-stored decisions up to date with the calls and settings; `share` reads a stored episode's
-explorer payload. The CLI, the app and the recording proxy's live ingest call these.
+stored decisions up to date with the calls and settings; `sessions` links a transcript to its
+wire episode; `share` reads a stored episode's explorer payload. Scale-out: `pool` (ingest in
+worker processes), `reanalyse` (`reanalyse_stale`: the analysis in processes or Ray tasks),
+`rayrt` (the one Ray start). The CLI, the app, the export and the recording proxy's live
+ingest call these.
 
 The public names below (`__all__`) are imported from their module on first use
 (`clawviz._lazy`); callers outside the stage import them from `clawviz.jobs`.
@@ -18,6 +21,7 @@ if TYPE_CHECKING:
     from clawviz.jobs.analyse import ensure_analysis, episode_analysis
     from clawviz.jobs.ingest import FileReport, IngestReport, ingest_paths
     from clawviz.jobs.rayrt import RayMissing, import_ray, ray_session
+    from clawviz.jobs.reanalyse import reanalyse as reanalyse_stale
     from clawviz.jobs.share import load_payload
 
 __all__ = [
@@ -30,6 +34,7 @@ __all__ = [
     "ingest_paths",
     "load_payload",
     "ray_session",
+    "reanalyse_stale",
 ]
 
 _HOMES: dict[str, tuple[str, ...]] = {
@@ -40,4 +45,9 @@ _HOMES: dict[str, tuple[str, ...]] = {
 }
 """Which module holds each public name."""
 
-__getattr__, __dir__ = lazy_api(__name__, _HOMES)
+_RENAMED: dict[str, tuple[str, str]] = {
+    "reanalyse_stale": ("reanalyse", "reanalyse"),
+}
+"""Public names published under another name than their module's (clashes, clarity)."""
+
+__getattr__, __dir__ = lazy_api(__name__, _HOMES, _RENAMED)

@@ -14,22 +14,22 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
+from clawviz import store
 from clawviz.recon import analyse_episode, apply_grpo
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 from clawviz.store import (
     Group,
     Stale,
-    db,
     group_statuses,
     load_order,
     persist_analyses,
     read_analysis,
     replace_unattached,
+    retry_locked,
     stale_episodes,
     store_advantages,
     unattached_stale,
 )
-from clawviz.store import calls as store
 from clawviz.types import Call, EpisodeAnalysis, Reason
 
 Progress = Callable[[int, int, str], None]
@@ -69,7 +69,7 @@ def ensure_analysis(
 
     # On SQLite, another writer (an ingest's long file) may hold the lock past the busy
     # timeout: the analysis waits and goes on (what it committed before is skipped), never fails.
-    db.retry_locked(session, attempts)
+    retry_locked(session, attempts)
 
 
 RETRIES = 5

@@ -23,23 +23,33 @@ import orjson
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlmodel import Session, col, select
 
+from clawviz import store
 from clawviz.ingest import (
     FINGERPRINT,
     FormatError,
     LineReader,
     MessageCache,
     Rejection,
-    bounded,
+    file_hashes,
+    file_sha256,
     parse_exchange,
     parse_result,
+    regular_file_problem,
     validate_call,
 )
-from clawviz.ingest.lines import _file_hashes, _file_sha256  # private helpers, not the API
 from clawviz.jobs import analyse, sessions
 from clawviz.jobs import pool as jobpool
 from clawviz.settings import DEFAULT_SETTINGS, Settings, mask_secrets
-from clawviz.store import CallRow, Result, Source, Task, db, search, utcnow
-from clawviz.store import calls as store
+from clawviz.store import (
+    CallRow,
+    Result,
+    Source,
+    Task,
+    index_pending,
+    is_locked,
+    retry_locked,
+    utcnow,
+)
 from clawviz.types import Call, ParsedExchange
 
 Progress = Callable[[int, int, str], None]
@@ -182,9 +192,9 @@ def _is_task_file(path: Path) -> bool:
     """A PinchBench task markdown file."""
     # Task, findings and transcript readers are imported where a file needs them: an exchange
     # log needs none of them, and the `ingest` command then starts ~0.3 s of CPU sooner.
-    from clawviz.review import tasks as tasks_mod
+    from clawviz.review import is_task_folder
 
-    return tasks_mod.is_task_folder(path)
+    return is_task_folder(path)
 
 
 def _collect(paths: list[str | os.PathLike[str]]) -> list[_Target]:
@@ -197,7 +207,7 @@ def _collect(paths: list[str | os.PathLike[str]]) -> list[_Target]:
         if not p.exists():
             raise FileNotFoundError(f"{given}: no such file or folder")
         if not p.is_dir():
-            problem = bounded.regular_file_problem(p)
+            problem = regular_file_problem(p)
             if problem is not None:
                 targets.append(_Target(p, str(given), "unreadable", problem))
                 continue
@@ -217,14 +227,14 @@ def _collect(paths: list[str | os.PathLike[str]]) -> list[_Target]:
                 if name.startswith("."):
                     continue
                 if name.endswith(LOG_SUFFIXES):
-                    problem = bounded.regular_file_problem(root_path / name)
+                    problem = regular_file_problem(root_path / name)
                     kind = "file" if problem is None else "unreadable"
                     targets.append(
                         _Target(root_path / name, str(root_path / name), kind, problem or "")
                     )
                 elif (
                     name.endswith(".md")
-                    and bounded.regular_file_problem(root_path / name) is None
+                    and regular_file_problem(root_path / name) is None
                     and _is_task_file(root_path / name)
                 ):
                     targets.append(_Target(root_path / name, str(root_path / name), "task_folder"))
@@ -247,7 +257,7 @@ def _previous_source(session: Session, path: Path, fp: str) -> Source | None:
         )
     ).all()
     if old:
-        sha = _file_sha256(path)
+        sha = file_sha256(path)
         return next((s for s in old if s.sha256 == sha), None)
     return None
 
@@ -287,9 +297,9 @@ def _sniff(
 ) -> tuple[str, list[Any]]:
     """The file's format from its first parseable records, and those records."""
     records = _head_records(path, settings, problems, display)
-    from clawviz.ingest import formats
+    from clawviz.ingest import detect_format
 
-    fmt = formats.detect(records)
+    fmt = detect_format(records)
     if fmt is not None:
         return fmt.name, records
     return "unknown", records
@@ -327,9 +337,9 @@ def _fallback_episode(
     """Episode id of a file whose calls carry no identity: named from the traffic (harness and
     first request time, `identity.traffic_episode_name`), else the path without its suffix."""
     if path is not None:
-        from clawviz.ingest import identity
+        from clawviz.ingest import traffic_episode_name
 
-        name = identity.traffic_episode_name(_head_records(path, settings))
+        name = traffic_episode_name(_head_records(path, settings))
         if name is not None:
             return name
     for suffix in (".jsonl.gz", ".jsonl", ".gz"):
@@ -615,9 +625,9 @@ def _ingest_findings(fi: _FileIngest, out: IngestReport) -> None:
             fi.reject(reader.error.line, reader.error.reason, "")
     finally:
         reader.close()
-    from clawviz.review import findings
+    from clawviz.review import import_records
 
-    result = findings.import_records(fi.session, records, fi.target.display)
+    result = import_records(fi.session, records, fi.target.display)
     for n, reason in result.rejected or []:
         fi.reject(n, reason, raws.get(n, ""))
     fi.report.n_findings = result.findings
@@ -626,9 +636,9 @@ def _ingest_findings(fi: _FileIngest, out: IngestReport) -> None:
 
 
 def _ingest_transcript(fi: _FileIngest, out: IngestReport, records: list[Any]) -> None:
-    from clawviz.ingest import transcripts
+    from clawviz.ingest import read_transcript
 
-    read = transcripts.read_transcript(fi.target.path)
+    read = read_transcript(fi.target.path)
     fi.report.covered_by = getattr(read, "covered_by", None)
     fallback = getattr(read, "episode_id", None) or _fallback_episode(fi.target.display)
     calls = []
@@ -658,10 +668,10 @@ def _ingest_transcript(fi: _FileIngest, out: IngestReport, records: list[Any]) -
 
 
 def _ingest_task_folder(session: Session, target: _Target, out: IngestReport) -> FileReport:
-    from clawviz.review import tasks as tasks_mod
+    from clawviz.review import load_task_folder
 
     report = FileReport(target.display, "task_folder", "loaded")
-    for task in tasks_mod.load_task_folder(target.path):
+    for task in load_task_folder(target.path):
         if session.get(Task, task.task_id) is None:
             session.add(task)
             report.n_tasks += 1
@@ -744,7 +754,7 @@ def _load_targets(
             out.skipped_files.append(SkippedFile(target.display, target.problem))
             continue
         if target.kind == "task_folder":
-            rep = db.retry_locked(
+            rep = retry_locked(
                 session, functools.partial(_ingest_task_folder, session, target, out)
             )
             out.files.append(rep)
@@ -757,7 +767,7 @@ def _load_targets(
         if pool is not None and index in pool.jobs:
             # Read by a worker; written here (SQLite) or by the worker (PostgreSQL).
             out.files.append(_load_pooled(pool, index, session, out, seen, episodes))
-            search.index_pending(session)  # in target order, as below
+            index_pending(session)  # in target order, as below
             done += size
             if progress:
                 progress(done, total, target.display)
@@ -781,8 +791,8 @@ def _load_targets(
 
         # SQLite has one writer: while another holds the lock (a long file of a concurrent
         # ingest) past the busy timeout, the file waits and loads again, never fails.
-        rep = db.retry_locked(session, load, undo)
-        search.index_pending(session)  # the search index follows each file (issue 26, views)
+        rep = retry_locked(session, load, undo)
+        index_pending(session)  # the search index follows each file (issue 26, views)
         out.files.append(rep)
         done += size
         if progress:
@@ -797,7 +807,7 @@ def _load_targets(
         store.fill_episodes_from_results(session)
         session.commit()
 
-    db.retry_locked(session, fill)
+    retry_locked(session, fill)
     # Decisions at ingest, from the calls still in memory: `episodes` and the app only read.
     try:
         # Only the episodes this ingest touched (its calls, its results): a parallel ingest
@@ -860,7 +870,7 @@ def _ingest_file(
     settings: Settings = DEFAULT_SETTINGS,
 ) -> FileReport:
     grown = _grown_candidates(session, target)
-    size, sha, heads = _file_hashes(target.path, {c.size_bytes for c in grown})
+    size, sha, heads = file_hashes(target.path, {c.size_bytes for c in grown})
     previous = _previous_source(session, target.path, sha)
     if previous is not None:
         return FileReport(target.display, previous.format, "already_loaded")
@@ -931,7 +941,7 @@ def _ingest_file(
         status = "already_loaded" if done_by_other else "already_being_loaded"
         return FileReport(target.display, fmt, status)
     except Exception as exc:  # noqa: BLE001 - a broken file is reported, the others still load
-        if db.is_locked(exc):
+        if is_locked(exc):
             raise  # another writer holds the lock: the file is loaded again (`_ingest_targets`)
         return _file_failed(session, seen, target, out, report, exc)
     return report
@@ -1050,7 +1060,7 @@ def _append_file(
         session.commit()
         episodes.update(fi.episodes)
     except Exception as exc:  # noqa: BLE001 - as for a new file: reported, the others load
-        if db.is_locked(exc):
+        if is_locked(exc):
             raise  # another writer holds the lock: the file is loaded again (`_ingest_targets`)
         session.rollback()
         held.rollback()
@@ -1082,7 +1092,7 @@ def _start_pool(
         if target.kind != "file" or _grown_candidates(session, target):
             continue
         try:
-            size, sha, _ = _file_hashes(target.path, ())
+            size, sha, _ = file_hashes(target.path, ())
         except OSError:
             continue  # the ordinary path reports it
         if sha in by_sha:
@@ -1162,7 +1172,7 @@ def write_prepared(
         status = "already_loaded" if done_by_other else "already_being_loaded"
         return FileReport(job.display, "exchange", status), out
     except Exception as exc:  # noqa: BLE001 - a broken file is reported, the others still load
-        if db.is_locked(exc):
+        if is_locked(exc):
             raise  # another writer holds the lock: the file is written again
         return _file_failed(session, seen, target, out, report, exc), out
     return report, out
@@ -1200,7 +1210,7 @@ def _load_pooled(
         def write_parts() -> tuple[FileReport, IngestReport]:
             return write_prepared(session, job, iter(parts), seen)
 
-        rep, mine = db.retry_locked(session, write_parts, seen.clear)
+        rep, mine = retry_locked(session, write_parts, seen.clear)
     elif done.spool is None:
         rep, mine = done.report, done.out
         pool.episodes.update(mine.episode_ids)
@@ -1211,7 +1221,7 @@ def _load_pooled(
             return write_prepared(session, job, jobpool.read_spool(spool), seen)
 
         try:
-            rep, mine = db.retry_locked(session, write, seen.clear)
+            rep, mine = retry_locked(session, write, seen.clear)
         finally:
             Path(spool).unlink(missing_ok=True)
     out.rejected.extend(mine.rejected)

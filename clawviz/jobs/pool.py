@@ -42,7 +42,7 @@ from sqlmodel import Session
 
 from clawviz.ingest import FINGERPRINT, MessageCache, Rejection
 from clawviz.settings import Settings
-from clawviz.store import Blob, CallRow, MessageRow, db
+from clawviz.store import Blob, CallRow, MessageRow, forget_engines, get_engine
 from clawviz.store import calls as store
 from clawviz.types import ParsedExchange
 
@@ -241,7 +241,7 @@ def run_job(job: Job) -> Done:
             for part in _chunks(job):
                 pickle.dump(part, f, protocol=pickle.HIGHEST_PROTOCOL)
         return Done(job.index, spool=spool)
-    with Session(db.get_engine(job.db_url)) as session:
+    with Session(get_engine(job.db_url)) as session:
         rep, out = job.write(session, job, _chunks(job), store.SeenHashes())
     return Done(job.index, report=rep, out=out)
 
@@ -256,13 +256,6 @@ def read_spool(path: str) -> Iterator[Chunk | Tail]:
 
 
 # --- the pool -----------------------------------------------------------------------------
-
-
-def _forget_engines() -> None:
-    """In a forked worker: drop the parent's pooled connections without closing them."""
-    for engine in list(db._ENGINES.values()):
-        engine.dispose(close=False)
-    db._ENGINES.clear()
 
 
 def _context() -> Any:
@@ -333,7 +326,7 @@ class IngestPool:
             self._start_ray(jobs)
             return
         ctx = _context()
-        init = _forget_engines if ctx.get_start_method() == "fork" else None
+        init = forget_engines if ctx.get_start_method() == "fork" else None
         self._pool = ProcessPoolExecutor(
             max_workers=min(self.workers, len(jobs)), mp_context=ctx, initializer=init
         )

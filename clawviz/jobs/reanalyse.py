@@ -22,12 +22,19 @@ from typing import Any, Literal
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
+from clawviz import store
 from clawviz.jobs import analyse
-from clawviz.jobs.pool import _context, _forget_engines, store_url
+from clawviz.jobs.pool import _context, store_url
 from clawviz.recon import analyse_episode
 from clawviz.settings import Settings
-from clawviz.store import Stale, db, persist_analyses, stale_episodes
-from clawviz.store import calls as store
+from clawviz.store import (
+    Stale,
+    forget_engines,
+    get_engine,
+    persist_analyses,
+    retry_locked,
+    stale_episodes,
+)
 from clawviz.types import EpisodeAnalysis
 
 Engine = Literal["process", "ray"]
@@ -54,7 +61,7 @@ def batches_of(stale: list[Stale], workers: int) -> list[list[Stale]]:
 def analyse_batch(batch: Batch) -> tuple[int, list[EpisodeAnalysis]]:
     """Load and analyse one batch's episodes (in a worker); each failure costs its episode."""
     out: list[EpisodeAnalysis] = []
-    with Session(db.get_engine(batch.db_url)) as session:
+    with Session(get_engine(batch.db_url)) as session:
         try:
             calls_of: dict[str, Any] = store.load_calls_many(
                 session, [eid for eid, _ in batch.episodes]
@@ -77,7 +84,7 @@ def _run_process(tasks: list[Batch], workers: int) -> Iterator[tuple[int, list[A
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     ctx = _context()
-    init = _forget_engines if ctx.get_start_method() == "fork" else None
+    init = forget_engines if ctx.get_start_method() == "fork" else None
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=init) as pool:
         futures = [pool.submit(analyse_batch, t) for t in tasks]
         for fut in as_completed(futures):
@@ -142,7 +149,7 @@ def reanalyse(
             session.commit()
 
         try:
-            db.retry_locked(session, store_batch)
+            retry_locked(session, store_batch)
         except IntegrityError:
             # Another process stored some of these first: the final pass below sees to them.
             session.rollback()

@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 import orjson
 from sqlmodel import Session, col, select
 
+from clawviz import store
 from clawviz.recon import ALL_IGNORE_PATTERNS, TIP_EXTENSIONS, block_text, match_key, tool_ids
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 from clawviz.store import Episode, read_analysis
-from clawviz.store import calls as store
 from clawviz.types import Call, EpisodeAnalysis, State, call_label
 
 SLACK_S = 600.0

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clawviz.figures.explorer import build_payload
+from clawviz.figures import build_payload
 from clawviz.settings import Settings
 
 
@@ -16,13 +16,11 @@ def load_payload(
     """The payload of a stored episode with its comments by call (none when redacted; raises
     KeyError for an unknown id)."""
     from clawviz.jobs.analyse import episode_analysis
-    from clawviz.store import calls as store
-    from clawviz.store import models
-    from clawviz.store.comments import comments_by_call
+    from clawviz.store import Episode, comments_by_call, load_calls
 
-    if session.get(models.Episode, episode_id) is None:
+    if session.get(Episode, episode_id) is None:
         raise KeyError(episode_id)
-    calls = store.load_calls(session, episode_id)
+    calls = load_calls(session, episode_id)
     analysis = episode_analysis(session, episode_id, settings)
     payload = build_payload(episode_id, calls, analysis, redact=redact, prices=settings.prices)
     if not redact:  # reviewers' notes stay inside the team, like the system prompts

@@ -26,7 +26,14 @@ if TYPE_CHECKING:
         reward_from_result,
     )
     from clawviz.recon.align import GROUPS, Comparison, TurnPair, compare, compare_order
-    from clawviz.recon.calldiff import CallDiff, DiffLine, SectionDiff, call_diff, message_lines
+    from clawviz.recon.calldiff import (
+        CallDiff,
+        DiffLine,
+        SectionDiff,
+        call_diff,
+        call_edits,
+        message_lines,
+    )
     from clawviz.recon.canonical import (
         block_text,
         dumps_canonical,
@@ -66,6 +73,7 @@ __all__ = [
     "block_text",
     "build_call_tree",
     "call_diff",
+    "call_edits",
     "compare",
     "compare_order",
     "dumps_canonical",
@@ -92,7 +100,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "reward_from_result",
     ),
     "align": ("Comparison", "GROUPS", "TurnPair", "compare", "compare_order"),
-    "calldiff": ("CallDiff", "DiffLine", "SectionDiff", "call_diff", "message_lines"),
+    "calldiff": ("CallDiff", "DiffLine", "SectionDiff", "call_diff", "call_edits", "message_lines"),
     "canonical": (
         "block_text",
         "dumps_canonical",

@@ -23,7 +23,17 @@ if TYPE_CHECKING:
         run_checker,
         run_checker_on_archive_bytes,
     )
+    from clawviz.review.diagnosis import Diagnosis, DiagnosisError, Endpoint, diagnose_tasks
+    from clawviz.review.findings import (
+        import_records,
+        judge,
+        list_findings,
+        runs_of,
+        save_diagnosis,
+    )
     from clawviz.review.signoff import DECISIONS, ReviewError, add_review, export_reviews
+    from clawviz.review.solvability import check_reference, reference_workspace, solvable_status
+    from clawviz.review.solvability import record as record_solvability
     from clawviz.review.tasks import (
         AttemptWorkspaces,
         CheckMatrix,
@@ -31,6 +41,8 @@ if TYPE_CHECKING:
         TaskRow,
         attempt_workspaces,
         attempts_with_workspaces,
+        is_task_folder,
+        load_task_folder,
         read_task_file,
         task_detail,
         task_queue,
@@ -57,6 +69,9 @@ __all__ = [
     "CheckerError",
     "CheckerResult",
     "DECISIONS",
+    "Diagnosis",
+    "DiagnosisError",
+    "Endpoint",
     "FileDiff",
     "ReviewError",
     "STATUSES",
@@ -67,19 +82,31 @@ __all__ = [
     "add_review",
     "attempt_workspaces",
     "attempts_with_workspaces",
+    "check_reference",
     "csv_rows",
+    "diagnose_tasks",
     "diff_workspaces",
     "export_reviews",
     "extract_archive",
     "file_diff",
     "highlight_lexer_name",
+    "import_records",
     "is_archive",
     "is_binary_bytes",
     "is_csv",
+    "is_task_folder",
+    "judge",
+    "list_findings",
+    "load_task_folder",
     "open_workspace",
     "read_task_file",
+    "record_solvability",
+    "reference_workspace",
     "run_checker",
     "run_checker_on_archive_bytes",
+    "runs_of",
+    "save_diagnosis",
+    "solvable_status",
     "task_detail",
     "task_queue",
     "tree_rows",
@@ -89,7 +116,10 @@ __all__ = [
 _HOMES: dict[str, tuple[str, ...]] = {
     "archive": ("ArchiveError", "extract_archive", "is_archive", "open_workspace"),
     "checker": ("CheckerError", "CheckerResult", "run_checker", "run_checker_on_archive_bytes"),
+    "diagnosis": ("Diagnosis", "DiagnosisError", "Endpoint", "diagnose_tasks"),
+    "findings": ("import_records", "judge", "list_findings", "runs_of", "save_diagnosis"),
     "signoff": ("DECISIONS", "ReviewError", "add_review", "export_reviews"),
+    "solvability": ("check_reference", "reference_workspace", "solvable_status"),
     "tasks": (
         "AttemptWorkspaces",
         "CheckMatrix",
@@ -97,6 +127,8 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "TaskRow",
         "attempt_workspaces",
         "attempts_with_workspaces",
+        "is_task_folder",
+        "load_task_folder",
         "read_task_file",
         "task_detail",
         "task_queue",
@@ -118,4 +150,9 @@ _HOMES: dict[str, tuple[str, ...]] = {
 }
 """Which module holds each public name."""
 
-__getattr__, __dir__ = lazy_api(__name__, _HOMES)
+_RENAMED: dict[str, tuple[str, str]] = {
+    "record_solvability": ("solvability", "record"),
+}
+"""Public names published under another name than their module's (clashes, clarity)."""
+
+__getattr__, __dir__ = lazy_api(__name__, _HOMES, _RENAMED)

@@ -2,8 +2,10 @@
 
 `models` is the schema, `db` the engine and sessions, `calls` writes and reads calls with their
 content-addressed messages and blobs, `queries` the read-only frames the pages show, `rewards`
-an attempt's reward, and `decisions` the per-settings cache of what `clawviz.recon.pipeline`
-decides (`clawviz.jobs.analyse` keeps it up to date).
+an attempt's reward, `decisions` the per-settings cache of what `clawviz.recon.pipeline`
+decides (`clawviz.jobs.analyse` keeps it up to date), `search` the full-text index, `nav` the
+Episode switcher's bounded reads, `fastread` the CLI's direct listing, `comments` reviewers'
+notes on calls.
 
 The public names below (`__all__`) are imported from their module on first use
 (`clawviz._lazy`); callers outside the stage import them from `clawviz.store`.
@@ -16,8 +18,35 @@ from typing import TYPE_CHECKING
 from clawviz._lazy import lazy_api
 
 if TYPE_CHECKING:
+    from clawviz.store.calls import (
+        SeenHashes,
+        as_parsed,
+        drop_rejection,
+        fill_episodes_from_results,
+        load_calls,
+        load_calls_many,
+        load_result,
+        raw_request,
+        reassign_episode,
+        refresh_episodes,
+        source_by_sha,
+        unpack_text,
+        write_parsed_guarded,
+        write_rejections,
+    )
     from clawviz.store.comments import CommentError, add_comment, comment_counts, comments_by_call
-    from clawviz.store.db import get_engine, require_writable, session_scope
+    from clawviz.store.db import (
+        StoreReadOnly,
+        forget_engines,
+        get_engine,
+        is_locked,
+        mask_url,
+        migrate,
+        require_writable,
+        retry_locked,
+        schema_version,
+        session_scope,
+    )
     from clawviz.store.decisions import (
         Group,
         Stale,
@@ -30,6 +59,8 @@ if TYPE_CHECKING:
         store_advantages,
         unattached_stale,
     )
+    from clawviz.store.fastread import episode_rows as fast_episode_rows
+    from clawviz.store.fastread import iter_episode_rows as iter_fast_episode_rows
     from clawviz.store.models import (
         Blob,
         CallRow,
@@ -46,19 +77,46 @@ if TYPE_CHECKING:
         restore_nul,
         utcnow,
     )
+    from clawviz.store.nav import Position, episode_count, neighbours, search_episodes
     from clawviz.store.queries import (
+        LIVE_WINDOW_S,
         PAPER_STATS,
+        RUNS_PAGE_SIZE,
         STAT_LABELS,
+        DatasetStats,
         EpisodeFilter,
         EpisodeRow,
+        RunsQuery,
+        RunsSummary,
+        attempts_of_task,
+        cross_checks,
+        dataset_stats,
+        episode_rows,
+        episodes_frame,
+        filter_episodes,
+        filter_rows,
+        group_advantages,
+        linked_transcripts,
         listing_chunks,
+        live_state,
+        rejected_frame,
+        reward_bins,
+        runs_aggregates,
+        runs_options,
+        runs_page,
+        sources_frame,
+        split_reasons,
+        store_counts,
     )
     from clawviz.store.rewards import result_reward, reward_from_columns
+    from clawviz.store.search import Hit, index_pending
+    from clawviz.store.search import search as search_messages
 
 __all__ = [
     "Blob",
     "CallRow",
     "CommentError",
+    "DatasetStats",
     "DiagnosisRun",
     "Episode",
     "EpisodeFilter",
@@ -66,39 +124,118 @@ __all__ = [
     "EpisodeStatus",
     "Finding",
     "Group",
+    "Hit",
+    "LIVE_WINDOW_S",
     "MessageRow",
     "PAPER_STATS",
+    "Position",
+    "RUNS_PAGE_SIZE",
     "Result",
     "Review",
+    "RunsQuery",
+    "RunsSummary",
     "STAT_LABELS",
+    "SeenHashes",
     "SolvabilityRun",
     "Source",
     "Stale",
+    "StoreReadOnly",
     "Task",
     "add_comment",
+    "as_parsed",
+    "attempts_of_task",
     "comment_counts",
     "comments_by_call",
+    "cross_checks",
+    "dataset_stats",
+    "drop_rejection",
+    "episode_count",
+    "episode_rows",
+    "episodes_frame",
+    "fast_episode_rows",
+    "fill_episodes_from_results",
+    "filter_episodes",
+    "filter_rows",
+    "forget_engines",
     "get_engine",
+    "group_advantages",
     "group_statuses",
+    "index_pending",
+    "is_locked",
+    "iter_fast_episode_rows",
+    "linked_transcripts",
     "listing_chunks",
+    "live_state",
+    "load_calls",
+    "load_calls_many",
     "load_order",
+    "load_result",
+    "mask_url",
+    "migrate",
+    "neighbours",
     "persist_analyses",
+    "raw_request",
     "read_analysis",
+    "reassign_episode",
+    "refresh_episodes",
+    "rejected_frame",
     "replace_unattached",
     "require_writable",
     "restore_nul",
     "result_reward",
+    "retry_locked",
+    "reward_bins",
     "reward_from_columns",
+    "runs_aggregates",
+    "runs_options",
+    "runs_page",
+    "schema_version",
+    "search_episodes",
+    "search_messages",
     "session_scope",
+    "source_by_sha",
+    "sources_frame",
+    "split_reasons",
     "stale_episodes",
     "store_advantages",
+    "store_counts",
     "unattached_stale",
+    "unpack_text",
     "utcnow",
+    "write_parsed_guarded",
+    "write_rejections",
 ]
 
 _HOMES: dict[str, tuple[str, ...]] = {
+    "calls": (
+        "SeenHashes",
+        "as_parsed",
+        "drop_rejection",
+        "fill_episodes_from_results",
+        "load_calls",
+        "load_calls_many",
+        "load_result",
+        "raw_request",
+        "reassign_episode",
+        "refresh_episodes",
+        "source_by_sha",
+        "unpack_text",
+        "write_parsed_guarded",
+        "write_rejections",
+    ),
     "comments": ("CommentError", "add_comment", "comment_counts", "comments_by_call"),
-    "db": ("get_engine", "require_writable", "session_scope"),
+    "db": (
+        "StoreReadOnly",
+        "forget_engines",
+        "get_engine",
+        "is_locked",
+        "mask_url",
+        "migrate",
+        "require_writable",
+        "retry_locked",
+        "schema_version",
+        "session_scope",
+    ),
     "decisions": (
         "Group",
         "Stale",
@@ -127,9 +264,47 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "restore_nul",
         "utcnow",
     ),
-    "queries": ("EpisodeFilter", "EpisodeRow", "PAPER_STATS", "STAT_LABELS", "listing_chunks"),
+    "nav": ("Position", "episode_count", "neighbours", "search_episodes"),
+    "queries": (
+        "DatasetStats",
+        "EpisodeFilter",
+        "EpisodeRow",
+        "LIVE_WINDOW_S",
+        "PAPER_STATS",
+        "RUNS_PAGE_SIZE",
+        "RunsQuery",
+        "RunsSummary",
+        "STAT_LABELS",
+        "attempts_of_task",
+        "cross_checks",
+        "dataset_stats",
+        "episode_rows",
+        "episodes_frame",
+        "filter_episodes",
+        "filter_rows",
+        "group_advantages",
+        "linked_transcripts",
+        "listing_chunks",
+        "live_state",
+        "rejected_frame",
+        "reward_bins",
+        "runs_aggregates",
+        "runs_options",
+        "runs_page",
+        "sources_frame",
+        "split_reasons",
+        "store_counts",
+    ),
     "rewards": ("result_reward", "reward_from_columns"),
+    "search": ("Hit", "index_pending"),
 }
 """Which module holds each public name."""
 
-__getattr__, __dir__ = lazy_api(__name__, _HOMES)
+_RENAMED: dict[str, tuple[str, str]] = {
+    "fast_episode_rows": ("fastread", "episode_rows"),
+    "iter_fast_episode_rows": ("fastread", "iter_episode_rows"),
+    "search_messages": ("search", "search"),
+}
+"""Public names published under another name than their module's (clashes, clarity)."""
+
+__getattr__, __dir__ = lazy_api(__name__, _HOMES, _RENAMED)

@@ -81,6 +81,14 @@ def get_engine(url: str | None = None, *, check_schema: bool = True) -> Engine:
     return engine
 
 
+def forget_engines() -> None:
+    """In a forked worker: drop the parent's pooled connections without closing them (they
+    are the parent's), so the worker's `get_engine` opens its own."""
+    for engine in list(_ENGINES.values()):
+        engine.dispose(close=False)
+    _ENGINES.clear()
+
+
 BUSY_TIMEOUT_S = 600.0
 """How long a SQLite statement waits for another writer's lock before "database is locked"
 (environment: CLAWVIZ_SQLITE_BUSY_TIMEOUT, seconds). It was 30 s: a second writer while one

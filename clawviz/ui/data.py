@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 import streamlit as st
 from sqlmodel import Session
 
+from clawviz import store
 from clawviz.settings import Settings
-from clawviz.store import CallRow, Episode, queries, result_reward
+from clawviz.store import CallRow, Episode, result_reward
 from clawviz.types import Call, EpisodeAnalysis
 from clawviz.ui.state import _engine_for
 
@@ -45,13 +46,11 @@ def search_hits(url: str, text: str, role: str | None, syntax: bool) -> pd.DataF
     """Full-text hits as a table (one row per hit, with an Episode link to the call)."""
     import pandas as pd
 
-    from clawviz.store import search
-
     with _session(url) as s:
-        hits = search.search(s, text, role=role or None, syntax=syntax)
+        hits = store.search_messages(s, text, role=role or None, syntax=syntax)
     df = pd.DataFrame(
         [h.to_dict() | {"snippet": h.snippet} for h in hits],
-        columns=[*search.Hit.__dataclass_fields__, "snippet"],
+        columns=[*store.Hit.__dataclass_fields__, "snippet"],
     )
     df["open"] = "episode?episode=" + df["episode_id"].astype(str) + "&call=" + df["call_id"]
     return df
@@ -60,7 +59,7 @@ def search_hits(url: str, text: str, role: str | None, syntax: bool) -> pd.DataF
 @st.cache_data(show_spinner=False)
 def store_counts(url: str) -> dict[str, int]:
     with _session(url) as s:
-        return queries.store_counts(s)
+        return store.store_counts(s)
 
 
 @st.cache_data(show_spinner="Analysing episodes…")
@@ -79,27 +78,27 @@ def ensure_analysed(url: str, settings_hash: str, _settings: Settings) -> None:
 @st.cache_data(show_spinner=False)
 def episodes(url: str, settings_hash: str) -> pd.DataFrame:
     with _session(url) as s:
-        return queries.episodes_frame(s, settings_hash)
+        return store.episodes_frame(s, settings_hash)
 
 
 @st.cache_data(show_spinner=False)
 def runs_options(url: str, settings_hash: str) -> dict[str, list[str]]:
-    """What the Runs filters offer (`queries.runs_options`: distinct values, by SQL)."""
+    """What the Runs filters offer (`store.runs_options`: distinct values, by SQL)."""
     with _session(url) as s:
-        return queries.runs_options(s, settings_hash)
+        return store.runs_options(s, settings_hash)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def runs_aggregates(
     url: str, settings_hash: str, view_key: str
-) -> tuple[queries.RunsSummary, pd.DataFrame]:
+) -> tuple[store.RunsSummary, pd.DataFrame]:
     """The counts and reason counts of one Runs view (`view_key`: `runs_view_key`), one pass."""
     q = runs_query_of(view_key)
     with _session(url) as s:
-        return queries.runs_aggregates(s, settings_hash, q.filter, q.matching)
+        return store.runs_aggregates(s, settings_hash, q.filter, q.matching)
 
 
-def runs_summary(url: str, settings_hash: str, view_key: str) -> queries.RunsSummary:
+def runs_summary(url: str, settings_hash: str, view_key: str) -> store.RunsSummary:
     """The counts of one Runs view (`runs_aggregates`)."""
     return runs_aggregates(url, settings_hash, view_key)[0]
 
@@ -109,7 +108,7 @@ def runs_page(url: str, settings_hash: str, view_key: str) -> pd.DataFrame:
     """One page of the Runs table, cached per store, settings hash and view (filter, search,
     sort, page): a filter change reads one page, and going back to a view reads nothing."""
     with _session(url) as s:
-        return queries.runs_page(s, settings_hash, runs_query_of(view_key))
+        return store.runs_page(s, settings_hash, runs_query_of(view_key))
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -117,10 +116,10 @@ def runs_charts(url: str, settings_hash: str, view_key: str) -> RunsCharts:
     """The Runs charts' inputs for a view, each an SQL aggregate."""
     q = runs_query_of(view_key)
     with _session(url) as s:
-        groups, n_groups = queries.group_advantages(s, settings_hash, q.filter, q.matching)
+        groups, n_groups = store.group_advantages(s, settings_hash, q.filter, q.matching)
         return RunsCharts(
             runs_aggregates(url, settings_hash, view_key)[1],
-            queries.reward_bins(s, settings_hash, q.filter, q.matching),
+            store.reward_bins(s, settings_hash, q.filter, q.matching),
             groups,
             n_groups,
         )
@@ -134,55 +133,55 @@ class RunsCharts:
     n_groups: int
 
 
-def runs_view_key(q: queries.RunsQuery) -> str:
+def runs_view_key(q: store.RunsQuery) -> str:
     """A Runs query as canonical text: the cache key of its page, summary and charts."""
     d = asdict(q)
     d["filter"] = asdict(q.filter)
     return json.dumps(d, sort_keys=True)
 
 
-def runs_query_of(view_key: str) -> queries.RunsQuery:
+def runs_query_of(view_key: str) -> store.RunsQuery:
     d = json.loads(view_key)
     f: dict[str, Any] = {
         k: tuple(v) if isinstance(v, list) else v for k, v in d.pop("filter").items()
     }
     matching = d.pop("matching")
-    return queries.RunsQuery(
-        filter=queries.EpisodeFilter(**f),
+    return store.RunsQuery(
+        filter=store.EpisodeFilter(**f),
         matching=None if matching is None else tuple(matching),
         **d,
     )
 
 
 @st.cache_data(show_spinner=False)
-def episode_list(url: str, settings_hash: str) -> list[queries.EpisodeRow]:
-    """`episodes` as plain rows (`queries.episode_rows`), for the Episode page's switcher."""
+def episode_list(url: str, settings_hash: str) -> list[store.EpisodeRow]:
+    """`episodes` as plain rows (`store.episode_rows`), for the Episode page's switcher."""
     with _session(url) as s:
-        return queries.episode_rows(s, settings_hash)
+        return store.episode_rows(s, settings_hash)
 
 
 @st.cache_data(show_spinner=False)
-def dataset_stats(url: str, settings_hash: str) -> queries.DatasetStats:
+def dataset_stats(url: str, settings_hash: str) -> store.DatasetStats:
     with _session(url) as s:
-        return queries.dataset_stats(s, settings_hash)
+        return store.dataset_stats(s, settings_hash)
 
 
 @st.cache_data(show_spinner=False)
 def sources(url: str) -> pd.DataFrame:
     with _session(url) as s:
-        return queries.sources_frame(s)
+        return store.sources_frame(s)
 
 
 @st.cache_data(show_spinner=False)
 def rejected(url: str) -> pd.DataFrame:
     with _session(url) as s:
-        return queries.rejected_frame(s)
+        return store.rejected_frame(s)
 
 
 @st.cache_data(show_spinner=False)
 def attempts(url: str, task_id: str, settings_hash: str) -> pd.DataFrame:
     with _session(url) as s:
-        return queries.attempts_of_task(s, task_id, settings_hash)
+        return store.attempts_of_task(s, task_id, settings_hash)
 
 
 @st.cache_data(show_spinner="Loading episode…", max_entries=64)
@@ -190,8 +189,6 @@ def episode_view(
     url: str, episode_id: str, settings_hash: str, _settings: Settings
 ) -> EpisodeView | None:
     """The episode, its result, its calls and its analysis; None for an unknown id."""
-    from clawviz.store import calls as store
-
     with _session(url) as s:
         ep = s.get(Episode, episode_id)
         if ep is None:
@@ -216,8 +213,6 @@ def episode_view(
 @st.cache_data(show_spinner=False, max_entries=256)
 def raw_call(url: str, call_id: str) -> dict[str, Any] | None:
     """The stored raw pieces of one call: request body rebuilt, response as logged, headers."""
-    from clawviz.store import calls as store
-
     with _session(url) as s:
         row = s.get(CallRow, call_id)
         if row is None:
@@ -265,6 +260,6 @@ def runs_marks(url: str, episode_ids: tuple[str, ...]) -> RunsMarks:
     with _session(url) as s:
         return RunsMarks(
             comment_counts(s, episode_ids),
-            queries.cross_checks(s, episode_ids),
-            queries.linked_transcripts(s),
+            store.cross_checks(s, episode_ids),
+            store.linked_transcripts(s),
         )

@@ -17,8 +17,8 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
+from clawviz import figures
 from clawviz.figures import TreeLayout
-from clawviz.figures import tree as _tree
 
 MAX_FIGURES = 64
 _lock = threading.Lock()
@@ -43,7 +43,7 @@ def tree_figure(layout: TreeLayout, **options: Any) -> Any:
             return fig
     if isinstance(options.get("highlight_path"), tuple):
         options["highlight_path"] = list(options["highlight_path"])
-    fig = _tree.tree_figure(layout, **options)
+    fig = figures.tree_figure(layout, **options)
     with _lock:
         _figures[key] = fig
         while len(_figures) > MAX_FIGURES:

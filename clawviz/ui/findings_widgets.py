@@ -7,7 +7,17 @@ import pandas as pd
 import streamlit as st
 
 from clawviz.figures import SEVERITY_COLOURS, VERDICT_COLOURS
-from clawviz.review import TaskDetail, diagnosis, findings
+from clawviz.review import (
+    Diagnosis,
+    DiagnosisError,
+    Endpoint,
+    TaskDetail,
+    diagnose_tasks,
+    judge,
+    list_findings,
+    runs_of,
+    save_diagnosis,
+)
 from clawviz.store import Finding
 from clawviz.ui import access, state
 from clawviz.ui.inspector import escape_md
@@ -29,7 +39,7 @@ AREA_TITLE = {
 
 def task_findings(task_id: str) -> list[Finding]:
     with state.get_session() as session:
-        return findings.list_findings(session, task_id)
+        return list_findings(session, task_id)
 
 
 def reviewer_name() -> str:
@@ -79,7 +89,7 @@ def finding_card(task_id: str, f: Finding) -> None:
             st.error("Type your name in the Reviewer field of the sign-off panel first.")
             return
         with state.get_session() as session:
-            findings.judge(session, f.id or 0, "valid" if valid else "not_valid", name, note)
+            judge(session, f.id or 0, "valid" if valid else "not_valid", name, note)
         st.session_state[KEY_FLASH] = f"Finding #{f.id} judged {'valid' if valid else 'not valid'}."
         st.rerun()
 
@@ -90,7 +100,7 @@ def diagnose_panel(d: TaskDetail, rows: list[Finding]) -> None:
     if flash:
         st.success(flash)
     with state.get_session() as session:
-        runs = findings.runs_of(session, d.task.task_id)
+        runs = runs_of(session, d.task.task_id)
     if rows:
         n_open = sum(1 for f in rows if f.verdict is None)
         st.markdown(f"**{len(rows)} finding(s), {n_open} open**")
@@ -153,7 +163,7 @@ def endpoint_form(d: TaskDetail) -> None:
     if not base_url.strip() or not model.strip():
         st.error("A base URL and a model are needed.")
         return
-    ep = diagnosis.Endpoint(
+    ep = Endpoint(
         base_url=base_url.strip(), model=model.strip(),
         api="anthropic" if api == "anthropic" else "openai",
         api_key_env=key_env.strip() or None, timeout_s=settings.diagnose_timeout_s,
@@ -161,19 +171,19 @@ def endpoint_form(d: TaskDetail) -> None:
     )  # fmt: skip
     bar = st.progress(0.0, text=f"Asking {model} about {d.task.task_id}…")
 
-    def progress(done: int, total: int, _r: diagnosis.Diagnosis) -> None:
+    def progress(done: int, total: int, _r: Diagnosis) -> None:
         bar.progress(done / total, text="Storing findings…")
 
     try:
-        (result,) = diagnosis.diagnose_tasks(
+        (result,) = diagnose_tasks(
             [d], ep, file_budget=settings.diagnose_file_budget,
             progress=progress,
         )  # fmt: skip
-    except diagnosis.DiagnosisError as exc:
+    except DiagnosisError as exc:
         st.error(escape_md(str(exc)))
         return
     with state.get_session() as session:
-        findings.save_diagnosis(session, result)
+        save_diagnosis(session, result)
     if result.error:
         st.session_state[KEY_FLASH] = None
         st.error(escape_md(f"The diagnosis failed: {result.error}"))

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 import streamlit as st
 
-from clawviz.store import queries
+from clawviz.store import EpisodeFilter, EpisodeRow, filter_rows
 from clawviz.ui import state
 
 QP_TASKS = "task"
@@ -62,7 +62,7 @@ def params_now() -> dict[str, list[str]]:
     return {k: st.query_params.get_all(k) for k in RUNS_PARAMS if st.query_params.get_all(k)}
 
 
-def filter_from(params: Mapping[str, list[str]]) -> queries.EpisodeFilter:
+def filter_from(params: Mapping[str, list[str]]) -> EpisodeFilter:
     """The episode filter a set of Runs parameters describes."""
 
     def many(name: str) -> tuple[str, ...]:
@@ -74,7 +74,7 @@ def filter_from(params: Mapping[str, list[str]]) -> queries.EpisodeFilter:
 
     lo, hi = parse_range(one(QP_REWARD))
     full = (lo, hi) == FULL_RANGE
-    return queries.EpisodeFilter(
+    return EpisodeFilter(
         tasks=many(QP_TASKS),
         harnesses=many(QP_HARNESS),
         models=many(QP_MODEL),
@@ -146,14 +146,14 @@ def remember_runs_query() -> None:
 
 
 def runs_order(
-    eps: Sequence[queries.EpisodeRow], params: Mapping[str, list[str]], matching: set[str] | None
+    eps: Sequence[EpisodeRow], params: Mapping[str, list[str]], matching: set[str] | None
 ) -> list[str]:
     """Episode ids in the order the Runs table lists them under these parameters.
 
-    `eps` are `queries.episode_rows` (plain tuples, not the Runs frame): the Episode page's
+    `eps` are `store.episode_rows` (plain tuples, not the Runs frame): the Episode page's
     switcher calls this on its first view, which imports no pandas.
     """
-    shown = queries.filter_rows(eps, filter_from(params))
+    shown = filter_rows(eps, filter_from(params))
     return [r.episode_id for r in shown if matching is None or r.episode_id in matching]
 
 

@@ -12,7 +12,7 @@ import time
 import streamlit as st
 from sqlmodel import Session
 
-from clawviz.store import queries
+from clawviz.store import LIVE_WINDOW_S, live_state
 from clawviz.ui.state import _engine_for, clear_caches
 
 POLL_S = 3.0
@@ -22,7 +22,7 @@ KEY_STAMP = "live_store_stamp"
 @st.fragment(run_every=POLL_S)
 def indicator(url: str) -> None:
     with Session(_engine_for(url)) as s:
-        now = queries.live_state(s, time.time())
+        now = live_state(s, time.time())
     seen = st.session_state.get(KEY_STAMP)
     st.session_state[KEY_STAMP] = now.stamp
     if seen is not None and seen != now.stamp:
@@ -34,5 +34,5 @@ def indicator(url: str) -> None:
         )
         st.caption(
             f":red[●] live: {len(now.live)} episode(s) with a call in the last "
-            f"{queries.LIVE_WINDOW_S:.0f} s ({shown}); this page refreshes as calls arrive."
+            f"{LIVE_WINDOW_S:.0f} s ({shown}); this page refreshes as calls arrive."
         )

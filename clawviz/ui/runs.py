@@ -14,10 +14,9 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from clawviz import figures, store
 from clawviz.export import Selection
-from clawviz.figures import runs as figures
 from clawviz.settings import Settings
-from clawviz.store import queries
 from clawviz.ui import data, history, state, tables
 from clawviz.ui.export_panel import export_panel
 from clawviz.ui.inspector import escape_md
@@ -134,7 +133,7 @@ def _selected(event: Any, frame: pd.DataFrame) -> pd.Series | None:
 
 def short_reasons(joined: str) -> str:
     """A reasons cell cut to `SHORT_REASONS` characters: the first codes, then `+N` more."""
-    codes = queries.split_reasons(joined)
+    codes = store.split_reasons(joined)
     out = ""
     for i, code in enumerate(codes):
         more = len(codes) - i
@@ -191,7 +190,7 @@ def episodes_table(page: pd.DataFrame, marks: data.RunsMarks) -> None:
         },
         on_select=lambda: _on_row_click(ids),
         selection_mode="single-row",
-        height=min(38 + 35 * queries.RUNS_PAGE_SIZE, 38 + 35 * max(len(table), 1)),
+        height=min(38 + 35 * store.RUNS_PAGE_SIZE, 38 + 35 * max(len(table), 1)),
     )
     open_bar(_selected(event, table), "Click a row to open its episode (same tab).")
 
@@ -205,7 +204,7 @@ def _step(view: str, by: int) -> None:
 def pager(total: int, view: str) -> tuple[int, Any]:
     """Previous / next page buttons and what is shown; the page number resets when the view
     changes. Returns the page and the bar (the sort goes in it)."""
-    size = queries.RUNS_PAGE_SIZE
+    size = store.RUNS_PAGE_SIZE
     last = max(0, (total - 1) // size)
     saved_view, page = st.session_state.get(KEY_PAGE, (view, 0))
     page = min(page if saved_view == view else 0, last)
@@ -243,7 +242,7 @@ def sort_controls(bar: Any) -> tuple[str | None, bool]:
 def filter_options(url: str, settings_hash: str) -> dict[str, list[str]]:
     """What each multiselect filter offers (URL parameter -> values in the store), by SQL."""
     o = data.runs_options(url, settings_hash)
-    everything = data.runs_view_key(queries.RunsQuery(page_size=queries.RUNS_PAGE_SIZE))
+    everything = data.runs_view_key(store.RunsQuery(page_size=store.RUNS_PAGE_SIZE))
     reasons = sorted(data.runs_charts(url, settings_hash, everything).reasons["reason"])
     return {
         history.QP_TASKS: o["task_id"],
@@ -267,7 +266,7 @@ def _active(options: dict[str, list[str]]) -> int:
     return n + (st.session_state.get(state.KEY_FILTER_NO_REWARD) is False)
 
 
-def filters(where: Any, options: dict[str, list[str]]) -> queries.EpisodeFilter:
+def filters(where: Any, options: dict[str, list[str]]) -> store.EpisodeFilter:
     """The filter widgets (keyed, seeded from the URL by `history.seed_widgets`), in `where`:
     the Filters popover, so they take one button of the first screen, not four rows."""
     on = history.on_filter_change
@@ -382,7 +381,7 @@ def charts(url: str, settings_hash: str, view_key: str) -> None:
 
 
 # --- the parts of the page --------------------------------------------------------------------
-def metrics(s: queries.RunsSummary) -> None:
+def metrics(s: store.RunsSummary) -> None:
     m = st.columns(6)
     m[0].metric("Episodes", f"{s.episodes:,}")
     m[1].metric("Kept", f"{s.kept:,}")
@@ -413,7 +412,7 @@ def table_view(url: str, settings: Settings, n_episodes: int) -> None:
     # The set of episodes (not its order): the key of the counts and charts, shared with the
     # page's whole-store summary when nothing is filtered; a sort change reads one page.
     view = data.runs_view_key(
-        queries.RunsQuery(filter=f, matching=found, page_size=queries.RUNS_PAGE_SIZE)
+        store.RunsQuery(filter=f, matching=found, page_size=store.RUNS_PAGE_SIZE)
     )
     summary = data.runs_summary(url, h, view)
     st.caption(f"{summary.episodes:,} of {n_episodes:,} episodes · click a row to open it")
@@ -421,8 +420,8 @@ def table_view(url: str, settings: Settings, n_episodes: int) -> None:
     page_no, bar = pager(summary.episodes, f"{view}|{sort}|{desc}")
     sort, desc = sort_controls(bar)
     page = data.runs_page(url, h, data.runs_view_key(
-        queries.RunsQuery(filter=f, matching=found, sort=sort, descending=desc, page=page_no,
-                          page_size=queries.RUNS_PAGE_SIZE)
+        store.RunsQuery(filter=f, matching=found, sort=sort, descending=desc, page=page_no,
+                          page_size=store.RUNS_PAGE_SIZE)
     ))  # fmt: skip
     marks = data.runs_marks(url, tuple(str(e) for e in page["episode_id"]))
     if marks.linked:

@@ -13,8 +13,8 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from clawviz import store
 from clawviz.settings import DEFAULT_SETTINGS, SETTINGS_BY_NAME, Settings
-from clawviz.store import db
 
 # Query parameters (deep links).
 QP_EPISODE = "episode"
@@ -83,7 +83,7 @@ def database_url() -> str:
 
 @st.cache_resource(show_spinner=False)
 def _engine_for(url: str) -> Engine:
-    return db.get_engine(url)
+    return store.get_engine(url)
 
 
 def get_engine() -> Engine:

@@ -19,11 +19,14 @@ from clawviz.review import (
     TaskDetail,
     TaskRow,
     add_review,
+    check_reference,
     export_reviews,
     read_task_file,
+    record_solvability,
+    reference_workspace,
     run_checker,
     run_checker_on_archive_bytes,
-    solvability,
+    solvable_status,
     task_detail,
     task_queue,
     verdict_label,
@@ -305,9 +308,9 @@ def attempts_tab(d: TaskDetail) -> None:
 def reference_section(d: TaskDetail, settings: Settings) -> None:
     """Verifiable solvability: the checker on the task's reference solution."""
     with state.get_session() as session:
-        latest = solvability.solvable_status(session).get(d.task.task_id)
+        latest = solvable_status(session).get(d.task.task_id)
     folder = d.checker_path.parent.parent if d.checker_path else None
-    ref = solvability.reference_workspace(folder)
+    ref = reference_workspace(folder)
     c = st.columns([3, 2], vertical_alignment="center")
     if latest:
         c[0].badge(f"solvable: {latest.label}", color="green" if latest.reached else "red")
@@ -320,7 +323,7 @@ def reference_section(d: TaskDetail, settings: Settings) -> None:
     ):  # fmt: skip
         with st.spinner("Running the checker on the reference solution…"):
             with state.get_session() as session:
-                solvability.check_reference(session, d.task.task_id, folder, settings=settings)
+                check_reference(session, d.task.task_id, folder, settings=settings)
         st.rerun()
 
 
@@ -395,7 +398,7 @@ def run_checker_tab(d: TaskDetail) -> None:
             results[d.task.task_id] = res
             if upload is not None:  # an uploaded reference workspace counts for solvability
                 with state.get_session() as session:
-                    solvability.record(session, d.task.task_id, upload.name, res)
+                    record_solvability(session, d.task.task_id, upload.name, res)
             status.update(
                 label=f"Checker: {res.status}",
                 state="complete" if res.status == "ok" else "error",

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from apphelpers import no_exception, open_page
 
+from clawviz.settings import DEFAULT_SETTINGS
 from clawviz.ui import state
 from tests.dburl import query
 
@@ -92,8 +93,11 @@ def test_not_longest_call_names_the_winner_and_highlights_it(sample_db_url, on_s
     _button(at, "Highlight the winning path").click().run()
     no_exception(at)
     path = at.query_params[state.QP_PATH]
-    ((paths_json,),) = query(
-        sample_db_url, "SELECT paths_json FROM episode_status WHERE episode_id = :e", e=ep
+    ((paths_json,),) = query(  # the row of the settings the page shows (the store has others)
+        sample_db_url,
+        "SELECT paths_json FROM episode_status WHERE episode_id = :e AND settings_hash = :h",
+        e=ep,
+        h=DEFAULT_SETTINGS.settings_hash,
     )
     kept = [p["path_id"] for p in json.loads(paths_json) if p["state"] == "kept"]
     assert [path] == kept

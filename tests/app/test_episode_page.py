@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from apphelpers import no_exception, open_page
 
+from clawviz.settings import DEFAULT_SETTINGS
 from clawviz.ui import sections, state
 from tests.dburl import fresh_url, query
 
@@ -26,10 +27,15 @@ def _calls(url: str, episode: str) -> list[str]:
 
 
 def _paths(url: str, episode: str) -> list[str]:
+    """The episode's paths under the settings the page shows (the shared sample store also
+    holds rows of other settings: tests/test_export.py exports it under all_valid)."""
     import json
 
     ((paths_json,),) = query(
-        url, "SELECT paths_json FROM episode_status WHERE episode_id = :e", e=episode
+        url,
+        "SELECT paths_json FROM episode_status WHERE episode_id = :e AND settings_hash = :h",
+        e=episode,
+        h=DEFAULT_SETTINGS.settings_hash,
     )
     return [p["path_id"] for p in json.loads(paths_json)]
 

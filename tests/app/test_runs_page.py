@@ -132,10 +132,10 @@ def test_runs_table_key_columns_first_pinned_and_formatted(sample_db_url, on_sto
 
 
 def test_pages_step_through_the_filtered_rows(sample_db_url, on_store, monkeypatch):
-    from clawviz.store import queries
+    import clawviz.store as store_stage
 
     on_store(sample_db_url)
-    monkeypatch.setattr(queries, "RUNS_PAGE_SIZE", 5)
+    monkeypatch.setattr(store_stage, "RUNS_PAGE_SIZE", 5)  # where the Runs page reads it
     at = open_page()
     no_exception(at)
     n = _episode_count(sample_db_url)
@@ -373,12 +373,11 @@ def test_transcripts_are_cross_checks_and_notes_are_counted(recorded_store, on_s
 
 def test_notes_are_read_for_the_page_only(sample_db_url, on_store, monkeypatch):
     import clawviz.store as store_stage
-    from clawviz.store import queries
 
     asked: list[tuple[str, ...]] = []
     monkeypatch.setattr(store_stage, "comment_counts",
                         lambda s, ids: asked.append(tuple(ids)) or {})  # fmt: skip
-    monkeypatch.setattr(queries, "RUNS_PAGE_SIZE", 5)
+    monkeypatch.setattr(store_stage, "RUNS_PAGE_SIZE", 5)
     on_store(sample_db_url)
     at = open_page()
     no_exception(at)

@@ -56,7 +56,7 @@ def test_episodes_and_diff_text_show_escapes(tmp_path, capsys):
 
 
 def test_episodes_text_shows_escapes(tmp_path, capsys, monkeypatch):
-    from clawviz.store import fastread
+    import clawviz.store as store_stage
 
     row = {
         "episode_id": f"ep{ESC_TITLE}{BIDI}",
@@ -70,7 +70,7 @@ def test_episodes_text_shows_escapes(tmp_path, capsys, monkeypatch):
         "reasons": [f"r{RED}"],
         "reasons_at": [None],
     }
-    monkeypatch.setattr(fastread, "episode_rows", lambda *_a: [row])
+    monkeypatch.setattr(store_stage, "fast_episode_rows", lambda *_a: [row])
     assert cli_main(["--db", fresh_url(tmp_path), "episodes"]) == 0
     out = capsys.readouterr().out
     _clean(out)
