@@ -327,7 +327,7 @@ def explorer_section(
 
     episode_id = view.episode["episode_id"]
     prices = str(settings.prices)
-    payload = component.explorer_payload(
+    payload = component.packed_explorer_payload(
         url, episode_id, settings.settings_hash, settings, prices=prices
     )
     if payload is None:
