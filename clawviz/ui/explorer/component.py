@@ -8,8 +8,7 @@ from typing import Any
 
 import streamlit as st
 
-from clawviz.figures import explorer_css, explorer_js
-from clawviz.figures.explorer.pack import pack_payload
+from clawviz.figures import explorer_css, explorer_js, pack_payload
 
 NAME = "clawviz_episode_explorer"
 
