@@ -90,6 +90,7 @@ DEEP_IMPORTS_LEFT = frozenset(
         "clawviz/ui/data.py: clawviz.store.calls",
         "clawviz/ui/data.py: clawviz.store.queries",
         "clawviz/ui/data.py: clawviz.store.search",
+        "clawviz/ui/episode.py: clawviz.store.nav",
         "clawviz/ui/figcache.py: clawviz.figures.tree",
         "clawviz/ui/findings_widgets.py: clawviz.review.diagnosis",
         "clawviz/ui/findings_widgets.py: clawviz.review.findings",
@@ -99,7 +100,6 @@ DEEP_IMPORTS_LEFT = frozenset(
         "clawviz/ui/runs.py: clawviz.store.queries",
         "clawviz/ui/state.py: clawviz.store.db",
         "clawviz/ui/tasks.py: clawviz.review.solvability",
-        "pages/episode.py: clawviz.store.nav",
         "pages/runs.py: clawviz.store.queries",
     }
 )
