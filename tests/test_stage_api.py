@@ -72,12 +72,6 @@ DEEP_IMPORTS_LEFT: dict[str, str] = {
         "the pooled writer builds rows with store.calls' private packer, columns and inserts "
         "(_Packer, _CALL_COLS, _insert_rows, ...); same move, same branch"
     ),
-    "clawviz/figures/explorer/__init__.py: clawviz.recon.calldiff": (
-        "the explorer's files belong to another branch; `call_edits` is on clawviz.recon now"
-    ),
-    "pages/episode.py: clawviz.store.nav": (
-        "the Episode page belongs to another branch; its nav names are on clawviz.store now"
-    ),
 }
 
 

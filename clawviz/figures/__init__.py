@@ -16,6 +16,7 @@ from clawviz._lazy import lazy_api
 if TYPE_CHECKING:
     from clawviz.figures.explorer import build_payload
     from clawviz.figures.explorer.assets import explorer_css, explorer_js, share_html
+    from clawviz.figures.explorer.pack import pack_payload
     from clawviz.figures.layout import TreeLayout, tree_layout
     from clawviz.figures.palette import (
         COLOUR_MODES,
@@ -56,6 +57,7 @@ __all__ = [
     "explorer_css",
     "explorer_js",
     "logprob_colour",
+    "pack_payload",
     "ratio_colour",
     "reason_colour",
     "reward_bins_figure",
@@ -71,6 +73,7 @@ __all__ = [
 _HOMES: dict[str, tuple[str, ...]] = {
     "explorer": ("build_payload",),
     "explorer.assets": ("explorer_css", "explorer_js", "share_html"),
+    "explorer.pack": ("pack_payload",),
     "layout": ("TreeLayout", "tree_layout"),
     "palette": (
         "COLOUR_MODES",

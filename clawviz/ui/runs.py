@@ -41,7 +41,7 @@ SORT_LABELS: dict[str, str] = {
     "task_id": "task",
     "episode_id": "episode",
 }
-SHORT_REASONS = 28
+SHORT_REASONS = 20
 """Characters of the reasons column; the whole list is in the row's caption and the Episode."""
 TABLE_COLUMNS = [
     "task_id", "harness", "model", "attempt", "n_calls", "reward", "advantage", "status",
@@ -171,13 +171,20 @@ def episodes_table(page: pd.DataFrame, marks: data.RunsMarks) -> None:
             "short_reasons": "reasons",
         },
         column_config={
+            # Widths in px: task to reasons fit 1280 px with the sidebar open (820 px).
+            "task_id": st.column_config.TextColumn("task", width=80, pinned=True),
+            "harness": st.column_config.TextColumn("harness", width=88),
+            "model": st.column_config.TextColumn("model", width=176),
             "short_reasons": st.column_config.TextColumn(
-                "reasons",
+                "reasons", width=150,
                 help="The episode's reason codes, cut short; the whole list is under the "
                 "table when the row is picked, and each reason on the Episode page.",
             ),
-            "attempt": st.column_config.NumberColumn("try", format="%d", width=48),
-            "n_calls": st.column_config.NumberColumn("calls", format="%d", width=56),
+            "attempt": st.column_config.NumberColumn("try", format="%d", width=40),
+            "n_calls": st.column_config.NumberColumn("calls", format="%d", width=50),
+            "reward": st.column_config.NumberColumn("reward", format="%.2f", width=58),
+            "advantage": st.column_config.NumberColumn("advantage", format="%+.2f", width=74),
+            "status": st.column_config.TextColumn("status", width=68),
             "notes": st.column_config.NumberColumn(
                 "notes", format="%d", width=52,
                 help="Comments reviewers left on the episode's calls (read them on its page).",

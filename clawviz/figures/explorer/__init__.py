@@ -15,7 +15,7 @@ from typing import Any
 
 from clawviz.figures.explorer.cost import call_cost, call_timing, episode_cost
 from clawviz.figures.layout import tree_layout
-from clawviz.recon.calldiff import call_diff, call_edits, message_lines
+from clawviz.recon import call_diff, call_edits, message_lines
 from clawviz.settings import Prices
 from clawviz.types import Call, CallDecision, EpisodeAnalysis, Message, Role, State, call_label
 

@@ -122,7 +122,8 @@ function clawvizExplorer(host, payload, opts) {
   [["j / k", "next / previous call on the path"], ["u", "parent call"], ["d", "first child call"],
    ["f", "next failed call"], ["p", "next pinned call (\u2691 reason)"], ["c", "next compaction call"],
    ["t", "tree / timeline"],
-   ["/", "find in the inspector"], ["Esc", "close this help"], ["?", "show / hide this help"]]
+   ["/", "find in the inspector (Enter: next match)"], ["drag", "pan the tree; the minimap (big trees) moves the view"],
+   ["Esc", "close this help"], ["?", "show / hide this help"]]
     .forEach(function (kv) {
       var row = el("div", "cvx-help-row");
       row.appendChild(el("kbd", "", kv[0])); row.appendChild(el("span", "", kv[1]));
@@ -132,10 +133,12 @@ function clawvizExplorer(host, payload, opts) {
   root.appendChild(head);
 
   var body = el("div", "cvx-body");
+  var treeBox = el("div", "cvx-treebox");  // the tree pane, and the minimap over its corner
   var treePane = el("div", "cvx-tree");
   var insp = el("div", "cvx-insp");
   insp.setAttribute("data-testid", "call-inspector");
-  body.appendChild(treePane); body.appendChild(insp);
+  treeBox.appendChild(treePane);
+  body.appendChild(treeBox); body.appendChild(insp);
   root.appendChild(body);
 
   // ---------- tree ----------
@@ -228,18 +231,100 @@ function clawvizExplorer(host, payload, opts) {
   }
   var scrollPending = false;
   on(treePane, "scroll", function () {
-    if (!WINDOWED || scrollPending) return;
+    if (scrollPending) return;
     scrollPending = true;
-    requestAnimationFrame(function () { scrollPending = false; drawTree(false); });
+    requestAnimationFrame(function () {
+      scrollPending = false;
+      if (WINDOWED) drawTree(false);
+      placeMinimapView();
+    });
   });
   drawTree(true);
   treePane.appendChild(svgEl);
+
+  // ---------- minimap ----------
+  // The whole tree in miniature over the pane's corner, whenever the tree is bigger than the
+  // pane: one dot per call (in its state's colour, the selected call ringed) and a box for the
+  // part in view. A click or a drag on it moves the view there. Drawn on a canvas, so 10,000
+  // calls cost one image, not 10,000 elements.
+  var MM_W = 168, MM_H = 112;
+  var mini = el("div", "cvx-minimap");
+  mini.setAttribute("data-testid", "explorer-minimap");
+  mini.title = "Overview: click or drag to move the view";
+  var mmCanvas = el("canvas", "cvx-mm-canvas");
+  var mmView = el("div", "cvx-mm-view");
+  mmView.setAttribute("data-testid", "explorer-minimap-view");
+  mini.appendChild(mmCanvas); mini.appendChild(mmView);
+  mini.hidden = true;
+  treeBox.appendChild(mini);
+  var mmSX = 1, mmSY = 1;  // tree units to minimap pixels (a long thin tree is stretched to 28 px)
+  var STATE_FILL = { kept: "#16a34a", pruned: "#f59e0b", failed: "#dc2626", auxiliary: "#8b5cf6" };
+  function drawMinimap() {
+    var s0 = Math.min(MM_W / W, MM_H / H);
+    mmSX = s0; mmSY = Math.max(s0, Math.min(MM_H, 28) / H);
+    var w = Math.max(24, Math.round(W * mmSX)), h = Math.max(16, Math.round(H * mmSY));
+    mini.style.width = w + "px"; mini.style.height = h + "px";
+    mmCanvas.width = w; mmCanvas.height = h;
+    var ctx = mmCanvas.getContext && mmCanvas.getContext("2d");
+    if (!ctx) return;
+    ctx.clearRect(0, 0, w, h);
+    var r = Math.max(1, Math.min(3, 9 * mmSX));
+    calls.forEach(function (c) {
+      ctx.fillStyle = STATE_FILL[c.state] || "#9ca3af";
+      ctx.fillRect(px(c) * mmSX - r, py(c) * mmSY - r, 2 * r, 2 * r);
+    });
+    if (current) {
+      ctx.strokeStyle = "#111827"; ctx.lineWidth = 1.5;
+      ctx.strokeRect(px(current) * mmSX - r - 2, py(current) * mmSY - r - 2, 2 * r + 4, 2 * r + 4);
+    }
+  }
+  function placeMinimapView() {
+    var z = zoom || 1, cw = treePane.clientWidth, ch = treePane.clientHeight;
+    var big = !timelineShown() && cw > 0 && (W * z > cw + 1 || H * z > ch + 1);
+    if (mini.hidden === big) { mini.hidden = !big; if (big) drawMinimap(); }
+    if (!big) return;
+    var sx = mmSX / z, sy = mmSY / z;
+    mmView.style.left = Math.round(treePane.scrollLeft * sx) + "px";
+    mmView.style.top = Math.round(treePane.scrollTop * sy) + "px";
+    mmView.style.width = Math.max(4, Math.round(Math.min(cw, W * z) * sx)) + "px";
+    mmView.style.height = Math.max(4, Math.round(Math.min(ch, H * z) * sy)) + "px";
+  }
+  function minimapGo(ev) {
+    var b = mmCanvas.getBoundingClientRect(), z = zoom || 1;
+    var x = (ev.clientX - b.left) / mmSX, y = (ev.clientY - b.top) / mmSY;  // tree units
+    treePane.scrollLeft = x * z - treePane.clientWidth / 2;
+    treePane.scrollTop = y * z - treePane.clientHeight / 2;
+  }
+  var mmDrag = false;
+  on(mini, "pointerdown", function (ev) {
+    ev.preventDefault(); mmDrag = true;
+    if (mini.setPointerCapture) try { mini.setPointerCapture(ev.pointerId); } catch (e) { /* synthetic */ }
+    minimapGo(ev);
+  });
+  on(mini, "pointermove", function (ev) { if (mmDrag) minimapGo(ev); });
+  on(mini, "pointerup", function () { mmDrag = false; });
+  on(mini, "pointercancel", function () { mmDrag = false; });
+
+  // Pan: drag the tree's background (a click on a node still selects it).
+  var pan = null;
+  on(treePane, "pointerdown", function (ev) {
+    if (ev.button !== 0 || timelineShown() || (ev.target.closest && ev.target.closest(".cvx-node"))) return;
+    pan = [ev.clientX, ev.clientY, treePane.scrollLeft, treePane.scrollTop];
+    treePane.classList.add("cvx-panning");
+  });
+  on(window, "pointermove", function (ev) {
+    if (!pan) return;
+    treePane.scrollLeft = pan[2] - (ev.clientX - pan[0]);
+    treePane.scrollTop = pan[3] - (ev.clientY - pan[1]);
+  });
+  on(window, "pointerup", function () { pan = null; treePane.classList.remove("cvx-panning"); });
 
   // ---------- timeline ----------
   // Calls as bars on the episode's wall clock: queued (to the upstream's headers), to first
   // byte, to last byte, from the recorder's timings; a call with only request and response
   // times is one plain bar; one with no start or end is listed as untimed. Overlapping calls
   // (parallel sub-agents) are packed into separate lanes, so they show as overlapping bars.
+  function timelineShown() { return !timeline.hidden; }
   var timeline = el("div", "cvx-timeline");
   timeline.setAttribute("data-testid", "explorer-timeline");
   timeline.hidden = true;
@@ -335,6 +420,7 @@ function clawvizExplorer(host, payload, opts) {
     treeBtn.classList.toggle("cvx-on", !tl);
     timeBtn.classList.toggle("cvx-on", tl);
     if (tl && !timelineDrawn) drawTimeline();
+    placeMinimapView();
   }
   on(treeBtn, "click", function () { showView("tree"); });
   on(timeBtn, "click", function () { showView("timeline"); });
@@ -344,6 +430,7 @@ function clawvizExplorer(host, payload, opts) {
     svgEl.setAttribute("height", String(H * zoom));
     if (WINDOWED) drawTree(true);
     if (timelineDrawn) { timelineDrawn = false; if (!timeline.hidden) drawTimeline(); }
+    placeMinimapView();
   }
   on(zin, "click", function () { zoom = Math.min(4, zoom * 1.25); applyZoom(); });
   on(zout, "click", function () { zoom = Math.max(0.25, zoom / 1.25); applyZoom(); });
@@ -366,9 +453,27 @@ function clawvizExplorer(host, payload, opts) {
     var more = el("button", "cvx-btn cvx-showall", "Show all (" + text.length.toLocaleString() + " characters; " +
       (text.length - SHOWN).toLocaleString() + " not shown)");
     more.setAttribute("data-testid", "explorer-show-all");
-    more.addEventListener("click", function () { p.textContent = text; box.removeChild(more); });
+    // Find counts the matches in the part not shown too (`highlight`), and going to one of
+    // them shows all of the text first (`nextMatch`).
+    box.__cvxFull = text;
+    box.__cvxShowAll = function () {
+      if (box.__cvxFull === null) return;
+      box.__cvxFull = null;
+      p.textContent = text;
+      if (more.parentNode) box.removeChild(more);
+    };
+    more.addEventListener("click", function () {
+      box.__cvxShowAll();
+      var content = box.closest(".cvx-content"), count = insp.querySelector(".cvx-find-count");
+      if (findTerm && content && count) highlight(content, count, true);  // mark the rest too
+    });
     box.appendChild(more);
     return box;
+  }
+  function countIn(low, term) {
+    var n = 0, at = low.indexOf(term);
+    while (at >= 0) { n++; at = low.indexOf(term, at + term.length); }
+    return n;
   }
   function textOf(i) { return i === null || i === undefined ? null : texts[i]; }
 
@@ -519,7 +624,7 @@ function clawvizExplorer(host, payload, opts) {
 
     on(input, "input", function () { findTerm = input.value; highlight(content, count); });
     on(input, "keydown", function (ev) {
-      if (ev.key === "Enter") { ev.preventDefault(); nextMatch(content); }
+      if (ev.key === "Enter") { ev.preventDefault(); nextMatch(content, count); }
       if (ev.key === "Escape") { input.blur(); }
     });
     highlight(content, count);
@@ -566,11 +671,13 @@ function clawvizExplorer(host, payload, opts) {
   }
 
   var matchIdx = -1;
-  function highlight(content, count) {
+  var HITS = "mark.cvx-hit, .cvx-hidden-hit";  // the places `nextMatch` goes to, in order
+  function highlight(content, count, stay) {
     // Undo the previous marks, then wrap each match of findTerm in <mark> (text nodes only).
     content.querySelectorAll("mark.cvx-hit").forEach(function (m) {
       m.replaceWith(document.createTextNode(m.textContent));
     });
+    content.querySelectorAll(".cvx-hidden-hit").forEach(function (m) { m.remove(); });
     content.normalize();
     matchIdx = -1;
     var term = findTerm.toLowerCase();
@@ -594,20 +701,52 @@ function clawvizExplorer(host, payload, opts) {
       frag.appendChild(document.createTextNode(s.slice(from)));
       node.parentNode.replaceChild(frag, node);
     });
-    content.querySelectorAll("mark.cvx-hit").forEach(function (m) {
+    // A long text drawn only in part ("Show all"): its matches in the rest count too, and
+    // stand as one place to go to, after the shown part's, until the text is shown whole.
+    content.querySelectorAll(".cvx-long").forEach(function (box) {
+      if (!box.__cvxFull) return;
+      var low = box.__cvxFull.toLowerCase();
+      var hidden = countIn(low, term) - countIn(low.slice(0, SHOWN), term);
+      if (hidden <= 0) return;
+      var more = el("button", "cvx-linkbtn cvx-hidden-hit", (hidden === 1 ? "1 more match" : hidden + " more matches") +
+        " in the part not shown (Enter or click: show all)");
+      more.setAttribute("data-testid", "explorer-hidden-hits");
+      more.addEventListener("click", function () { goTo(content, count, more); });
+      box.insertBefore(more, box.querySelector(".cvx-showall"));
+      n += hidden;
+    });
+    content.querySelectorAll(HITS).forEach(function (m) {
       var d = m.parentElement;
       while (d && d !== content) { if (d.tagName === "DETAILS") d.open = true; d = d.parentElement; }
     });
     count.textContent = n === 1 ? "1 match" : n + " matches";
-    if (n) nextMatch(content);
+    if (n && !stay) nextMatch(content, count);
   }
-  function nextMatch(content) {
-    var marks = content.querySelectorAll("mark.cvx-hit");
+  function goTo(content, count, hit) {
+    var marks = content.querySelectorAll(HITS), i = Array.prototype.indexOf.call(marks, hit);
+    if (i < 0) return;
+    matchIdx = i - 1;
+    nextMatch(content, count);
+  }
+  function nextMatch(content, count) {
+    var marks = content.querySelectorAll(HITS);
     if (!marks.length) return;
     if (matchIdx >= 0 && marks[matchIdx]) marks[matchIdx].classList.remove("cvx-hit-now");
     matchIdx = (matchIdx + 1) % marks.length;
-    marks[matchIdx].classList.add("cvx-hit-now");
-    marks[matchIdx].scrollIntoView({ block: "nearest" });
+    var hit = marks[matchIdx];
+    if (hit.classList.contains("cvx-hidden-hit")) {
+      // Show the whole text, mark it again, and go to its first match that was not shown.
+      var box = hit.parentElement, pre = box.querySelector("pre");
+      var before = pre.querySelectorAll("mark.cvx-hit").length, at = matchIdx;
+      box.__cvxShowAll();
+      highlight(content, count, true);
+      marks = content.querySelectorAll(HITS);
+      var mine = pre.querySelectorAll("mark.cvx-hit");
+      matchIdx = mine[before] ? Array.prototype.indexOf.call(marks, mine[before]) : Math.min(at, marks.length - 1);
+      hit = marks[matchIdx];
+    }
+    hit.classList.add("cvx-hit-now");
+    hit.scrollIntoView({ block: "center", inline: "nearest" });
   }
 
   // ---------- selection and URL ----------
@@ -626,6 +765,7 @@ function clawvizExplorer(host, payload, opts) {
     }
     if (nodeEls[id]) nodeEls[id].classList.add("cvx-sel");
     Object.keys(barEls).forEach(function (k) { barEls[k].classList.toggle("cvx-sel", k === id); });
+    if (!mini.hidden) drawMinimap();
     render(c);
     var r = nodeEls[id] ? nodeEls[id].getBoundingClientRect() : treePane.getBoundingClientRect();
     var pr = treePane.getBoundingClientRect();
@@ -694,6 +834,7 @@ function clawvizExplorer(host, payload, opts) {
     var top = body.getBoundingClientRect().top;
     var h = Math.max(360, Math.floor(window.innerHeight - Math.max(0, top) - 14));
     body.style.height = h + "px";
+    placeMinimapView();
   }
   fitHeight();
   on(window, "resize", fitHeight);

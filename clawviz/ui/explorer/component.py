@@ -8,7 +8,7 @@ from typing import Any
 
 import streamlit as st
 
-from clawviz.figures import explorer_css, explorer_js
+from clawviz.figures import explorer_css, explorer_js, pack_payload
 
 NAME = "clawviz_episode_explorer"
 
@@ -55,7 +55,8 @@ def episode_explorer(
     key: str,
     comments: dict[str, list[dict[str, Any]]] | None = None,
 ) -> None:
-    """Mount the explorer for one episode's payload (`clawviz.figures.explorer.build_payload`),
+    """Mount the explorer for one episode's payload (`clawviz.figures.explorer.build_payload`,
+    or its packed form, `packed_explorer_payload`, which is what the page sends),
     with the episode's comments by call; a comment the reviewer adds in the inspector is
     stored by `_save_comment` before the run that shows it."""
     from clawviz.ui import access
@@ -69,9 +70,11 @@ def episode_explorer(
     }
     # A list, not a dict: Streamlit scans a dict's values for data frames, importing pandas
     # (the first view of the Episode page imports none, tests/app/test_first_view_lean.py).
+    # The payload goes packed, as in the `share` file (each repeated string once; explorer.js
+    # unpacks it with the same decoder): `packed_explorer_payload` caches it packed.
     _mount(
         key=key,
-        data=[payload, initial, extra],
+        data=[payload if payload.get("packed") else pack_payload(payload), initial, extra],
         height="content",
         on_comment_change=lambda: _save_comment(key, payload["episode"]["id"]),
     )
@@ -140,6 +143,21 @@ def explorer_payload(
     return build_payload(
         episode_id, view.calls, view.analysis, redact=redact, prices=_settings.prices
     )
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def packed_explorer_payload(
+    url: str,
+    episode_id: str,
+    settings_hash: str,
+    _settings: Any,
+    redact: bool = False,
+    prices: str = "",
+) -> dict[str, Any] | None:
+    """`explorer_payload` packed for the wire (`pack.pack_payload`, the `share` file's form), as
+    the Episode page sends it: smaller to send and to read back from the cache."""
+    payload = explorer_payload(url, episode_id, settings_hash, _settings, redact, prices)
+    return pack_payload(payload) if payload is not None else None
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
