@@ -32,6 +32,7 @@ from sqlmodel import Session, select
 
 from clawviz.recon import UNATTACHED, reward_from_result
 from clawviz.settings import DEFAULT_SETTINGS, Settings
+from clawviz.store import runstats
 from clawviz.store.fastread import ANALYSIS_VERSION, settings_json_parts
 from clawviz.store.models import (
     NUL_PREFIX,
@@ -200,9 +201,25 @@ def _stale_query(session: Session, settings: Settings, *, queue: bool) -> list[S
                 weights=settings.reward_weights,
             )
         out.append(Stale(eid, (task, harness), stamp_text, bool(stored), reward, n_calls or 0, seq))
+    if queue:
+        fresh += _gone_of_queue(session, h)
     if queue and fresh:
         _dequeue(session, fresh)
     return out
+
+
+def _gone_of_queue(session: Session, h: str) -> list[dict[str, Any]]:
+    """Queue rows of episodes that are no longer in the store (deleted): nothing to analyse,
+    only their Runs counts to drop (`_dequeue` refreshes them)."""
+    q, e = EpisodeDirty.__table__.c, Episode.__table__.c
+    rows = session.execute(
+        select(q.episode_id, q.seq)
+        .select_from(
+            EpisodeDirty.__table__.outerjoin(Episode.__table__, e.episode_id == q.episode_id)
+        )
+        .where(q.settings_hash == h, e.episode_id.is_(None))
+    )
+    return [{"b_h": h, "b_e": eid, "b_s": seq} for eid, seq in rows]
 
 
 def _stale_of_queue(session: Session, settings: Settings) -> list[Stale]:
@@ -214,6 +231,9 @@ def _dequeue(session: Session, rows: list[dict[str, Any]]) -> None:
     row), committed; a read-only store keeps its queue (the check stays right, only slower)."""
     q = EpisodeDirty.__table__
     try:
+        # Unchanged inputs, but maybe a changed listing (a link, a deletion): the Runs counts.
+        for h in {r["b_h"] for r in rows}:
+            runstats.refresh(session, [r["b_e"] for r in rows if r["b_h"] == h], [h])
         session.connection().execute(
             delete(q).where(
                 q.c.settings_hash == bindparam("b_h"),
@@ -336,6 +356,7 @@ def persist_analyses(
             ),
             queued,
         )
+    runstats.refresh(session, replaced, [h])
 
 
 def unattached_stale(session: Session, settings: Settings) -> bool:
@@ -445,6 +466,7 @@ def store_advantages(session: Session, settings: Settings, analyses: list[Episod
             for a in analyses
         ],
     )
+    runstats.refresh(session, [a.episode_id for a in analyses], [h])
 
 
 def read_analysis(
