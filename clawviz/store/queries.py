@@ -888,26 +888,31 @@ def _kept_groups(session: Session, settings_hash: str, max_groups: int) -> tuple
 
     first, n = runstats.groups(session, settings_hash, max_groups)
     columns = ["group", "episode_id", "task_id", "harness", "attempt", "advantage"]
-    conds: list[str] = []
-    params: dict[str, str | None] = {"h": settings_hash}
-    for i, (_name, task, harness) in enumerate(first):
-        t = "e.task_id IS NULL" if task is None else f"e.task_id = :t{i}"
-        hn = "e.harness IS NULL" if harness is None else f"e.harness = :g{i}"
-        params.update({f"t{i}": task, f"g{i}": harness})
-        conds.append(f"({t} AND {hn})")
+    wanted = {(task, harness) for _name, task, harness in first}
+    tasks = sorted({t for t, _h in wanted if t is not None})
+    # By task (its index), the harness matched here: a few attempts per group.
+    conds = ["e.task_id IS NULL"] if any(t is None for t, _h in wanted) else []
+    params: dict[str, str] = {"h": settings_hash}
+    if tasks:
+        params.update({f"t{i}": t for i, t in enumerate(tasks)})
+        conds.append(f"e.task_id IN ({', '.join(f':t{i}' for i in range(len(tasks)))})")
     if not conds:
         return pd.DataFrame(columns=columns).astype({"advantage": float}), n
+    # SQLite's CROSS JOIN keeps the episodes (by task) outside: unanalysed, it would scan
+    # every status of the hash instead.
+    join = "CROSS JOIN" if _dialect(session) == "sqlite" else "JOIN"
     sql = f"""
         SELECT e.episode_id, e.task_id, e.harness, e.attempt, s.advantage
-        FROM episode e JOIN episode_status s
+        FROM episode e {join} episode_status s
           ON s.episode_id = e.episode_id AND s.settings_hash = :h
         WHERE {_PRIMARY_SQL} AND s.advantage IS NOT NULL AND ({" OR ".join(conds)})
     """  # noqa: S608 - every value is a bound parameter
     rows = [
         (runstats.group_name(task, harness), str(eid), task, harness, attempt, float(adv))
         for eid, task, harness, attempt, adv in session.connection().execute(text(sql), params)
+        if (task, harness) in wanted
     ]
-    rows.sort(key=lambda r: (r[0], r[4] is None, r[4] if r[4] is not None else 0, r[1]))
+    rows.sort(key=lambda r: (r[0], r[4] is not None, r[4] if r[4] is not None else 0, r[1]))
     return pd.DataFrame(rows, columns=columns), n
 
 

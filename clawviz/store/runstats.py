@@ -212,9 +212,9 @@ def rebuild(session: Session, settings_hash: str) -> None:
     calls: Counter[Key] = Counter()
     detail: dict[Key, str] = {}
     members: list[dict[str, Any]] = []
-    rows = conn.execution_options(stream_results=True, yield_per=5000).execute(
-        text(_ROWS_SQL), {"h": h}
-    )
+    # Streamed (a server-side cursor on PostgreSQL), on this statement only.
+    query = text(_ROWS_SQL).execution_options(stream_results=True, yield_per=5000)
+    rows = conn.execute(query, {"h": h})
     for part in rows.partitions(5000):
         for row in part:
             keys, n_calls, d = contribution(row)
