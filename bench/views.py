@@ -197,6 +197,17 @@ def search_times(url: str, words: list[str]) -> str:
 def run(small: str, big: str, pairs: int, rows: list[str]) -> None:
     if "runs" in rows:
         print("Runs first view, 100k vs 1k:", interleaved(small, big, "pages/runs.py", {}, pairs))
+    if "runs_nostats" in rows:
+        # The page computes the dataset statistics by itself only up to STATS_AUTO_LIMIT
+        # episodes (the 1k store does, the 100k one waits for a click): the same work on both.
+        from clawviz.ui import runs as runs_ui
+
+        limit, runs_ui.STATS_AUTO_LIMIT = runs_ui.STATS_AUTO_LIMIT, 0
+        try:
+            row = interleaved(small, big, "pages/runs.py", {}, pairs)
+        finally:
+            runs_ui.STATS_AUTO_LIMIT = limit
+        print("Runs first view without the statistics on either, 100k vs 1k:", row)
     if "episode" in rows:
         ep = typical_episode(small)
         q = {"episode": ep}
@@ -224,7 +235,7 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--small", required=True, help="URL of the 1k-episode store")
     r.add_argument("--big", required=True, help="URL of the 100k-episode store")
     r.add_argument("--pairs", type=int, default=5)
-    r.add_argument("--rows", default="runs,episode,rss,search")
+    r.add_argument("--rows", default="runs,runs_nostats,episode,rss,search")
     args = p.parse_args(argv)
     if args.cmd == "build":
         print(build(args.out, args.episodes, args.url))
