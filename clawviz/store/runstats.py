@@ -37,6 +37,9 @@ NOT_ANALYSED = "not analysed"
 REWARD_BINS = 20
 """As `queries.REWARD_BINS` (bins of width 0.05 over [0, 1], 1.0 in the last)."""
 
+ADVISORY_LOCK = 0x72756E73
+"""PostgreSQL transaction lock taken by `refresh` (the count rows are shared by every writer)."""
+
 Key = tuple[str, str]
 """(kind, key) of one `runs_agg` row."""
 
@@ -132,6 +135,10 @@ def refresh(
     if not ids or not todo:
         return
     conn = session.connection()
+    if session.get_bind().dialect.name == "postgresql":
+        # Concurrent writers add to the same count rows ('all', each status): one at a time
+        # from here to their commit, so two transactions never wait on each other's rows.
+        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": ADVISORY_LOCK})
     for h in todo:
         delta: Counter[Key] = Counter()
         calls: Counter[Key] = Counter()
