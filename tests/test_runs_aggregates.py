@@ -249,3 +249,39 @@ def test_a_store_upgraded_to_the_kept_counts_is_built_by_the_migration(tmp_path)
     with Session(engine) as s:
         assert runstats.maintained(s) == [H]
         check(s)
+
+
+def test_two_ingests_at_once_keep_the_counts_exact(store):
+    """Two writers ingesting (and analysing) different files at the same time, the counts kept:
+    each adds only its episodes' contributions, none is lost or doubled (both backends; on
+    SQLite the second waits its turn, on PostgreSQL the count rows are taken in turn)."""
+    import threading
+
+    s, tmp = store
+    first, second = _copy_samples(tmp)
+    ingest_paths([first[0] / "t0001-claude-code-a1.jsonl", first[1]], session=s)
+    s.commit()
+    assert queries.runs_summary(s, H).episodes == 1  # kept from here on
+    engine = s.get_bind()
+    errors: list[BaseException] = []
+
+    def ingest(paths: list[Path]) -> None:
+        try:
+            with Session(engine) as mine:
+                ingest_paths(paths, session=mine)
+                mine.commit()
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    rest = sorted(p for p in first[0].iterdir() if p.name != "t0001-claude-code-a1.jsonl")
+    threads = [threading.Thread(target=ingest, args=(paths,)) for paths in (rest, second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+    assert not errors, errors
+    s.rollback()
+    ensure_analysis(s)
+    s.commit()
+    check(s)
+    assert queries.runs_summary(s, H).episodes == 24
