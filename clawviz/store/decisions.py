@@ -177,18 +177,34 @@ def _stale_query(session: Session, settings: Settings, *, queue: bool) -> list[S
         r.id, r.reward, r.checks_json, r.rubric_json,
     ]  # fmt: skip
     if queue:
+        # An outer join: a queued episode that is gone (deleted) comes back with no episode,
+        # nothing to analyse, and is dequeued (its Runs counts dropped by `_dequeue`).
         query = (
-            select(*columns, q.seq, case((is_stale, 1), else_=0))
-            .select_from(EpisodeDirty.__table__.join(joined, e.episode_id == q.episode_id))
+            select(*columns, q.seq, case((is_stale, 1), else_=0), q.episode_id)
+            .select_from(
+                # A flat chain of outer joins from the queue (a nested join is materialised
+                # over every episode by SQLite): primary-key probes per queued episode.
+                EpisodeDirty.__table__.outerjoin(Episode.__table__, e.episode_id == q.episode_id)
+                .outerjoin(Result.__table__, r.episode_id == e.episode_id)
+                .outerjoin(
+                    EpisodeStatus.__table__,
+                    (st.episode_id == e.episode_id) & (st.settings_hash == h),
+                )
+            )
             .where(q.settings_hash == h)
         )
     else:
-        query = select(*columns, null(), literal(1)).select_from(joined).where(is_stale)
+        query = select(*columns, null(), literal(1), null()).select_from(joined).where(is_stale)
     # Group members together: a batch then refreshes most of its groups only once.
     query = query.order_by(e.task_id, e.harness, e.episode_id)
     out, fresh = [], []
     for row in session.execute(query):
-        eid, task, harness, n_calls, stamp_text, stored, rid, rew, checks, rubric, seq, bad = row
+        eid, task, harness, n_calls, stamp_text, stored, rid, rew, checks, rubric, seq, bad, qe = (
+            row
+        )
+        if eid is None:  # queued, then deleted
+            fresh.append({"b_h": h, "b_e": qe, "b_s": seq})
+            continue
         if not bad:
             fresh.append({"b_h": h, "b_e": eid, "b_s": seq})
             continue
@@ -201,25 +217,9 @@ def _stale_query(session: Session, settings: Settings, *, queue: bool) -> list[S
                 weights=settings.reward_weights,
             )
         out.append(Stale(eid, (task, harness), stamp_text, bool(stored), reward, n_calls or 0, seq))
-    if queue:
-        fresh += _gone_of_queue(session, h)
     if queue and fresh:
         _dequeue(session, fresh)
     return out
-
-
-def _gone_of_queue(session: Session, h: str) -> list[dict[str, Any]]:
-    """Queue rows of episodes that are no longer in the store (deleted): nothing to analyse,
-    only their Runs counts to drop (`_dequeue` refreshes them)."""
-    q, e = EpisodeDirty.__table__.c, Episode.__table__.c
-    rows = session.execute(
-        select(q.episode_id, q.seq)
-        .select_from(
-            EpisodeDirty.__table__.outerjoin(Episode.__table__, e.episode_id == q.episode_id)
-        )
-        .where(q.settings_hash == h, e.episode_id.is_(None))
-    )
-    return [{"b_h": h, "b_e": eid, "b_s": seq} for eid, seq in rows]
 
 
 def _stale_of_queue(session: Session, settings: Settings) -> list[Stale]:
