@@ -466,6 +466,7 @@ its first page is an index range read."""
 
 
 LINKED_INDEX = "ix_episode_linked"
+LIVE_INDEX = "ix_episode_live"
 
 
 def _runs_order_index() -> None:
@@ -479,6 +480,9 @@ def _runs_order_index() -> None:
         sqlite_where=text("primary_episode IS NULL"),
         postgresql_where=text("primary_episode IS NULL"),
     )  # fmt: skip
+    # The live indicator's reads (`queries.live_state`, every 3 s on Runs): its count and sum
+    # scan this small covering index, not the table, and its recent episodes are a range.
+    Index(LIVE_INDEX, "last_ts", "n_calls", _table=Episode.__table__)  # type: ignore[attr-defined]
     # The linked transcripts (counted on every Runs view): a read of the few linked ones.
     Index(
         LINKED_INDEX, "primary_episode",

@@ -1,8 +1,8 @@
 """The Runs page's maintained aggregates (clawviz.store.runstats, issue 26 §3): `runs_mark`,
-`runs_agg` and `runs_member`; an index in the Runs table's default order; two more change-queue
-triggers (an episode linked, re-listed or deleted). The counts of each settings hash whose
-analysis follows the change queue and has nothing queued are built here; any other hash is
-built on its first Runs view.
+`runs_agg` and `runs_member`; indexes in the Runs table's default order, of the linked
+transcripts and for the live indicator; two more change-queue triggers (an episode linked,
+re-listed or deleted). The counts of each settings hash whose analysis follows the change queue
+and has nothing queued are built here; any other hash is built on its first Runs view.
 
 Revision ID: 0011
 Revises: 0010
@@ -61,6 +61,7 @@ def upgrade() -> None:
         "CREATE INDEX ix_episode_linked ON episode (primary_episode) "
         "WHERE primary_episode IS NOT NULL"
     )
+    op.create_index("ix_episode_live", "episode", ["last_ts", "n_calls"])
     bind = op.get_bind()
     postgres = bind.dialect.name == "postgresql"
     for sql in RUNS_TRIGGERS_POSTGRES if postgres else RUNS_TRIGGERS_SQLITE:
@@ -86,6 +87,7 @@ def downgrade() -> None:
         op.execute(sql)
     op.execute("DROP INDEX IF EXISTS ix_episode_runs_order")
     op.execute("DROP INDEX IF EXISTS ix_episode_linked")
+    op.drop_index("ix_episode_live", table_name="episode")
     op.drop_table("runs_member")
     op.drop_table("runs_agg")
     op.drop_table("runs_mark")
