@@ -44,8 +44,11 @@ def _plain(table: str, row: dict) -> dict:
 
 # The change queues of 0009 (clawviz.store.changes) are bookkeeping that did not exist at 0006:
 # a v6 store has none to copy, and 0009 fills them from what it finds (a settings hash takes the
-# full staleness check once). What this test follows is the data, so they are left out.
-QUEUES = frozenset({"analysis_mark", "episode_dirty", "search_pending"})
+# full staleness check once). What this test follows is the data, so they are left out, as are
+# the Runs counts of 0011 (clawviz.store.runstats: derived, built on a hash's first Runs view).
+QUEUES = frozenset(
+    {"analysis_mark", "episode_dirty", "search_pending", "runs_mark", "runs_agg", "runs_member"}
+)
 
 
 def _tables() -> list:
@@ -119,8 +122,9 @@ def test_a_v6_store_upgrades_and_reads_back_identically(reference, tmp_path):
     url = fresh_url(tmp_path, "v6")
     _v6_copy(ref, url)
     assert query(url, "SELECT version_num FROM alembic_version") == [("0006",)]
-    # 0008 episode.primary_episode/cross_check, 0009 the change queues, 0010 call_comment
-    assert migrate(create_engine(url)) == ["0007", "0008", "0009", "0010"]
+    # 0008 episode.primary_episode/cross_check, 0009 the change queues, 0010 call_comment,
+    # 0011 the Runs counts
+    assert migrate(create_engine(url)) == ["0007", "0008", "0009", "0010", "0011"]
     after = _snapshot(url)
     for key in ref:
         assert after[key] == ref[key], key
@@ -129,7 +133,7 @@ def test_a_v6_store_upgrades_and_reads_back_identically(reference, tmp_path):
     with engine.begin() as conn:
         migrations._run(conn, lambda script, rev: script._downgrade_revs("0006", rev))
     assert query(url, "SELECT version_num FROM alembic_version") == [("0006",)]
-    assert migrate(engine) == ["0007", "0008", "0009", "0010"]
+    assert migrate(engine) == ["0007", "0008", "0009", "0010", "0011"]
     engine.dispose()
     assert _snapshot(url) == after
     # The upgraded store takes new writes.

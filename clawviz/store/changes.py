@@ -77,6 +77,48 @@ END $$ LANGUAGE plpgsql""",
     "FOR EACH STATEMENT EXECUTE FUNCTION cv_search_pending()",
 )
 
+# The Runs aggregates (`clawviz.store.runstats`) also count what an episode is listed under and
+# whether it is listed at all: a link to its wire episode, a changed task / harness / model, and
+# a deleted episode are queued too (the analysis finds them unchanged, dequeues them and
+# refreshes their counts; a deleted one's counts go).
+_SQLITE_GONE = _SQLITE_INSERT.replace("NEW.episode_id", "OLD.episode_id")
+SQLITE_TRIGGERS += (
+    "CREATE TRIGGER IF NOT EXISTS cv_episode_listed AFTER UPDATE OF primary_episode, task_id, "
+    "harness, model ON episode WHEN OLD.primary_episode IS NOT NEW.primary_episode OR "
+    "OLD.task_id IS NOT NEW.task_id OR OLD.harness IS NOT NEW.harness OR "
+    f"OLD.model IS NOT NEW.model BEGIN {_SQLITE_INSERT} END",
+    f"CREATE TRIGGER IF NOT EXISTS cv_episode_del AFTER DELETE ON episode BEGIN {_SQLITE_GONE} END",
+)
+POSTGRES_TRIGGERS += (
+    f"""CREATE OR REPLACE FUNCTION cv_mark_gone() RETURNS trigger AS $$
+BEGIN
+  INSERT INTO {QUEUE} (settings_hash, episode_id, seq)
+  SELECT settings_hash, OLD.episode_id, nextval('{QUEUE}_seq') FROM {MARKS}
+  ON CONFLICT (settings_hash, episode_id) DO UPDATE SET seq = excluded.seq;
+  RETURN NULL;
+END $$ LANGUAGE plpgsql""",
+    "DROP TRIGGER IF EXISTS cv_episode_listed ON episode",
+    "CREATE TRIGGER cv_episode_listed AFTER UPDATE ON episode FOR EACH ROW "
+    "WHEN (OLD.primary_episode IS DISTINCT FROM NEW.primary_episode OR OLD.task_id IS DISTINCT "
+    "FROM NEW.task_id OR OLD.harness IS DISTINCT FROM NEW.harness OR OLD.model IS DISTINCT FROM "
+    "NEW.model) EXECUTE FUNCTION cv_mark_dirty()",
+    "DROP TRIGGER IF EXISTS cv_episode_del ON episode",
+    "CREATE TRIGGER cv_episode_del AFTER DELETE ON episode FOR EACH ROW "
+    "EXECUTE FUNCTION cv_mark_gone()",
+)
+RUNS_TRIGGERS_SQLITE = SQLITE_TRIGGERS[-2:]
+RUNS_TRIGGERS_POSTGRES = POSTGRES_TRIGGERS[-5:]
+"""The two triggers above (migration 0011 adds them to older stores)."""
+DROP_RUNS_SQLITE = (
+    "DROP TRIGGER IF EXISTS cv_episode_listed",
+    "DROP TRIGGER IF EXISTS cv_episode_del",
+)
+DROP_RUNS_POSTGRES = (
+    "DROP TRIGGER IF EXISTS cv_episode_listed ON episode",
+    "DROP TRIGGER IF EXISTS cv_episode_del ON episode",
+    "DROP FUNCTION IF EXISTS cv_mark_gone()",
+)
+
 DROP_SQLITE: tuple[str, ...] = tuple(
     f"DROP TRIGGER IF EXISTS {name}"
     for name in (
@@ -85,6 +127,8 @@ DROP_SQLITE: tuple[str, ...] = tuple(
         "cv_result_ins",
         "cv_result_upd",
         "cv_call_ins",
+        "cv_episode_listed",
+        "cv_episode_del",
     )
 )
 DROP_POSTGRES: tuple[str, ...] = (
@@ -92,6 +136,7 @@ DROP_POSTGRES: tuple[str, ...] = (
     "DROP TRIGGER IF EXISTS cv_episode_upd ON episode",
     "DROP TRIGGER IF EXISTS cv_result_ins ON result",
     'DROP TRIGGER IF EXISTS cv_call_ins ON "call"',
+    *DROP_RUNS_POSTGRES,
     "DROP FUNCTION IF EXISTS cv_mark_dirty()",
     "DROP FUNCTION IF EXISTS cv_search_pending()",
     f"DROP SEQUENCE IF EXISTS {QUEUE}_seq",

@@ -32,6 +32,7 @@ from sqlmodel import Session, select
 
 from clawviz.recon import UNATTACHED, reward_from_result
 from clawviz.settings import DEFAULT_SETTINGS, Settings
+from clawviz.store import runstats
 from clawviz.store.fastread import ANALYSIS_VERSION, settings_json_parts
 from clawviz.store.models import (
     NUL_PREFIX,
@@ -176,18 +177,34 @@ def _stale_query(session: Session, settings: Settings, *, queue: bool) -> list[S
         r.id, r.reward, r.checks_json, r.rubric_json,
     ]  # fmt: skip
     if queue:
+        # An outer join: a queued episode that is gone (deleted) comes back with no episode,
+        # nothing to analyse, and is dequeued (its Runs counts dropped by `_dequeue`).
         query = (
-            select(*columns, q.seq, case((is_stale, 1), else_=0))
-            .select_from(EpisodeDirty.__table__.join(joined, e.episode_id == q.episode_id))
+            select(*columns, q.seq, case((is_stale, 1), else_=0), q.episode_id)
+            .select_from(
+                # A flat chain of outer joins from the queue (a nested join is materialised
+                # over every episode by SQLite): primary-key probes per queued episode.
+                EpisodeDirty.__table__.outerjoin(Episode.__table__, e.episode_id == q.episode_id)
+                .outerjoin(Result.__table__, r.episode_id == e.episode_id)
+                .outerjoin(
+                    EpisodeStatus.__table__,
+                    (st.episode_id == e.episode_id) & (st.settings_hash == h),
+                )
+            )
             .where(q.settings_hash == h)
         )
     else:
-        query = select(*columns, null(), literal(1)).select_from(joined).where(is_stale)
+        query = select(*columns, null(), literal(1), null()).select_from(joined).where(is_stale)
     # Group members together: a batch then refreshes most of its groups only once.
     query = query.order_by(e.task_id, e.harness, e.episode_id)
     out, fresh = [], []
     for row in session.execute(query):
-        eid, task, harness, n_calls, stamp_text, stored, rid, rew, checks, rubric, seq, bad = row
+        eid, task, harness, n_calls, stamp_text, stored, rid, rew, checks, rubric, seq, bad, qe = (
+            row
+        )
+        if eid is None:  # queued, then deleted
+            fresh.append({"b_h": h, "b_e": qe, "b_s": seq})
+            continue
         if not bad:
             fresh.append({"b_h": h, "b_e": eid, "b_s": seq})
             continue
@@ -214,6 +231,9 @@ def _dequeue(session: Session, rows: list[dict[str, Any]]) -> None:
     row), committed; a read-only store keeps its queue (the check stays right, only slower)."""
     q = EpisodeDirty.__table__
     try:
+        # Unchanged inputs, but maybe a changed listing (a link, a deletion): the Runs counts.
+        for h in {r["b_h"] for r in rows}:
+            runstats.refresh(session, [r["b_e"] for r in rows if r["b_h"] == h], [h])
         session.connection().execute(
             delete(q).where(
                 q.c.settings_hash == bindparam("b_h"),
@@ -336,6 +356,7 @@ def persist_analyses(
             ),
             queued,
         )
+    runstats.refresh(session, replaced, [h])
 
 
 def unattached_stale(session: Session, settings: Settings) -> bool:
@@ -445,6 +466,7 @@ def store_advantages(session: Session, settings: Settings, analyses: list[Episod
             for a in analyses
         ],
     )
+    runstats.refresh(session, [a.episode_id for a in analyses], [h])
 
 
 def read_analysis(

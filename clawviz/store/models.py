@@ -428,6 +428,73 @@ class CallComment(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
 
 
+# --- the Runs page's maintained aggregates (clawviz.store.runstats; issue 26 §3) ---------------
+class RunsMark(SQLModel, table=True):
+    """A settings hash whose Runs aggregates (`runs_agg`) are built and kept up to date."""
+
+    __tablename__ = "runs_mark"
+    settings_hash: str = Field(primary_key=True)
+
+
+class RunsAgg(SQLModel, table=True):
+    """One count of the Runs first view under a settings hash: episodes (and their calls) per
+    kind ('all', 'status', 'reason', 'rewarded', 'bin', 'task', 'harness', 'model', 'group')
+    and key; `detail` holds a group's [task, harness]."""
+
+    __tablename__ = "runs_agg"
+    settings_hash: str = Field(primary_key=True)
+    kind: str = Field(primary_key=True)
+    key: str = Field(primary_key=True)
+    n: int = Field(default=0, sa_type=BigInteger)
+    calls: int = Field(default=0, sa_type=BigInteger)
+    detail: str | None = None
+
+
+class RunsMember(SQLModel, table=True):
+    """What one episode adds to `runs_agg` under a settings hash (subtracted when it changes)."""
+
+    __tablename__ = "runs_member"
+    settings_hash: str = Field(primary_key=True)
+    episode_id: str = Field(primary_key=True)
+    keys_json: str = "[]"
+    calls: int = Field(default=0, sa_type=BigInteger)
+
+
+RUNS_ORDER_INDEX = "ix_episode_runs_order"
+"""The Runs table's default order (`queries._EPISODE_ORDER_SQL`) over the episodes it lists:
+its first page is an index range read."""
+
+
+LINKED_INDEX = "ix_episode_linked"
+LIVE_INDEX = "ix_episode_live"
+
+
+def _runs_order_index() -> None:
+    from sqlalchemy import Index, text
+
+    Index(
+        RUNS_ORDER_INDEX,
+        text("(task_id IS NULL)"), "task_id", text("(harness IS NULL)"), "harness",
+        text("(attempt IS NULL)"), "attempt", "episode_id",
+        _table=Episode.__table__,  # type: ignore[attr-defined]
+        sqlite_where=text("primary_episode IS NULL"),
+        postgresql_where=text("primary_episode IS NULL"),
+    )  # fmt: skip
+    # The live indicator's reads (`queries.live_state`, every 3 s on Runs): its count and sum
+    # scan this small covering index, not the table, and its recent episodes are a range.
+    Index(LIVE_INDEX, "last_ts", "n_calls", _table=Episode.__table__)  # type: ignore[attr-defined]
+    # The linked transcripts (counted on every Runs view): a read of the few linked ones.
+    Index(
+        LINKED_INDEX, "primary_episode",
+        _table=Episode.__table__,  # type: ignore[attr-defined]
+        sqlite_where=text("primary_episode IS NOT NULL"),
+        postgresql_where=text("primary_episode IS NOT NULL"),
+    )  # fmt: skip
+
+
+_runs_order_index()
+
+
 def _nul_safe_strings() -> None:
     """Every string column of the schema is a NulSafeString (one place, not one per field)."""
     for table in SQLModel.metadata.tables.values():

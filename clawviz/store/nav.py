@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import case, func, literal, select, tuple_
+from sqlalchemy import case, func, literal, select, text
 from sqlmodel import Session, col
 
 from clawviz.store.models import Episode
@@ -56,31 +56,91 @@ def _key_of(session: Session, episode_id: str) -> tuple[Any, ...] | None:
 _LISTED = col(Episode.primary_episode).is_(None)
 
 
+_LEVELS = (
+    ("(task_id IS NULL)", None), ("task_id", 0), ("(harness IS NULL)", None), ("harness", 2),
+    ("(attempt IS NULL)", None), ("attempt", 4), ("episode_id", None),
+)  # fmt: skip
+"""The Runs order as the terms of `models.RUNS_ORDER_INDEX` (each value column names its
+missing-flag level: where that flag is 1 the value is NULL, equal for every such row)."""
+_ORDER = ", ".join(term for term, _ in _LEVELS)
+_LISTED_SQL = "primary_episode IS NULL"
+
+
+def _key(session: Session, episode_id: str) -> tuple[Any, ...] | None:
+    row = (
+        session.connection()
+        .execute(
+            text(f"SELECT {_ORDER} FROM episode WHERE episode_id = :e"),
+            {"e": episode_id},  # noqa: S608
+        )
+        .first()
+    )
+    return tuple(row) if row is not None else None
+
+
+def _beyond(key: tuple[Any, ...], level: int, op: str) -> tuple[str, dict[str, Any]] | None:
+    """Rows equal to `key` on the levels before `level` and `op` (< or >) it at `level`, as a
+    WHERE clause the Runs-order index serves (an equality prefix, one range); None when no row
+    can be (a missing value has nothing past it at its own level)."""
+    conds, params = [_LISTED_SQL], {}
+    for i, (term, flag) in enumerate(_LEVELS[: level + 1]):
+        if flag is not None and key[flag]:  # the value is NULL here: equal for every such row
+            if i == level:
+                return None
+            continue
+        params[f"k{i}"] = key[i]
+        conds.append(f"{term} {'=' if i < level else op} :k{i}")
+    return " AND ".join(conds), params
+
+
+def _next(session: Session, key: tuple[Any, ...], op: str) -> str | None:
+    """The first episode past `key` in the Runs order (`op` '>') or before it ('<'): one
+    index range read per level, the deepest level first (the nearest rows)."""
+    direction = "" if op == ">" else " DESC"
+    for level in range(len(_LEVELS) - 1, -1, -1):
+        where = _beyond(key, level, op)
+        if where is None:
+            continue
+        # Only the levels from this one: the equal ones before it would make SQLite sort.
+        order = ", ".join(term + direction for term, _ in _LEVELS[level:])
+        row = (
+            session.connection()
+            .execute(
+                text(f"SELECT episode_id FROM episode WHERE {where[0]} ORDER BY {order} LIMIT 1"),  # noqa: S608
+                where[1],
+            )
+            .first()
+        )
+        if row is not None:
+            return str(row[0])
+    return None
+
+
+def _before(session: Session, key: tuple[Any, ...]) -> int:
+    """How many listed episodes come before `key` (a count of index ranges)."""
+    n = 0
+    for level in range(len(_LEVELS)):
+        where = _beyond(key, level, "<")
+        if where is not None:
+            n += int(
+                session.connection()
+                .execute(text(f"SELECT COUNT(*) FROM episode WHERE {where[0]}"), where[1])  # noqa: S608
+                .scalar_one()
+            )
+    return n
+
+
 def neighbours(session: Session, episode_id: str) -> Position | None:
     """The previous and next episode of `episode_id` in the Runs default order, its place and
-    the number of episodes Runs lists (None: no such episode). Bounded queries, no list
-    loaded."""
-    key = _key_of(session, episode_id)
+    the number of episodes Runs lists (None: no such episode). Bounded queries on the Runs-order
+    index (`models.RUNS_ORDER_INDEX`), no list loaded."""
+    key = _key(session, episode_id)
     if key is None:
         return None
-    cols = _key_columns()
-    here = tuple_(*cols)
-    there = tuple_(*[literal(v) for v in key])
-    listed = _LISTED
-    nxt = session.execute(
-        select(col(Episode.episode_id)).where(listed, here > there).order_by(*cols).limit(1)
-    ).scalar()
-    prev = session.execute(
-        select(col(Episode.episode_id))
-        .where(listed, here < there)
-        .order_by(*[c.desc() for c in cols])
-        .limit(1)
-    ).scalar()
-    before = session.execute(
-        select(func.count()).select_from(Episode).where(listed, here < there)
-    )
-    total = session.execute(select(func.count()).select_from(Episode).where(listed))
-    return Position(prev, nxt, int(before.scalar() or 0) + 1, int(total.scalar() or 0))
+    return Position(
+        _next(session, key, "<"), _next(session, key, ">"), _before(session, key) + 1,
+        episode_count(session),
+    )  # fmt: skip
 
 
 def _like_prefix(text: str) -> str:

@@ -627,7 +627,10 @@ def _runs_where(f: EpisodeFilter, matching: Iterable[str] | None) -> tuple[str, 
         params["rmax"] = f.reward_max
         in_range.append(f"{reward} <= :rmax")
     present = " AND ".join([f"{reward} IS NOT NULL", *in_range])
-    conds.append(f"(({present}) OR {reward} IS NULL)" if f.include_missing_reward else present)
+    if not f.include_missing_reward:
+        conds.append(present)
+    elif in_range:  # with no range and missing rewards included, every episode passes
+        conds.append(f"(({present}) OR {reward} IS NULL)")
     if matching is not None:
         one_of("e.episode_id", "q", sorted(matching))
     return "WHERE " + " AND ".join(conds), params
@@ -682,6 +685,8 @@ def runs_aggregates(
     selects, in one aggregate query (one pass over them)."""
     import pandas as pd
 
+    if _kept(session, settings_hash, f, matching):
+        return _kept_aggregates(session, settings_hash)
     where, params = _runs_where(f, matching)
     params.update(h=settings_hash, ur=_reason_like("unexplained_root"))
     sums = []
@@ -706,6 +711,36 @@ def runs_aggregates(
     return summary, pd.DataFrame(counts, columns=["reason", "episodes"])
 
 
+def _kept(
+    session: Session, settings_hash: str, f: EpisodeFilter, matching: Iterable[str] | None
+) -> bool:
+    """Whether a view is the unfiltered one and its counts are kept (`runstats.ensure`): then
+    they are read, not recomputed over every episode."""
+    from clawviz.store import runstats
+
+    return f == EpisodeFilter() and matching is None and runstats.ensure(session, settings_hash)
+
+
+def _kept_aggregates(session: Session, settings_hash: str) -> tuple[RunsSummary, pd.DataFrame]:
+    import pandas as pd
+
+    from clawviz.store import runstats
+
+    c = runstats.counts(session, settings_hash)
+    summary = RunsSummary(
+        episodes=c.episodes,
+        kept=c.statuses.get("kept", 0),
+        dropped=c.statuses.get("dropped", 0),
+        unexplained=c.reasons.get("unexplained_root", 0),
+        calls=c.calls,
+        tasks=c.tasks,
+        with_reward=c.with_reward,
+    )
+    counts = [(code, c.reasons[code]) for code in KNOWN_REASONS if c.reasons.get(code)]
+    counts.sort(key=lambda kv: (-kv[1], kv[0]))
+    return summary, pd.DataFrame(counts, columns=["reason", "episodes"])
+
+
 def runs_summary(
     session: Session, settings_hash: str, f: EpisodeFilter = EpisodeFilter(),
     matching: Iterable[str] | None = None,
@@ -718,6 +753,11 @@ def runs_options(session: Session, settings_hash: str) -> dict[str, list[str]]:
     """What each Runs filter offers: distinct tasks, harnesses, models and statuses (keys
     task_id, harness, model, status). The reason codes are `reason_counts_sql` of every
     episode (the unfiltered view's chart input, so the page reads them once)."""
+    from clawviz.store import runstats
+
+    if runstats.ensure(session, settings_hash):
+        kinds = {"task_id": "task", "harness": "harness", "model": "model", "status": "status"}
+        return {key: runstats.values(session, settings_hash, kind) for key, kind in kinds.items()}
     conn = session.connection()
     out: dict[str, list[str]] = {}
     for key in ("task_id", "harness", "model"):
@@ -764,6 +804,15 @@ def reward_bins(
     harness ('?' for none), bin (0..REWARD_BINS-1, reward 1.0 in the last), lo, episodes."""
     import pandas as pd
 
+    if _kept(session, settings_hash, f, matching):
+        from clawviz.store import runstats
+
+        kept = runstats.bins(session, settings_hash)
+        df = pd.DataFrame(kept, columns=["harness", "bin", "episodes"])
+        df["lo"] = df["bin"] / REWARD_BINS
+        if df.empty:
+            return pd.DataFrame(columns=["harness", "bin", "lo", "episodes"])
+        return df[["harness", "bin", "lo", "episodes"]].reset_index(drop=True)
     where, params = _runs_where(f, matching)
     params.update(h=settings_hash, nb=REWARD_BINS)
     reward = RUNS_SORTS["reward"]
@@ -801,6 +850,8 @@ def group_advantages(
 ) -> tuple[pd.DataFrame, int]:  # fmt: skip
     """The advantages of the first `max_groups` GRPO groups (task / harness, by name) among the
     selected episodes, and how many groups have an advantage (`group_frame` in SQL)."""
+    if _kept(session, settings_hash, f, matching):
+        return _kept_groups(session, settings_hash, max_groups)
     where, params = _runs_where(f, matching)
     params.update(h=settings_hash, mg=max_groups)
     g = "COALESCE(e.task_id, '?') || ' / ' || COALESCE(e.harness, '?')"
@@ -825,6 +876,44 @@ def group_advantages(
     df = _read(session, sql, **params)
     df["advantage"] = df["advantage"].astype(float)
     return df, int(n or 0)
+
+
+def _kept_groups(session: Session, settings_hash: str, max_groups: int) -> tuple[pd.DataFrame, int]:
+    """`group_advantages` of the unfiltered view: the group names from the kept counts, then
+    the attempts of the first ones by their (task, harness) index (not a pass over every
+    episode)."""
+    import pandas as pd
+
+    from clawviz.store import runstats
+
+    first, n = runstats.groups(session, settings_hash, max_groups)
+    columns = ["group", "episode_id", "task_id", "harness", "attempt", "advantage"]
+    wanted = {(task, harness) for _name, task, harness in first}
+    tasks = sorted({t for t, _h in wanted if t is not None})
+    # By task (its index), the harness matched here: a few attempts per group.
+    conds = ["e.task_id IS NULL"] if any(t is None for t, _h in wanted) else []
+    params: dict[str, str] = {"h": settings_hash}
+    if tasks:
+        params.update({f"t{i}": t for i, t in enumerate(tasks)})
+        conds.append(f"e.task_id IN ({', '.join(f':t{i}' for i in range(len(tasks)))})")
+    if not conds:
+        return pd.DataFrame(columns=columns).astype({"advantage": float}), n
+    # SQLite's CROSS JOIN keeps the episodes (by task) outside: unanalysed, it would scan
+    # every status of the hash instead.
+    join = "CROSS JOIN" if _dialect(session) == "sqlite" else "JOIN"
+    sql = f"""
+        SELECT e.episode_id, e.task_id, e.harness, e.attempt, s.advantage
+        FROM episode e {join} episode_status s
+          ON s.episode_id = e.episode_id AND s.settings_hash = :h
+        WHERE {_PRIMARY_SQL} AND s.advantage IS NOT NULL AND ({" OR ".join(conds)})
+    """  # noqa: S608 - every value is a bound parameter
+    rows = [
+        (runstats.group_name(task, harness), str(eid), task, harness, attempt, float(adv))
+        for eid, task, harness, attempt, adv in session.connection().execute(text(sql), params)
+        if (task, harness) in wanted
+    ]
+    rows.sort(key=lambda r: (r[0], r[4] is not None, r[4] if r[4] is not None else 0, r[1]))
+    return pd.DataFrame(rows, columns=columns), n
 
 
 def linked_transcripts(session: Session) -> int:

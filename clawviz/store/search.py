@@ -320,6 +320,17 @@ def search(
             f"ON c.call_id = d.call_id WHERE search_fts MATCH :q {where} "
             "ORDER BY bm25(search_fts) LIMIT :limit"
         )
+        if not where:
+            # Rank in the index alone, then read only the `limit` best documents and calls
+            # (not the text and call of every match): the same rows, and a first search pays
+            # cold pages for 20 documents, not thousands (bench/README.md, issue 26 third pass).
+            sql = (
+                "SELECT d.kind, d.role, d.call_id, d.episode_id, d.text, c.source_file, c.line "
+                "FROM (SELECT rowid AS id, bm25(search_fts) AS score FROM search_fts "
+                "WHERE search_fts MATCH :q ORDER BY score LIMIT :limit) f "
+                'JOIN search_doc d ON d.id = f.id JOIN "call" c ON c.call_id = d.call_id '
+                "ORDER BY f.score"
+            )
     else:
         params["q"] = query
         fn = "websearch_to_tsquery" if syntax else "plainto_tsquery"
