@@ -101,9 +101,9 @@ def _wait_for_first_batch(url: str, log: Path, proc: subprocess.Popen) -> int:
     pytest.fail("no batch of the big log was committed within 300 s")
 
 
-def _ingest(url: str, paths: list):
+def _ingest(url: str, paths: list, workers: int = 1):
     with Session(get_engine(url)) as session:
-        return ingest_paths(paths, session=session)
+        return ingest_paths(paths, session=session, workers=workers)
 
 
 def _files(report) -> list[tuple]:
@@ -155,7 +155,10 @@ def _kill_after_first_batch(url: str, log: Path) -> int:
     return n
 
 
-def test_an_ingest_killed_mid_file_is_completed_by_the_next_one(tmp_path, big_log):
+@pytest.mark.parametrize("workers", [1, 2])
+def test_an_ingest_killed_mid_file_is_completed_by_the_next_one(tmp_path, big_log, workers):
+    """The rerun is a plain ingest, or `--workers 2` (whose pool leaves the unfinished file to
+    the path that continues it)."""
     log, meta = big_log
     url = fresh_url(tmp_path, "killed")
     _kill_after_first_batch(url, log)
@@ -163,7 +166,7 @@ def test_an_ingest_killed_mid_file_is_completed_by_the_next_one(tmp_path, big_lo
     assert sha is not None and sha.startswith(PARTIAL)
     assert 0 < n_kept < meta["n_calls"]
 
-    again = _ingest(url, [log])
+    again = _ingest(url, [log], workers)
     assert _files(again) == [(str(log), "exchange", "loaded", meta["n_calls"], 0)]
     assert again.errors == [] and again.n_episodes == meta["n_episodes"]
     clean = fresh_url(tmp_path, "clean")

@@ -1386,6 +1386,8 @@ def _start_pool(
             continue
         if _previous_source(session, target.path, sha) is not None:
             continue
+        if store.source_by_sha(session, PARTIAL + sha) is not None:
+            continue  # an unfinished batched load: the ordinary path continues it
         fmt, _ = _sniff(target.path, settings, None, target.display)
         if fmt != "exchange":
             continue
