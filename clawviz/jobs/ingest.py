@@ -6,11 +6,12 @@ An exchange log is written in bounded batches, each its own transaction (`BATCH_
 hold at most, so a concurrent ingest, `record --db`/`follow` or the app's analysis always gets
 the SQLite lock within a batch): its source row says `partial:<fingerprint>` until the last
 batch is in, and a load that stopped mid-way (killed, disk full) is continued by the next ingest
-of the same bytes from its last committed line, with nothing doubled. Results, findings and
-transcripts load in one transaction each. Either way a file counts as loaded only when all of
-it is (minus its rejected lines, which are kept verbatim with a reason). A file whose bytes
-were loaded before adds nothing; an exchange log that has grown since (same name, its old bytes
-as its head) adds only its new lines, continuing from where the last load stopped.
+of the same bytes from its last committed line, with nothing doubled. A new log up to
+`ONE_TRANSACTION_BYTES`, results, findings and transcripts load in one transaction each. Either
+way a file counts as loaded only when all of it is (minus its rejected lines, which are kept
+verbatim with a reason). A file whose bytes were loaded before adds nothing; an exchange log
+that has grown since (same name, its old bytes as its head) adds only its new lines,
+continuing from where the last load stopped.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import orjson
@@ -49,6 +50,7 @@ from clawviz.store import calls as store
 from clawviz.types import Call, ParsedExchange
 
 Progress = Callable[[int, int, str], None]
+T = TypeVar("T")
 
 LOG_SUFFIXES = (".jsonl", ".jsonl.gz")
 SNIFF_LINES = 20
@@ -62,6 +64,9 @@ BATCH_MIN_LINES = 10
 PARTIAL = "partial:"
 """Prefix of a source's fingerprint while its file is still being loaded in batches."""
 REFRESH_EPISODES = 200
+ONE_TRANSACTION_BYTES = 1 << 20
+"""A new exchange log up to this size is loaded in one transaction, as before batches: its
+few commits would each wait for another writer's batch, and there is little to continue."""
 """Episode rows refreshed per transaction at the end of a batched file."""
 
 
@@ -396,6 +401,9 @@ class _FileIngest:
         self.result_episodes: set[str] = set()
         """Episodes a results file gave a reward to (their decisions change with it)."""
         self.settings: Settings = DEFAULT_SETTINGS
+        self.single = False
+        """The whole file is one transaction (`ONE_TRANSACTION_BYTES`): batches only flush,
+        and a lock error goes up to the caller, which loads the file again."""
 
     def reject(self, line: int, reason: str, raw: str) -> None:
         self.rejects.append((self.target.display, line, reason, raw))
@@ -588,9 +596,9 @@ def _ingest_exchange(
 
         def move() -> None:
             store.reassign_episode(fi.session, fi.source.id or 0, parse.fallback, only)
-            fi.session.commit()
+            _end(fi)
 
-        db.retry_locked(fi.session, move)
+        _step(fi, move)
         fi.held.rename(parse.fallback, only, fi.target.display)
         fi.episodes.discard(parse.fallback)
         fi.episodes.add(only)
@@ -600,9 +608,9 @@ def _ingest_exchange(
 
         def refresh(chunk: list[str] = chunk) -> None:
             store.refresh_episodes(fi.session, chunk)
-            fi.session.commit()
+            _end(fi)
 
-        db.retry_locked(fi.session, refresh)
+        _step(fi, refresh)
 
 
 @dataclass
@@ -629,6 +637,22 @@ def _committed(session: Session, source_id: int, from_line: int = 1) -> _Done:
     )
 
 
+def _step(fi: _FileIngest, work: Callable[[], T], undo: Callable[[], None] | None = None) -> T:
+    """Run one step of a batched load as its own transaction (retried while another SQLite
+    writer holds the lock), or inside the file's one transaction (`fi.single`)."""
+    if fi.single:
+        return work()
+    return db.retry_locked(fi.session, work, undo)
+
+
+def _end(fi: _FileIngest) -> None:
+    """Commit a step, or only flush it when the file is one transaction."""
+    if fi.single:
+        fi.session.flush()
+    else:
+        fi.session.commit()
+
+
 def _commit_batch(
     fi: _FileIngest,
     out: IngestReport,
@@ -646,11 +670,12 @@ def _commit_batch(
         rows = pending + [(fi.target.display, p.call.line, why, "") for p, why in failed]
         rows = [r for r in rows if r[1] not in done_lines]
         store.write_rejections(fi.session, fi.source, rows)
-        fi.session.commit()
+        _end(fi)
         return rows, len(failed)
 
-    rows, n_failed = db.retry_locked(fi.session, work, seen.clear)
-    fi.held.commit()
+    rows, n_failed = _step(fi, work, seen.clear)
+    if not fi.single:
+        fi.held.commit()
     fi.report.n_calls += len(batch) - n_failed
     fi.report.n_rejected += len(rows)
     out.rejected.extend(Rejection(f, ln, r) for f, ln, r, _ in rows)
@@ -1100,8 +1125,13 @@ def _load_exchange(
         report = FileReport(display, "exchange", "loaded")
         source = store.source_by_sha(session, PARTIAL + sha)
         done = None
+        single = source is None and size <= ONE_TRANSACTION_BYTES
         try:
-            if source is None:
+            if single:
+                source = Source(path=display, sha256=sha, format="exchange", size_bytes=size)
+                session.add(source)
+                session.flush()
+            elif source is None:
 
                 def create() -> Source:
                     row = Source(
@@ -1120,6 +1150,7 @@ def _load_exchange(
                 session, target, sha, "exchange", report, held, size=size, source=source
             )
             fi.settings = settings
+            fi.single = single
             _ingest_exchange(fi, out, tick, cache, seen, done=done)
 
             def mark() -> None:
@@ -1131,13 +1162,22 @@ def _load_exchange(
                 session.add(fi.source)
                 session.commit()
 
-            db.retry_locked(session, mark)
+            _step(fi, mark)
             held.commit()
         except Exception as exc:  # noqa: BLE001 - a broken file is reported, the others still load
             if db.is_locked(exc):
                 raise  # past the lock retry: the file is loaded again (`_ingest_targets`)
+            session.rollback()
             held.rollback()
-            kept = _kept_note(session, source)
+            if single and isinstance(exc, IntegrityError) and "sha256" in str(exc).lower():
+                # Another process (`ingest --workers`) wrote the same bytes meanwhile.
+                seen.clear()
+                out.rejected = [r for r in out.rejected if r.file != display]
+                loaded = store.source_by_sha(session, sha) is not None
+                session.rollback()
+                status = "already_loaded" if loaded else "already_being_loaded"
+                return FileReport(display, "exchange", status)
+            kept = "" if single else _kept_note(session, source)
             rep = _file_failed(session, seen, target, out, report, exc)
             if kept:
                 rep.error = f"{rep.error} ({kept})"
