@@ -64,10 +64,10 @@ BATCH_MIN_LINES = 10
 PARTIAL = "partial:"
 """Prefix of a source's fingerprint while its file is still being loaded in batches."""
 REFRESH_EPISODES = 200
+"""Episode rows refreshed per transaction at the end of a batched file."""
 ONE_TRANSACTION_BYTES = 1 << 20
 """A new exchange log up to this size is loaded in one transaction, as before batches: its
 few commits would each wait for another writer's batch, and there is little to continue."""
-"""Episode rows refreshed per transaction at the end of a batched file."""
 
 
 @dataclass
