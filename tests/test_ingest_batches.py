@@ -219,3 +219,38 @@ def test_a_killed_load_of_a_log_that_grew_since_is_completed_then_appended(tmp_p
         assert con.execute(text('SELECT count(*) FROM "call"')).scalar_one() == total
         assert con.execute(text("SELECT count(*) FROM source")).scalar_one() == 1
     assert digest(url) == digest(clean)
+
+
+HOLD_CLAIM = (
+    "import sys, time\n"
+    "from sqlmodel import Session\n"
+    "from clawviz.store import db\n"
+    "with Session(db.get_engine(sys.argv[1])) as s, db.claim(s, 'file-x') as mine:\n"
+    "    print('held' if mine else 'refused', flush=True)\n"
+    "    time.sleep(600)\n"
+)
+
+
+def test_a_claim_is_refused_while_held_and_ends_with_its_process(tmp_path):
+    from clawviz.store import db
+
+    url = fresh_url(tmp_path, "claims")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_CLAIM, url],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with Session(get_engine(url)) as s:
+            with db.claim(s, "file-x") as mine:
+                assert mine is False  # another live process holds it
+            with db.claim(s, "file-y") as other, db.claim(s, "file-y") as again:
+                assert other is True and again is False  # a second holder in this process too
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    with Session(get_engine(url)) as s, db.claim(s, "file-x") as mine:
+        assert mine is True  # the holder died: its claim went with it

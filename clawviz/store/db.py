@@ -156,8 +156,8 @@ def claim(session: Session, key: str) -> Iterator[bool]:
     number), PostgreSQL a session advisory lock on a connection of its own. So a load that
     was killed mid-way is taken over by the next ingest, while one that is still running is
     left to finish (`clawviz.jobs.ingest`, batch commits)."""
-    engine = session.get_bind()
-    assert isinstance(engine, Engine)
+    bind = session.get_bind()
+    engine = bind.engine if isinstance(bind, Connection) else bind
     local = (str(engine.url), key)
     with _CLAIMED_LOCK:
         if local in _CLAIMED:
