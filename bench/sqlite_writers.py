@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -112,6 +113,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="clawviz-sqlite-writers-"))
+    try:
+        return _run(a, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run(a: argparse.Namespace, tmp: Path) -> int:
     big = tmp / "big.jsonl"
     stats = gen.write_log(big, int(a.mb * 1e6))
     small_calls = None
