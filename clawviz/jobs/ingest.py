@@ -1,11 +1,17 @@
 """The ingest job: load files and folders into the store (exchange logs, results, transcripts and
 task folders), then analyse the episodes they changed (`clawviz.jobs.analyse`).
 
-Each file is read line by line (plain or gzip), its format detected from its first records, and
-loaded in one transaction: a file either loads completely (minus its rejected lines, which are
-kept verbatim with a reason) or not at all. A file whose bytes were loaded before adds nothing;
-an exchange log that has grown since (same name, its old bytes as its head) adds only its new
-lines, continuing from where the last load stopped.
+Each file is read line by line (plain or gzip) and its format detected from its first records.
+An exchange log is written in bounded batches, each its own transaction (`BATCH_HOLD_S` of lock
+hold at most, so a concurrent ingest, `record --db`/`follow` or the app's analysis always gets
+the SQLite lock within a batch): its source row says `partial:<fingerprint>` until the last
+batch is in, and a load that stopped mid-way (killed, disk full) is continued by the next ingest
+of the same bytes from its last committed line, with nothing doubled. A new log up to
+`ONE_TRANSACTION_BYTES`, results, findings and transcripts load in one transaction each. Either
+way a file counts as loaded only when all of it is (minus its rejected lines, which are kept
+verbatim with a reason). A file whose bytes were loaded before adds nothing; an exchange log
+that has grown since (same name, its old bytes as its head) adds only its new lines,
+continuing from where the last load stopped.
 """
 
 from __future__ import annotations
@@ -13,10 +19,11 @@ from __future__ import annotations
 import functools
 import gc
 import os
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import orjson
@@ -45,6 +52,7 @@ from clawviz.store import (
     Result,
     Source,
     Task,
+    claim,
     index_pending,
     is_locked,
     retry_locked,
@@ -53,11 +61,24 @@ from clawviz.store import (
 from clawviz.types import Call, ParsedExchange
 
 Progress = Callable[[int, int, str], None]
+T = TypeVar("T")
 
 LOG_SUFFIXES = (".jsonl", ".jsonl.gz")
 SNIFF_LINES = 20
 BATCH_LINES = 500
 BATCH_BYTES = 8 * 1024 * 1024
+BATCH_HOLD_S = 0.5
+"""An exchange log's batch holds the write lock about this long at most: a batch that took
+longer halves the next one (down to `BATCH_MIN_LINES`), one that took under a quarter of it
+doubles the next (up to `BATCH_LINES` / `BATCH_BYTES`)."""
+BATCH_MIN_LINES = 10
+PARTIAL = "partial:"
+"""Prefix of a source's fingerprint while its file is still being loaded in batches."""
+REFRESH_EPISODES = 200
+"""Episode rows refreshed per transaction at the end of a batched file."""
+ONE_TRANSACTION_BYTES = 1 << 20
+"""A new exchange log up to this size is loaded in one transaction, as before batches: its
+few commits would each wait for another writer's batch, and there is little to continue."""
 
 
 @dataclass
@@ -156,9 +177,18 @@ class _Held:
             self.staged.pop(eid, None)
             self.evicted.add(eid)
 
-    def rename(self, old: str, new: str) -> None:
-        """Staged calls of episode `old` now belong to `new` (a file's fallback resolved)."""
+    def rename(self, old: str, new: str, source_file: str | None = None) -> None:
+        """Staged calls of episode `old` now belong to `new` (a file's fallback resolved); with
+        `source_file`, also the held calls of that file (committed in earlier batches)."""
         moved = self.staged.pop(old, [])
+        if source_file is not None and old in self.calls:
+            mine = [c for c in self.calls[old] if c.source_file == source_file]
+            rest = [c for c in self.calls[old] if c.source_file != source_file]
+            if rest:
+                self.calls[old] = rest
+            else:
+                del self.calls[old]
+            moved = mine + moved
         for call in moved:
             call.episode_id = new
         if new in self.evicted:
@@ -253,7 +283,9 @@ def _previous_source(session: Session, path: Path, fp: str) -> Source | None:
     size = path.stat().st_size
     old = session.exec(
         select(Source).where(
-            Source.size_bytes == size, col(Source.sha256).not_like(FINGERPRINT + "%")
+            Source.size_bytes == size,
+            col(Source.sha256).not_like(FINGERPRINT + "%"),
+            col(Source.sha256).not_like(PARTIAL + "%"),
         )
     ).all()
     if old:
@@ -380,6 +412,9 @@ class _FileIngest:
         self.result_episodes: set[str] = set()
         """Episodes a results file gave a reward to (their decisions change with it)."""
         self.settings: Settings = DEFAULT_SETTINGS
+        self.single = False
+        """The whole file is one transaction (`ONE_TRANSACTION_BYTES`): batches only flush,
+        and a lock error goes up to the caller, which loads the file again."""
 
     def reject(self, line: int, reason: str, raw: str) -> None:
         self.rejects.append((self.target.display, line, reason, raw))
@@ -401,14 +436,6 @@ class _Resume:
     named: set[str]
 
 
-def _write_batch(fi: _FileIngest, batch: list[ParsedExchange], seen: store.SeenHashes) -> None:
-    """Write a batch in a savepoint; a call the database refuses becomes a Rejected line."""
-    failed = store.write_parsed_guarded(fi.session, batch, fi.source, seen)
-    for parsed, reason in failed:
-        fi.reject(parsed.call.line, reason, "")
-    fi.report.n_calls += len(batch) - len(failed)
-
-
 class ExchangeParse:
     """Reading one exchange log into parsed calls, with no store: the part of loading a file that
     the worker processes of `clawviz.jobs.pool` run (parse, canonicalise, hash), while writing
@@ -425,6 +452,7 @@ class ExchangeParse:
         id_prefix: str,
         cache: MessageCache | None = None,
         resume: _Resume | None = None,
+        skip_through: int = 0,
     ) -> None:
         self.path = path
         self.display = display
@@ -441,6 +469,11 @@ class ExchangeParse:
         self.rejects: list[tuple[int, str, str]] = []
         """(line, reason, raw) of lines not loaded, taken by the writer after each batch."""
         self.warnings: list[Rejection] = []
+        self.skip_through = skip_through
+        """Lines up to this one were committed by an earlier load of the file: not parsed."""
+        self.batch_lines = BATCH_LINES
+        self.batch_bytes = BATCH_BYTES
+        """The current batch bounds (the writer narrows them to keep its lock hold short)."""
 
     def take_rejects(self) -> list[tuple[int, str, str]]:
         out, self.rejects = self.rejects, []
@@ -495,7 +528,7 @@ class ExchangeParse:
         try:
             for n, data in reader.lines(self.display):
                 # Only a line that starts with whitespace can be blank: no copy of every long line.
-                if data[:1].isspace() and not data.strip():
+                if (data[:1].isspace() and not data.strip()) or n <= self.skip_through:
                     continue
                 parsed = self._parse(n, data)
                 if parsed is None:
@@ -516,7 +549,7 @@ class ExchangeParse:
                 self.episodes.add(parsed.call.episode_id or self.fallback)
                 batch.append(parsed)
                 batch_bytes += len(data)
-                if len(batch) >= BATCH_LINES or batch_bytes >= BATCH_BYTES:
+                if len(batch) >= self.batch_lines or batch_bytes >= self.batch_bytes:
                     yield batch, reader.position()
                     batch, batch_bytes = [], 0
             self.n_lines = reader.n_lines
@@ -535,7 +568,11 @@ def _ingest_exchange(
     cache: MessageCache,
     seen: store.SeenHashes,
     resume: _Resume | None = None,
+    done: _Done | None = None,
 ) -> None:
+    """Load an exchange log in batches, each committed on its own (`_commit_batch`), then
+    resolve its fallback episode and refresh its episodes' rows. The caller marks the file
+    loaded. `done`: what an earlier, unfinished load of it committed (continued here)."""
     parse = ExchangeParse(
         fi.target.path,
         fi.target.display,
@@ -544,26 +581,126 @@ def _ingest_exchange(
         id_prefix=fi.sha.removeprefix(FINGERPRINT)[:12],
         cache=cache,
         resume=resume,
+        skip_through=done.through if done else 0,
     )
+    for eid in done.episodes if done else ():
+        parse.episodes.add(eid)
+        if eid == parse.fallback:
+            parse.n_fallback += 1
+        else:
+            parse.named.add(eid)
     for batch, pos in parse.batches():
         for parsed in batch:
             fi.held.add(parsed.call)
         for line, reason, raw in parse.take_rejects():
             fi.reject(line, reason, raw)
-        _write_batch(fi, batch, seen)
+        began = time.perf_counter()
+        _commit_batch(fi, out, batch, seen, done.rejected_lines if done else frozenset())
+        _fit_batch(parse, time.perf_counter() - began)
         out.warnings.extend(parse.warnings)
         parse.warnings = []
-        fi.flush_rejects(out)
         tick(pos)
     fi.report.n_lines = parse.n_lines
     fi.episodes.update(parse.episodes)
     only = parse.single_named()
     if only is not None:
-        store.reassign_episode(fi.session, fi.source.id or 0, parse.fallback, only)
-        fi.held.rename(parse.fallback, only)
+
+        def move() -> None:
+            store.reassign_episode(fi.session, fi.source.id or 0, parse.fallback, only)
+            _end(fi)
+
+        _step(fi, move)
+        fi.held.rename(parse.fallback, only, fi.target.display)
         fi.episodes.discard(parse.fallback)
         fi.episodes.add(only)
-    store.refresh_episodes(fi.session, fi.episodes)
+    ids = sorted(e for e in fi.episodes if e)
+    for i in range(0, len(ids), REFRESH_EPISODES):
+        chunk = ids[i : i + REFRESH_EPISODES]
+
+        def refresh(chunk: list[str] = chunk) -> None:
+            store.refresh_episodes(fi.session, chunk)
+            _end(fi)
+
+        _step(fi, refresh)
+
+
+@dataclass
+class _Done:
+    """What an unfinished load of a file committed: every line up to `through` is in (as a
+    call or a rejected line), with these episodes and rejected line numbers."""
+
+    through: int
+    episodes: set[str]
+    rejected_lines: frozenset[int]
+    n_calls: int
+    rejected: list[Rejection]
+
+
+def _committed(session: Session, source_id: int, from_line: int = 1) -> _Done:
+    """What earlier batches of the file of `source_id` committed, from line `from_line` on."""
+    last, n_calls, episodes, rejected = store.source_progress(session, source_id, from_line)
+    return _Done(
+        through=max([last, *(r[1] for r in rejected)]),
+        episodes=episodes,
+        rejected_lines=frozenset(r[1] for r in rejected),
+        n_calls=n_calls,
+        rejected=[Rejection(f, ln, r) for f, ln, r in rejected],
+    )
+
+
+def _step(fi: _FileIngest, work: Callable[[], T], undo: Callable[[], None] | None = None) -> T:
+    """Run one step of a batched load as its own transaction (retried while another SQLite
+    writer holds the lock), or inside the file's one transaction (`fi.single`)."""
+    if fi.single:
+        return work()
+    return retry_locked(fi.session, work, undo)
+
+
+def _end(fi: _FileIngest) -> None:
+    """Commit a step, or only flush it when the file is one transaction."""
+    if fi.single:
+        fi.session.flush()
+    else:
+        fi.session.commit()
+
+
+def _commit_batch(
+    fi: _FileIngest,
+    out: IngestReport,
+    batch: list[ParsedExchange],
+    seen: store.SeenHashes,
+    done_lines: frozenset[int],
+) -> None:
+    """Write one batch with its rejected lines and commit it; while another SQLite writer holds
+    the lock, the batch alone (never the file) is written again. A call the database refuses
+    becomes a rejected line; a line an earlier load already rejected is not stored twice."""
+    pending, fi.rejects = fi.rejects, []
+
+    def work() -> tuple[list[tuple[str, int, str, str]], int]:
+        failed = store.write_parsed_guarded(fi.session, batch, fi.source, seen)
+        rows = pending + [(fi.target.display, p.call.line, why, "") for p, why in failed]
+        rows = [r for r in rows if r[1] not in done_lines]
+        store.write_rejections(fi.session, fi.source, rows)
+        _end(fi)
+        return rows, len(failed)
+
+    rows, n_failed = _step(fi, work, seen.clear)
+    if not fi.single:
+        fi.held.commit()
+    fi.report.n_calls += len(batch) - n_failed
+    fi.report.n_rejected += len(rows)
+    out.rejected.extend(Rejection(f, ln, r) for f, ln, r, _ in rows)
+
+
+def _fit_batch(parse: ExchangeParse, took: float) -> None:
+    """Narrow the next batch after one that held the lock too long; widen it again after
+    short ones (`BATCH_HOLD_S`)."""
+    if took > BATCH_HOLD_S:
+        parse.batch_lines = max(BATCH_MIN_LINES, parse.batch_lines // 2)
+        parse.batch_bytes = max(1 << 16, parse.batch_bytes // 2)
+    elif took < BATCH_HOLD_S / 4:
+        parse.batch_lines = min(BATCH_LINES, parse.batch_lines * 2)
+        parse.batch_bytes = min(BATCH_BYTES, parse.batch_bytes * 2)
 
 
 def _ingest_results(fi: _FileIngest, out: IngestReport) -> None:
@@ -870,10 +1007,30 @@ def _ingest_file(
     settings: Settings = DEFAULT_SETTINGS,
 ) -> FileReport:
     grown = _grown_candidates(session, target)
-    size, sha, heads = file_hashes(target.path, {c.size_bytes for c in grown})
+    cut = _partial_candidates(session, target)
+    size, sha, heads = file_hashes(target.path, {c.size_bytes for c in grown + cut})
     previous = _previous_source(session, target.path, sha)
     if previous is not None:
         return FileReport(target.display, previous.format, "already_loaded")
+    for part in cut:
+        if part.size_bytes < size and PARTIAL + heads.get(part.size_bytes, "") == part.sha256:
+            # An unfinished load of this log's first bytes, and the log has grown since:
+            # finish those, then add the rest as a grown log.
+            head = part.sha256.removeprefix(PARTIAL)
+            cut_rep = _load_exchange(
+                session, target, out, cache, seen, held, episodes, head, part.size_bytes, settings
+            )
+            if cut_rep.status != "loaded":
+                return cut_rep
+            rest = _ingest_file(
+                session, target, out, cache, seen, held, episodes, done, total, progress, settings
+            )
+            if rest.status == "appended":
+                rest.status = "loaded"
+                rest.n_lines = max(rest.n_lines, cut_rep.n_lines)
+                rest.n_calls += cut_rep.n_calls
+                rest.n_rejected += cut_rep.n_rejected
+            return rest
     for cand in grown:
         if cand.size_bytes < size and heads.get(cand.size_bytes) == cand.sha256:
             return _append_file(session, target, out, cache, seen, held, episodes, cand, size, sha)
@@ -901,18 +1058,20 @@ def _ingest_file(
             )
         )
         return FileReport(target.display, fmt, "skipped")
-    report = FileReport(target.display, fmt, "loaded")
 
     def tick(pos: int) -> None:
         if progress:
             progress(done + pos, total, target.display)
 
+    if fmt == "exchange":
+        return _load_exchange(
+            session, target, out, cache, seen, held, episodes, sha, size, settings, tick
+        )
+    report = FileReport(target.display, fmt, "loaded")
     try:
         fi = _FileIngest(session, target, sha, fmt, report, held, size=size)
         fi.settings = settings
-        if fmt == "exchange":
-            _ingest_exchange(fi, out, tick, cache, seen)
-        elif fmt == "results":
+        if fmt == "results":
             _ingest_results(fi, out)
         elif fmt == "findings":
             _ingest_findings(fi, out)
@@ -945,6 +1104,139 @@ def _ingest_file(
             raise  # another writer holds the lock: the file is loaded again (`_ingest_targets`)
         return _file_failed(session, seen, target, out, report, exc)
     return report
+
+
+def _load_exchange(
+    session: Session,
+    target: _Target,
+    out: IngestReport,
+    cache: MessageCache,
+    seen: store.SeenHashes,
+    held: _Held,
+    episodes: set[str],
+    sha: str,
+    size: int,
+    settings: Settings,
+    tick: Callable[[int], None] = lambda _: None,
+) -> FileReport:
+    """Load a new exchange log (its first `size` bytes, fingerprint `sha`) in batches.
+
+    Its source row is committed first as `partial:<sha>`; each batch then commits its calls
+    and rejected lines; the row takes its real fingerprint when all is in. The load holds a
+    claim on `sha` (`db.claim`): another live process loading the same bytes makes this one
+    report `already_being_loaded`; a load that ended mid-way (killed) is continued from its
+    last committed line."""
+    display = target.display
+    with claim(session, sha) as mine:
+        if not mine:
+            return FileReport(display, "exchange", "already_being_loaded")
+        session.rollback()  # see what was committed up to the claim
+        if store.source_by_sha(session, sha) is not None:
+            return FileReport(display, "exchange", "already_loaded")
+        report = FileReport(display, "exchange", "loaded")
+        source = store.source_by_sha(session, PARTIAL + sha)
+        done = None
+        single = source is None and size <= ONE_TRANSACTION_BYTES
+        try:
+            if single:
+                source = Source(path=display, sha256=sha, format="exchange", size_bytes=size)
+                session.add(source)
+                session.flush()
+            elif source is None:
+
+                def create() -> Source:
+                    row = Source(
+                        path=display, sha256=PARTIAL + sha, format="exchange", size_bytes=size
+                    )
+                    session.add(row)
+                    session.commit()
+                    return row
+
+                source = retry_locked(session, create)
+            else:
+                done = _committed(session, source.id or 0)
+                report.n_calls, report.n_rejected = done.n_calls, len(done.rejected)
+                out.rejected.extend(done.rejected)
+            fi = _FileIngest(
+                session, target, sha, "exchange", report, held, size=size, source=source
+            )
+            fi.settings = settings
+            fi.single = single
+            _ingest_exchange(fi, out, tick, cache, seen, done=done)
+
+            def mark() -> None:
+                fi.source.sha256 = sha
+                fi.source.n_lines = report.n_lines
+                fi.source.n_calls = report.n_calls
+                fi.source.n_rejected = report.n_rejected
+                fi.source.n_episodes = len(fi.episodes)
+                session.add(fi.source)
+                session.commit()
+
+            _step(fi, mark)
+            held.commit()
+        except Exception as exc:  # noqa: BLE001 - a broken file is reported, the others still load
+            if is_locked(exc):
+                raise  # past the lock retry: the file is loaded again (`_ingest_targets`)
+            session.rollback()
+            held.rollback()
+            if single and isinstance(exc, IntegrityError) and "sha256" in str(exc).lower():
+                # Another process (`ingest --workers`) wrote the same bytes meanwhile.
+                seen.clear()
+                out.rejected = [r for r in out.rejected if r.file != display]
+                loaded = store.source_by_sha(session, sha) is not None
+                session.rollback()
+                status = "already_loaded" if loaded else "already_being_loaded"
+                return FileReport(display, "exchange", status)
+            kept = "" if single else _kept_note(session, source)
+            rep = _file_failed(session, seen, target, out, report, exc)
+            if kept:
+                rep.error = f"{rep.error} ({kept})"
+                out.errors[-1] = SkippedFile(display, rep.error)
+            return rep
+    episodes.update(fi.episodes)
+    held.rewarded.update(fi.result_episodes)
+    if report.n_calls == 0:
+        report.status = "no_calls"
+    return report
+
+
+def _kept_note(session: Session, source: Source | None) -> str:
+    """After a batched load failed mid-way: its committed batches are kept (the next ingest of
+    the file continues from them) and named in its error; a source row with nothing committed
+    yet is removed, as if the file had never been read."""
+    if source is None or source.id is None:
+        return ""
+    try:
+        session.rollback()
+        _, n_calls, _, rejected = store.source_progress(session, source.id)
+        if not n_calls and not rejected:
+            store.drop_source(session, source.id)
+            session.commit()
+            return ""
+    except SQLAlchemyError:
+        session.rollback()
+        return ""
+    return (
+        f"{n_calls} calls and {len(rejected)} rejected lines of its committed batches are kept; "
+        "the next ingest of the file continues from there"
+    )
+
+
+def _partial_candidates(session: Session, target: _Target) -> list[Source]:
+    """Unfinished batched loads of an exchange log under this file name (a recording that may
+    have grown since the load stopped)."""
+    name = target.path.name
+    if target.kind != "file" or name.endswith(".gz"):
+        return []
+    rows = session.exec(
+        select(Source).where(
+            col(Source.sha256).startswith(PARTIAL),
+            Source.format == "exchange",
+            Source.path.endswith(name),
+        )
+    ).all()
+    return [r for r in rows if Path(r.path).name == name]
 
 
 def _file_failed(
@@ -1019,32 +1311,85 @@ def _append_file(
     was torn then (no newline yet) is read again whole, and its old rejection dropped.
     """
     report = FileReport(target.display, "exchange", "appended")
+    with claim(session, f"append:{source.id}") as mine:
+        if not mine:
+            return FileReport(target.display, "exchange", "already_being_loaded")
+        matched = source.sha256
+        session.rollback()
+        session.refresh(source)
+        if source.sha256 == sha:
+            return FileReport(target.display, "exchange", "already_loaded")
+        if source.sha256 != matched:
+            # Another process appended part of the new lines meanwhile: the next run adds the rest.
+            return FileReport(target.display, "exchange", "already_being_loaded")
+        try:
+            fi = _append_batches(session, target, out, cache, seen, held, source, size, sha, report)
+        except Exception as exc:  # noqa: BLE001 - as for a new file: reported, the others load
+            if is_locked(exc):
+                raise  # another writer holds the lock: the file is loaded again (`_ingest_targets`)
+            session.rollback()
+            held.rollback()
+            seen.clear()
+            out.rejected = [r for r in out.rejected if r.file != target.display]
+            report.status, report.error = "error", f"{type(exc).__name__}: {exc}"
+            report.n_calls = report.n_rejected = 0
+            out.errors.append(SkippedFile(target.display, report.error))
+            return report
+    episodes.update(fi.episodes)
+    return report
+
+
+def _append_batches(
+    session: Session,
+    target: _Target,
+    out: IngestReport,
+    cache: MessageCache,
+    seen: store.SeenHashes,
+    held: _Held,
+    source: Source,
+    size: int,
+    sha: str,
+    report: FileReport,
+) -> _FileIngest:
+    """`_append_file`'s load, in batches: the source row keeps its old fingerprint and size
+    until the last batch is in, so an append that stopped mid-way is continued (from its last
+    committed line) by the next ingest of the log."""
     torn = _torn_tail(target.path, source.size_bytes)
     start, first_line = source.size_bytes - torn, source.n_lines + 1
-    try:
-        if torn:
-            first_line = source.n_lines
+    if torn:
+        first_line = source.n_lines
+
+        def drop() -> None:
             dropped = store.drop_rejection(session, source.id or 0, first_line)
             source.n_rejected -= dropped
-        first_id = session.exec(
-            select(CallRow.call_id).where(CallRow.source_id == source.id).limit(1)
-        ).first()
-        fallback = _fallback_episode(target.display, target.path)
-        named = set(
-            session.exec(
-                select(CallRow.episode_id)
-                .where(CallRow.source_id == source.id, CallRow.episode_id != fallback)
-                .distinct()
-            ).all()
-        )
-        resume = _Resume(
-            start=start,
-            first_line=first_line,
-            id_prefix=first_id.split(":")[0] if first_id else sha.removeprefix(FINGERPRINT)[:12],
-            named={e for e in named if e},
-        )
-        fi = _FileIngest(session, target, sha, "exchange", report, held, size=size, source=source)
-        _ingest_exchange(fi, out, lambda _: None, cache, seen, resume)
+            session.add(source)
+            session.commit()
+
+        retry_locked(session, drop)
+    first_id = session.exec(
+        select(CallRow.call_id).where(CallRow.source_id == source.id).limit(1)
+    ).first()
+    fallback = _fallback_episode(target.display, target.path)
+    named = set(
+        session.exec(
+            select(CallRow.episode_id)
+            .where(CallRow.source_id == source.id, CallRow.episode_id != fallback)
+            .distinct()
+        ).all()
+    )
+    resume = _Resume(
+        start=start,
+        first_line=first_line,
+        id_prefix=first_id.split(":")[0] if first_id else sha.removeprefix(FINGERPRINT)[:12],
+        named={e for e in named if e},
+    )
+    done = _committed(session, source.id or 0, first_line)
+    report.n_calls, report.n_rejected = done.n_calls, len(done.rejected)
+    out.rejected.extend(done.rejected)
+    fi = _FileIngest(session, target, sha, "exchange", report, held, size=size, source=source)
+    _ingest_exchange(fi, out, lambda _: None, cache, seen, resume, done)
+
+    def mark() -> None:
         source.sha256 = sha
         source.size_bytes = size
         source.n_lines = max(report.n_lines, source.n_lines)
@@ -1058,18 +1403,10 @@ def _append_file(
         source.ingested_at = utcnow()
         session.add(source)
         session.commit()
-        episodes.update(fi.episodes)
-    except Exception as exc:  # noqa: BLE001 - as for a new file: reported, the others load
-        if is_locked(exc):
-            raise  # another writer holds the lock: the file is loaded again (`_ingest_targets`)
-        session.rollback()
-        held.rollback()
-        seen.clear()
-        out.rejected = [r for r in out.rejected if r.file != target.display]
-        report.status, report.error = "error", f"{type(exc).__name__}: {exc}"
-        report.n_calls = report.n_rejected = 0
-        out.errors.append(SkippedFile(target.display, report.error))
-    return report
+
+    retry_locked(session, mark)
+    held.commit()
+    return fi
 
 
 # --- `ingest --workers N` (`clawviz.jobs.pool`): which files the workers read, and writing them
@@ -1100,6 +1437,8 @@ def _start_pool(
             continue
         if _previous_source(session, target.path, sha) is not None:
             continue
+        if store.source_by_sha(session, PARTIAL + sha) is not None:
+            continue  # an unfinished batched load: the ordinary path continues it
         fmt, _ = _sniff(target.path, settings, None, target.display)
         if fmt != "exchange":
             continue

@@ -476,6 +476,33 @@ def drop_rejection(session: Session, source_id: int, line: int) -> int:
     return int(result.rowcount or 0)
 
 
+def source_progress(
+    session: Session, source_id: int, from_line: int = 1
+) -> tuple[int, int, set[str], list[tuple[str, int, str]]]:
+    """What is stored of a file's lines from `from_line` on (a batched load that stopped
+    mid-way): its last call's line, its number of calls, their episodes, and its rejected
+    lines as (file, line, reason) in line order."""
+    where = (CallRow.source_id == source_id, CallRow.line >= from_line)
+    last, n = session.execute(select(func.max(CallRow.line), func.count()).where(*where)).one()
+    episodes = session.execute(select(CallRow.episode_id).where(*where).distinct()).scalars()
+    rejected = session.execute(
+        select(RejectedLine.source_file, RejectedLine.line, RejectedLine.reason)
+        .where(RejectedLine.source_id == source_id, RejectedLine.line >= from_line)
+        .order_by(RejectedLine.line)
+    ).all()
+    return (
+        int(last or 0),
+        int(n or 0),
+        {e for e in episodes if e},
+        [(f, int(ln), r) for f, ln, r in rejected],
+    )
+
+
+def drop_source(session: Session, source_id: int) -> None:
+    """Forget a source row that nothing refers to (a load that failed before its first batch)."""
+    session.execute(delete(Source).where(Source.id == source_id))
+
+
 def reassign_episode(session: Session, source_id: int, old: str, new: str) -> None:
     """Move a file's fallback-episode calls to the one episode its other calls name."""
     session.execute(

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import BinaryIO, TypeVar
 from urllib.parse import quote
 
 from sqlalchemy import Column, MetaData, PrimaryKeyConstraint, String, Table, event, inspect, text
@@ -141,6 +143,85 @@ def retry_locked(
                 undo()
             time.sleep(pause)
             pause = min(pause * 2, 1.0)
+
+
+_CLAIMED: set[tuple[str, str]] = set()
+_CLAIMED_LOCK = threading.Lock()
+
+
+def _claim_key(key: str) -> int:
+    """A 63-bit number for `key`: the PostgreSQL advisory lock, the SQLite byte range."""
+    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big") >> 1
+
+
+@contextmanager
+def claim(session: Session, key: str) -> Iterator[bool]:
+    """Hold a store-wide claim on `key` (a file being loaded) while the block runs; yields
+    False when another live process (or thread) holds it.
+
+    The claim ends with the process that holds it, however it ends: a SQLite store takes an
+    fcntl lock on one byte of a file beside it (`<store>.claims`, the byte at the key's
+    number), PostgreSQL a session advisory lock on a connection of its own. So a load that
+    was killed mid-way is taken over by the next ingest, while one that is still running is
+    left to finish (`clawviz.jobs.ingest`, batch commits)."""
+    bind = session.get_bind()
+    engine = bind.engine if isinstance(bind, Connection) else bind
+    local = (str(engine.url), key)
+    with _CLAIMED_LOCK:
+        if local in _CLAIMED:
+            yield False
+            return
+        _CLAIMED.add(local)
+    try:
+        with _held_claim(engine, _claim_key(key)) as held:
+            yield held
+    finally:
+        with _CLAIMED_LOCK:
+            _CLAIMED.discard(local)
+
+
+@contextmanager
+def _held_claim(engine: Engine, number: int) -> Iterator[bool]:
+    if engine.dialect.name == "postgresql":
+        with engine.connect() as conn:
+            got = bool(
+                conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": number}).scalar()
+            )
+            conn.commit()
+            try:
+                yield got
+            finally:
+                if got:
+                    conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": number})
+                    conn.commit()
+        return
+    path = _sqlite_path(engine)
+    if path is None:  # an in-memory store: one process only
+        yield True
+        return
+    f = _claim_file(path)
+    try:
+        fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, number)
+    except OSError:
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        fcntl.lockf(f, fcntl.LOCK_UN, 1, number)
+
+
+_CLAIM_FILES: dict[str, BinaryIO] = {}
+
+
+def _claim_file(path: str) -> BinaryIO:
+    """The process's one open handle on `<store>.claims`: POSIX record locks end when the
+    process closes any handle on the file, so it is opened once and kept."""
+    with _CLAIMED_LOCK:
+        f = _CLAIM_FILES.get(path)
+        if f is None or f.closed:
+            f = _CLAIM_FILES[path] = open(f"{path}.claims", "a+b")  # noqa: SIM115 (kept open)
+        return f
 
 
 def _read_only_file(path: str) -> bool:
