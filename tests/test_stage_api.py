@@ -63,11 +63,6 @@ def test_a_stage_imports_its_modules_only_when_a_name_is_used() -> None:
 # shrink: a new deep import fails the first test, a moved one fails the second until its line
 # is deleted here.
 DEEP_IMPORTS_LEFT: dict[str, str] = {
-    "clawviz/export/source.py: clawviz.store.calls": (
-        "the export's narrow call reader uses the store's private row readers (_load_messages, "
-        "_load_blobs, _unpack_json); it belongs in store.calls, whose write path another "
-        "branch is changing"
-    ),
     "clawviz/jobs/pool.py: clawviz.store.calls": (
         "the pooled writer builds rows with store.calls' private packer, columns and inserts "
         "(_Packer, _CALL_COLS, _insert_rows, ...); same move, same branch"

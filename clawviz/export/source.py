@@ -25,10 +25,10 @@ from clawviz.store import (
     EpisodeStatus,
     episodes_frame,
     filter_episodes,
-    restore_nul,
+    load_path_calls,
+    unpack_text,
 )
-from clawviz.store import calls as store
-from clawviz.types import Call, PathInfo, Reason, Rollout, Usage, system_text
+from clawviz.types import Call, PathInfo, Reason
 
 Progress = Callable[[int, int, str], None]
 
@@ -134,69 +134,9 @@ def _tools_of(session: Session, call_ids: Sequence[str]) -> dict[str, Any]:
         chunk = hashes[i : i + 500]
         query = select(Blob.hash, Blob.text).where(col(Blob.hash).in_(chunk))
         for h, text in session.execute(query):
-            blobs[h] = orjson.loads(store.unpack_text(text) or "null")
+            blobs[h] = orjson.loads(unpack_text(text) or "null")
     for cid, h in hash_of.items():
         out[cid] = blobs.get(h)
-    return out
-
-
-_EXPORT_COLS = (
-    "call_id",
-    "system_hash",
-    "message_hashes",
-    "response_json",
-    "input_tokens",
-    "output_tokens",
-    "cache_read_input_tokens",
-    "cache_creation_input_tokens",
-    "rollout_json",
-)
-"""The call columns an export reads: what the row builders and the report use of a `Call`."""
-
-
-def load_path_calls(session: Session, call_ids: Sequence[str]) -> dict[str, Call]:
-    """The calls named by kept paths, by id, with only the fields an export reads.
-
-    Unlike `store.load_calls_many` (the analysis's loader), only the calls on kept paths are
-    read, and only their messages, system prompt, reply, usage and rollout: the other `Call`
-    fields keep their defaults (headers, tools, extra and the log position are never part of
-    a row). Columns are read without the ORM's per-value type processing; the one text column
-    that can carry an escaped NUL into a row (`call_id`) is restored here.
-    """
-    table: Any = CallRow.__table__  # type: ignore[attr-defined]
-    cols = [table.c[name] for name in _EXPORT_COLS]
-    rows: list[Any] = []
-    for i in range(0, len(call_ids), 500):
-        chunk = list(call_ids[i : i + 500])
-        rows.extend(session.execute(select(*cols).where(table.c.call_id.in_(chunk))))
-    hashes_of = [store._unpack_json(r.message_hashes) for r in rows]
-    messages = store._load_messages(session, {h for hs in hashes_of for h in hs}, "canonical_json")
-    systems: dict[str, str] = {
-        h: system_text(raw)
-        for h, raw in store._load_blobs(
-            session, {r.system_hash for r in rows if r.system_hash}
-        ).items()
-    }
-    out: dict[str, Call] = {}
-    for r, hashes in zip(rows, hashes_of, strict=True):
-        cid = restore_nul(r.call_id)
-        rollout = orjson.loads(r.rollout_json) if r.rollout_json else None
-        out[cid] = Call(
-            call_id=cid,
-            source_file="",
-            line=0,
-            endpoint="anthropic_messages",
-            system=systems.get(r.system_hash, "") if r.system_hash else "",
-            messages=[messages[h] for h in hashes],
-            response=orjson.loads(r.response_json) if r.response_json else None,
-            usage=Usage(
-                _int_or_none(r.input_tokens),
-                _int_or_none(r.output_tokens),
-                _int_or_none(r.cache_read_input_tokens),
-                _int_or_none(r.cache_creation_input_tokens),
-            ),
-            rollout=Rollout(**rollout) if rollout else None,
-        )
     return out
 
 

@@ -50,6 +50,7 @@ from clawviz.store.models import (
     Result,
     Source,
     call_order_by,
+    restore_nul,
 )
 from clawviz.store.packing import (  # noqa: F401 - _local: bench/compiled.py times zstd
     PACK_LEVEL,
@@ -874,3 +875,73 @@ def raw_request(session: Session, call_id: str) -> dict[str, Any]:
 def source_by_sha(session: Session, sha256: str) -> Source | None:
     """The source row of a file with these bytes, if it was ingested before."""
     return session.exec(select(Source).where(Source.sha256 == sha256)).first()
+
+
+_EXPORT_COLS = (
+    "call_id",
+    "system_hash",
+    "message_hashes",
+    "response_json",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+    "rollout_json",
+)
+"""The call columns an export reads (`clawviz.export`): what its row builders and report use
+of a `Call`."""
+
+
+def load_path_calls(session: Session, call_ids: Sequence[str]) -> dict[str, Call]:
+    """The calls named by kept paths, by id, with only the fields an export reads.
+
+    Unlike `load_calls_many` (the analysis's loader), only the calls on kept paths are
+    read, and only their messages, system prompt, reply, usage and rollout: the other `Call`
+    fields keep their defaults (headers, tools, extra and the log position are never part of
+    a row). Columns are read without the ORM's per-value type processing; the one text column
+    that can carry an escaped NUL into a row (`call_id`) is restored here.
+    """
+    table: Any = CallRow.__table__  # type: ignore[attr-defined]
+    cols = [table.c[name] for name in _EXPORT_COLS]
+    rows: list[Any] = []
+    for i in range(0, len(call_ids), 500):
+        chunk = list(call_ids[i : i + 500])
+        rows.extend(session.execute(select(*cols).where(table.c.call_id.in_(chunk))))
+    hashes_of = [_unpack_json(r.message_hashes) for r in rows]
+    messages = _load_messages(session, {h for hs in hashes_of for h in hs}, "canonical_json")
+    systems: dict[str, str] = {
+        h: system_text(raw)
+        for h, raw in _load_blobs(
+            session, {r.system_hash for r in rows if r.system_hash}
+        ).items()
+    }
+    out: dict[str, Call] = {}
+    for r, hashes in zip(rows, hashes_of, strict=True):
+        cid = restore_nul(r.call_id)
+        rollout = orjson.loads(r.rollout_json) if r.rollout_json else None
+        out[cid] = Call(
+            call_id=cid,
+            source_file="",
+            line=0,
+            endpoint="anthropic_messages",
+            system=systems.get(r.system_hash, "") if r.system_hash else "",
+            messages=[messages[h] for h in hashes],
+            response=orjson.loads(r.response_json) if r.response_json else None,
+            usage=Usage(
+                _opt_int(r.input_tokens),
+                _opt_int(r.output_tokens),
+                _opt_int(r.cache_read_input_tokens),
+                _opt_int(r.cache_creation_input_tokens),
+            ),
+            rollout=Rollout(**rollout) if rollout else None,
+        )
+    return out
+
+
+def _opt_int(v: Any) -> int | None:
+    try:
+        if v is None or (isinstance(v, float) and v != v):
+            return None
+        return int(v)
+    except (TypeError, ValueError):
+        return None
