@@ -209,10 +209,14 @@ def start_ray_head() -> tuple[subprocess.Popen, str]:
     """A Ray head with 2 CPUs and no dashboard (`ray start --block`, its own process group so it
     is stopped by its id, not by name), and its address."""
     port = 26380 + os.getpid() % 500
+    # A private head on loopback for this run: Ray's token authentication is off for it (and
+    # for the commands this script starts, which inherit the setting).
+    os.environ["RAY_AUTH_MODE"] = "disabled"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "CLAWVIZ_NO_SAMPLES": "1"}
     ray_bin = Path(sys.executable).with_name("ray")
     cmd = [str(ray_bin) if ray_bin.exists() else "ray", "start", "--head", "--block"]
     cmd += [f"--port={port}", "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats"]
+    cmd += ["--node-ip-address=127.0.0.1"]
     head = subprocess.Popen(
         cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
@@ -226,6 +230,7 @@ def start_ray_head() -> tuple[subprocess.Popen, str]:
             return head, address
         except Exception:  # noqa: BLE001 - not up yet
             time.sleep(0.5)
+    stop_ray_head(head)
     raise SystemExit("the Ray head did not start")
 
 
@@ -233,7 +238,11 @@ def stop_ray_head(head: subprocess.Popen) -> None:
     import signal
 
     os.killpg(head.pid, signal.SIGTERM)
-    head.wait(timeout=60)
+    try:
+        head.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(head.pid, signal.SIGKILL)
+        head.wait(timeout=20)
 
 
 def bench_ingest(

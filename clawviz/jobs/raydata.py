@@ -122,10 +122,11 @@ def stage(url: str) -> Iterator[Path]:
 
 def dataset(ray: Any, items: list[dict[str, Any]]) -> Any:
     """A Ray Data dataset of `items`, one block each (one task per item), with Ray Data's
-    progress bars and INFO lines off: the command reports progress as a single process does."""
+    progress bars and its INFO and WARNING lines off (its errors still show): the command
+    reports progress as a single process does."""
     import logging
 
-    logging.getLogger("ray.data").setLevel(logging.WARNING)
+    logging.getLogger("ray.data").setLevel(logging.ERROR)
     ray.data.DataContext.get_current().enable_progress_bars = False
     return ray.data.from_items(items, override_num_blocks=max(1, len(items)))
 
