@@ -174,3 +174,32 @@ def test_a_task_killed_mid_file_is_retried_and_doubles_nothing(tmp_path, local_r
     assert marker.exists()  # a task's worker did die mid-file
     assert report.errors == []  # Ray ran the task again
     assert digest(url) == digest(single)
+
+
+def test_a_local_ray_is_our_own_even_beside_a_running_cluster(monkeypatch):
+    """Without --ray-address, ray.init() would join a cluster `ray start` left on the machine
+    (and refuse num_cpus): the local start asks for a new Ray of its own."""
+    from clawviz.jobs import rayrt
+
+    calls: list[dict] = []
+
+    class FakeRay:
+        def is_initialized(self):
+            return False
+
+        def init(self, **kw):
+            calls.append(kw)
+
+        def shutdown(self):
+            calls.append({"shutdown": True})
+
+    monkeypatch.setattr(rayrt, "import_ray", FakeRay)
+    with rayrt.ray_session(None, 2):
+        pass
+    assert calls[0]["address"] == "local" and calls[0]["num_cpus"] == 2
+    assert calls[0]["include_dashboard"] is False
+    assert calls[1] == {"shutdown": True}
+    calls.clear()
+    with rayrt.ray_session("10.0.0.5:6379", 2):
+        pass
+    assert calls[0]["address"] == "10.0.0.5:6379" and "num_cpus" not in calls[0]
