@@ -230,11 +230,11 @@ def start_ray_head() -> tuple[subprocess.Popen, str]:
             return head, address
         except Exception:  # noqa: BLE001 - not up yet
             time.sleep(0.5)
-    stop_ray_head(head)
+    stop_ray_head(head, address)
     raise SystemExit("the Ray head did not start")
 
 
-def stop_ray_head(head: subprocess.Popen) -> None:
+def stop_ray_head(head: subprocess.Popen, address: str) -> None:
     import signal
 
     os.killpg(head.pid, signal.SIGTERM)
@@ -243,6 +243,15 @@ def stop_ray_head(head: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(head.pid, signal.SIGKILL)
         head.wait(timeout=20)
+    # `ray start` noted the head in /tmp/ray/ray_current_cluster, where a later ray.init()
+    # without an address (any test on this machine) would try to join it: remove our note.
+    note = Path("/tmp/ray/ray_current_cluster")
+    port = address.rsplit(":", 1)[-1]
+    try:
+        if note.read_text().strip().endswith(f":{port}"):
+            note.unlink()
+    except OSError:
+        pass
 
 
 def bench_ingest(
@@ -341,8 +350,8 @@ def main() -> None:
         try:
             rows = bench_ingest(logs, a.rounds, a.pg, a.ray, not a.no_sqlite, address)
         finally:
-            if head is not None:
-                stop_ray_head(head)
+            if head is not None and address is not None:
+                stop_ray_head(head, address)
         for b in {r["backend"] for r in rows}:
             out.append(summary([r for r in rows if r["backend"] == b], f"ingest {b}"))
     if a.only in (None, "analyse"):

@@ -38,6 +38,7 @@ def local_ray(tmp_path_factory):
     ray = pytest.importorskip("ray")
     marker = tmp_path_factory.mktemp("kill") / "killed"
     ray.init(
+        address="local",  # our own, even if `ray start` left a cluster on the machine
         num_cpus=2,
         include_dashboard=False,
         log_to_driver=False,
@@ -80,6 +81,18 @@ def test_file_urls_of_samples_and_recordings_make_the_single_process_store(tmp_p
     assert digest(url) == digest(single)
 
 
+HASHED: list[str] = []
+"""Files `recording_hashes` fingerprinted in this process (the driver; a task has its own)."""
+
+
+def recording_hashes(path, prefixes):
+    """The ingest's fingerprint, noting the file (module-level: the tasks get it by name)."""
+    from clawviz.ingest.lines import _file_hashes
+
+    HASHED.append(str(path))
+    return _file_hashes(path, prefixes)
+
+
 def _as_remote(monkeypatch) -> None:
     """file:// URLs take the remote path in the driver (listed through pyarrow, read,
     fingerprinted and sniffed in the tasks, other files staged on the driver)."""
@@ -95,14 +108,8 @@ def test_remote_urls_are_listed_fingerprinted_and_read_in_the_tasks(
     single = fresh_url(tmp_path, "single")
     r1 = _ingest(single, [str(p) for p in inputs])
     _as_remote(monkeypatch)
-    seen_by_driver: list[str] = []
-    real_hashes = ingest_mod._file_hashes
-
-    def hashes(path, prefixes):
-        seen_by_driver.append(str(path))
-        return real_hashes(path, prefixes)
-
-    monkeypatch.setattr(ingest_mod, "_file_hashes", hashes)
+    HASHED.clear()
+    monkeypatch.setattr(ingest_mod, "_file_hashes", recording_hashes)
     url = fresh_url(tmp_path, "remote")
     r2 = _ingest(url, [p.as_uri() for p in inputs], workers=2, engine="ray")
     assert r2.errors == []
@@ -111,7 +118,7 @@ def test_remote_urls_are_listed_fingerprinted_and_read_in_the_tasks(
     # The driver fingerprinted none of the exchange logs: the tasks did.
     exchange = {Path(f.path).name for f in r2.files if f.format == "exchange"}
     assert len(exchange) >= 20
-    assert seen_by_driver == []
+    assert HASHED == []
     # Again, and with one file given twice: each task's fingerprint finds its file loaded.
     again = [*(p.as_uri() for p in inputs), (SAMPLES / "exchanges").as_uri()]
     r3 = _ingest(url, again, workers=2, engine="ray")

@@ -1276,6 +1276,7 @@ def _remote_job(
         inline=True,
         url=target.url,
         sniff=_sniff,
+        hashes=_file_hashes,
     )
 
 

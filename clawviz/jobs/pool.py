@@ -106,6 +106,8 @@ class Job:
     (`clawviz.jobs.raydata.stage`); `sha` empty: fingerprinted in the task (a remote file)."""
     sniff: Any = None
     """`clawviz.jobs.ingest._sniff`, for a file the driver has not looked at (a remote one)."""
+    hashes: Any = None
+    """The ingest's `_file_hashes` (size, fingerprint), for that file too."""
 
 
 @dataclass
@@ -251,9 +253,7 @@ def run_job(job: Job) -> Done:
 
         with stage(job.url) as local:
             if not job.sha:
-                from clawviz.ingest.lines import _file_hashes
-
-                size, sha, _ = _file_hashes(local, ())
+                size, sha, _ = job.hashes(local, ())
                 fmt, _ = job.sniff(local, job.settings, None, job.display)
                 if fmt != "exchange":
                     return Done(job.index, other_format=fmt)
