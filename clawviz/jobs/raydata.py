@@ -143,6 +143,9 @@ def ingest_rows(jobs: list[Any], ray: Any, run_row: Any) -> Iterator[tuple[int, 
             for j in jobs
         ],
     )
+    # max_retries explicitly: Ray Data's own default retries a task whose worker dies without
+    # end (a file that crashes its reader would never finish). Ray 2.60 warns that remote args
+    # given this way go in 2.64; requirements-ray.txt allows <3, so that upgrade needs a look.
     for row in ds.map(run_row, num_cpus=1, max_retries=2).iter_rows():
         done = pickle.loads(row["done"])  # noqa: S301 - our own task's answer
         yield done.index, done

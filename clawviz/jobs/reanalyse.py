@@ -126,6 +126,7 @@ def _run_ray(
         ds = dataset(
             ray, [{"batch": pickle.dumps(t, protocol=pickle.HIGHEST_PROTOCOL)} for t in tasks]
         )
+        # (max_retries explicitly, as in clawviz.jobs.raydata.ingest_rows)
         for row in ds.map(_analyse_row, num_cpus=1, max_retries=2).iter_rows():
             yield pickle.loads(row["answer"])  # noqa: S301 - our own task's answer
 
