@@ -1,19 +1,20 @@
 """`ingest --workers 2` vs 1 and `analyse --workers 2` vs 1, measured in the same run, interleaved.
 
     python3 bench/ingest_workers.py [--rounds 3] [--mb 200] [--pg postgresql+psycopg://.../postgres]
-        [--only ingest|analyse] [--ray] [--no-sqlite]
+        [--only ingest|analyse] [--ray] [--ray-cluster] [--no-sqlite]
 
 Input: two generated exchange logs of `--mb` MB each (`bench/gen.py`, seeds 1 and 2; the second
 one's episode ids get a `~b` suffix so the two files hold different episodes), written to
 `bench/out/workers/` once. Each round runs, in alternating order, `python -m clawviz ingest
 --workers 1` and `--workers 2` of both files into a fresh store (SQLite file; with `--pg`, also
 a fresh PostgreSQL database on that server; `--ray`: also `--engine ray`, a local Ray with 2
-CPUs, on PostgreSQL), then `analyse --workers 1` and `--workers 2` with
-`--set reward_threshold=0.7` on two copies of one ingested SQLite store. Reported: wall-clock
-medians and spreads, the 1/2 ratio per round, CPU seconds of all processes (wait4's rusage: the
-command and every worker it waited for), peak RSS of the driver and of the largest worker
-(VmHWM sampled from /proc every 0.1 s), and the store digests (identical or not). Prints JSON
-lines; the last one is the summary.
+CPUs, on PostgreSQL; `--ray-cluster`: also `--engine ray --ray-address` of a Ray head this
+script started once beforehand with 2 CPUs, as a team's cluster is already running), then
+`analyse --workers 1` and `--workers 2` with `--set reward_threshold=0.7` on two copies of one
+ingested SQLite store. Reported: wall-clock medians and spreads, the 1/2 ratio per round, CPU
+seconds of all processes (wait4's rusage: the command and every worker it waited for), peak RSS
+of the driver and of the largest worker (VmHWM sampled from /proc every 0.1 s), and the store
+digests (identical or not). Prints JSON lines; the last one is the summary.
 """
 
 from __future__ import annotations
@@ -186,6 +187,13 @@ def summary(rows: list[dict], key: str) -> dict:
     if ratios:
         out["ratio_1_over_2_median"] = round(statistics.median(ratios), 2)
         out["ratio_spread"] = [round(min(ratios), 2), round(max(ratios), 2)]
+    cluster = [
+        a["wall_s"] / b["wall_s"]
+        for a, b in zip(by.get(1, []), by.get("ray-cluster", []), strict=False)
+    ]
+    if cluster:
+        out["ratio_1_over_ray_cluster_median"] = round(statistics.median(cluster), 2)
+        out["ratio_ray_cluster_spread"] = [round(min(cluster), 2), round(max(cluster), 2)]
     ray_ratios = [
         a["wall_s"] / b["wall_s"] for a, b in zip(by.get(1, []), by.get("ray", []), strict=False)
     ]
@@ -197,8 +205,62 @@ def summary(rows: list[dict], key: str) -> dict:
     return out
 
 
+def start_ray_head() -> tuple[subprocess.Popen, str]:
+    """A Ray head with 2 CPUs and no dashboard (`ray start --block`, its own process group so it
+    is stopped by its id, not by name), and its address."""
+    port = 26380 + os.getpid() % 500
+    # A private head on loopback for this run: Ray's token authentication is off for it (and
+    # for the commands this script starts, which inherit the setting).
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CLAWVIZ_NO_SAMPLES": "1"}
+    ray_bin = Path(sys.executable).with_name("ray")
+    cmd = [str(ray_bin) if ray_bin.exists() else "ray", "start", "--head", "--block"]
+    cmd += [f"--port={port}", "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats"]
+    cmd += ["--node-ip-address=127.0.0.1"]
+    head = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    address = f"127.0.0.1:{port}"
+    import ray
+
+    for _ in range(120):  # wait until it answers
+        try:
+            ray.init(address=address, log_to_driver=False)
+            ray.shutdown()
+            return head, address
+        except Exception:  # noqa: BLE001 - not up yet
+            time.sleep(0.5)
+    stop_ray_head(head, address)
+    raise SystemExit("the Ray head did not start")
+
+
+def stop_ray_head(head: subprocess.Popen, address: str) -> None:
+    import signal
+
+    os.killpg(head.pid, signal.SIGTERM)
+    try:
+        head.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(head.pid, signal.SIGKILL)
+        head.wait(timeout=20)
+    # `ray start` noted the head in /tmp/ray/ray_current_cluster, where a later ray.init()
+    # without an address (any test on this machine) would try to join it: remove our note.
+    note = Path("/tmp/ray/ray_current_cluster")
+    port = address.rsplit(":", 1)[-1]
+    try:
+        if note.read_text().strip().endswith(f":{port}"):
+            note.unlink()
+    except OSError:
+        pass
+
+
 def bench_ingest(
-    logs: list[Path], rounds: int, pg: str | None, ray: bool = False, sqlite: bool = True
+    logs: list[Path],
+    rounds: int,
+    pg: str | None,
+    ray: bool = False,
+    sqlite: bool = True,
+    ray_address: str | None = None,
 ) -> list[dict]:
     results: list[dict] = []
     backends = (["sqlite"] if sqlite else []) + (["postgresql"] if pg else [])
@@ -207,6 +269,8 @@ def bench_ingest(
         order: tuple = (1, 2) if r % 2 == 0 else (2, 1)
         for backend in backends:
             variants = order + (("ray",) if ray and backend == "postgresql" else ())
+            if ray_address and backend == "postgresql":
+                variants += ("ray-cluster",)
             for w in variants:
                 if backend == "sqlite":
                     path = OUT / f"ingest-w{w}.db"
@@ -217,8 +281,12 @@ def bench_ingest(
                     assert pg is not None
                     url = new_pg(pg)
                 flags = (
-                    ["--engine", "ray", "--workers", "2"] if w == "ray" else ["--workers", str(w)]
+                    ["--engine", "ray", "--workers", "2"]
+                    if w in ("ray", "ray-cluster")
+                    else ["--workers", str(w)]
                 )
+                if w == "ray-cluster":
+                    flags += ["--ray-address", str(ray_address)]
                 row = run(["--db", url, "ingest", *flags, *map(str, logs)])
                 row.update(round=r, workers=w, backend=backend, what="ingest")
                 digests[backend].add(digest(url))
@@ -267,13 +335,23 @@ def main() -> None:
     ap.add_argument(
         "--ray", action="store_true", help="also `ingest --engine ray` (local, 2 CPUs) on --pg"
     )
+    ap.add_argument(
+        "--ray-cluster",
+        action="store_true",
+        help="also `ingest --engine ray --ray-address` of a 2-CPU Ray head started once, on --pg",
+    )
     ap.add_argument("--no-sqlite", action="store_true", help="only the PostgreSQL ingest rows")
     a = ap.parse_args()
     logs = make_logs(a.mb)
     print(json.dumps({"logs": [str(p) for p in logs], "cpus": os.cpu_count()}), flush=True)
     out = []
+    head, address = start_ray_head() if a.ray_cluster and a.pg else (None, None)
     if a.only in (None, "ingest"):
-        rows = bench_ingest(logs, a.rounds, a.pg, a.ray, not a.no_sqlite)
+        try:
+            rows = bench_ingest(logs, a.rounds, a.pg, a.ray, not a.no_sqlite, address)
+        finally:
+            if head is not None and address is not None:
+                stop_ray_head(head, address)
         for b in {r["backend"] for r in rows}:
             out.append(summary([r for r in rows if r["backend"] == b], f"ingest {b}"))
     if a.only in (None, "analyse"):

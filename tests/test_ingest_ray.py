@@ -24,6 +24,7 @@ def local_ray():
     ray = pytest.importorskip("ray")
     # The tasks import clawviz from this checkout, as the driver does.
     ray.init(
+        address="local",  # our own, even if `ray start` left a cluster on the machine
         num_cpus=2,
         include_dashboard=False,
         log_to_driver=False,

@@ -33,7 +33,8 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     add_scale_out(
         p,
         workers_help="analyse in N worker processes (default 1)",
-        engine_help="a process pool (default) or Ray tasks (pip install -r requirements-ray.txt)",
+        engine_help="a process pool (default) or a Ray Data job (pip install -r "
+        "requirements-ray.txt)",
         ray_help="with --engine ray: the cluster to join (default: a local Ray, --workers CPUs)",
     )
     p.set_defaults(func=cmd_analyse)

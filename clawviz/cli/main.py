@@ -364,8 +364,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_scale_out(
         p,
         workers_help="read exchange logs and analyse episodes in N processes (default 1)",
-        engine_help="ray: read and analyse as Ray tasks (pip install -r requirements-ray.txt); "
-        "paths may be file:// URLs",
+        engine_help="ray: read and analyse as a Ray Data job (pip install -r "
+        "requirements-ray.txt); paths may be file://, s3://, gs:// or hdfs:// URLs",
         ray_help="with --engine ray: the cluster to join (default: a local Ray, --workers CPUs)",
         workers_default=1,
         engine_default="process",

@@ -44,7 +44,7 @@ from clawviz.ingest import (
     regular_file_problem,
     validate_call,
 )
-from clawviz.jobs import analyse, sessions
+from clawviz.jobs import analyse, raydata, sessions
 from clawviz.jobs import pool as jobpool
 from clawviz.settings import DEFAULT_SETTINGS, Settings, mask_secrets
 from clawviz.store import (
@@ -216,6 +216,10 @@ class _Target:
     """file | task_folder | unreadable."""
     problem: str = ""
     """Why an `unreadable` entry is skipped (FIFO, device, dangling or looping link)."""
+    url: str = ""
+    """A file at a remote URL (`s3://`, ...; `clawviz.jobs.raydata`): read through pyarrow, its
+    size in `size`; `path` is then only its display form."""
+    size: int = 0
 
 
 def _is_task_file(path: Path) -> bool:
@@ -230,6 +234,12 @@ def _is_task_file(path: Path) -> bool:
 def _collect(paths: list[str | os.PathLike[str]]) -> list[_Target]:
     targets: list[_Target] = []
     for given in paths:
+        if raydata.is_remote(str(given)):
+            # --engine ray: each task reads its file through pyarrow (issue 27).
+            for url, size in raydata.list_logs(str(given)):
+                shown = raydata.display_of(url)
+                targets.append(_Target(Path(shown), shown, "file", url=url, size=size))
+            continue
         if str(given).startswith("file://"):
             # A file:// URL (as `--engine ray` takes, the pyarrow filesystems' form) is its path.
             given = unquote(urlsplit(str(given)).path)
@@ -879,7 +889,7 @@ def _load_targets(
         # from re-reading pages (bounded: 32 MB).
         session.connection().exec_driver_sql("PRAGMA cache_size=-32768")
     out = IngestReport()
-    total = sum(t.path.stat().st_size for t in targets if t.kind == "file")
+    total = sum(_size(t) for t in targets if t.kind == "file")
     done = 0
     cache = MessageCache()
     seen = store.SeenHashes()
@@ -897,11 +907,11 @@ def _load_targets(
             out.files.append(rep)
             out.n_tasks += rep.n_tasks
             continue
-        size = target.path.stat().st_size
+        size = _size(target)
         if progress:
             progress(done, total, target.display)
 
-        if pool is not None and index in pool.jobs:
+        if pool is not None and index in pool.jobs and not _remote_other(pool, index):
             # Read by a worker; written here (SQLite) or by the worker (PostgreSQL).
             out.files.append(_load_pooled(pool, index, session, out, seen, episodes))
             index_pending(session)  # in target order, as below
@@ -928,7 +938,15 @@ def _load_targets(
 
         # SQLite has one writer: while another holds the lock (a long file of a concurrent
         # ingest) past the busy timeout, the file waits and loads again, never fails.
-        rep = retry_locked(session, load, undo)
+        if target.url:
+            remote = _load_remote(target, load, session, undo, settings)
+            if isinstance(remote, str):
+                out.skipped_files.append(SkippedFile(target.display, remote))
+                done += size
+                continue
+            rep = remote
+        else:
+            rep = retry_locked(session, load, undo)
         index_pending(session)  # the search index follows each file (issue 26, views)
         out.files.append(rep)
         done += size
@@ -1426,7 +1444,10 @@ def _start_pool(
     jobs: list[jobpool.Job] = []
     by_sha: dict[str, int] = {}
     for i, target in enumerate(targets):
-        if target.kind != "file" or _grown_candidates(session, target):
+        if target.url and pool.engine == "ray":
+            jobs.append(_remote_job(pool, i, target, settings, dialect, url))
+            continue
+        if target.kind != "file" or target.url or _grown_candidates(session, target):
             continue
         try:
             size, sha, _ = file_hashes(target.path, ())
@@ -1457,6 +1478,7 @@ def _start_pool(
                 ExchangeParse,
                 write_prepared,
                 inline=pool.engine == "ray",
+                url=raydata.url_of(target.path) if pool.engine == "ray" else "",
             )
         )
     session.rollback()  # end the read transaction: the workers and other writers go ahead
@@ -1568,3 +1590,71 @@ def _load_pooled(
     out.errors.extend(mine.errors)
     episodes.update(mine.episode_ids)
     return rep
+
+
+# --- remote files (`s3://`, ... `clawviz.jobs.raydata`): read in the tasks, else staged here
+
+
+def _size(target: _Target) -> int:
+    return target.size if target.url else target.path.stat().st_size
+
+
+def _remote_job(
+    pool: jobpool.IngestPool,
+    index: int,
+    target: _Target,
+    settings: Settings,
+    dialect: str,
+    url: str | None,
+) -> jobpool.Job:
+    """A remote file for a Ray task, which fingerprints and sniffs it (the driver never reads
+    its bytes); one loaded before fails on its unique fingerprint and is reported
+    already loaded."""
+    return jobpool.Job(
+        index,
+        target.url,
+        target.display,
+        "",
+        target.size,
+        settings,
+        dialect in ("sqlite", "postgresql"),
+        url,
+        pool.spool_dir(),
+        ExchangeParse,
+        write_prepared,
+        inline=True,
+        url=target.url,
+        sniff=_sniff,
+        hashes=file_hashes,
+    )
+
+
+def _remote_other(pool: jobpool.IngestPool, index: int) -> bool:
+    """A remote file its task found not to be an exchange log: the driver loads it."""
+    if pool.jobs[index].sniff is None:  # a local file: sniffed by the driver already
+        return False
+    done = pool.result(index)
+    return not isinstance(done, BaseException) and done.other_format is not None
+
+
+def _load_remote(
+    target: _Target,
+    load: Callable[..., FileReport],
+    session: Session,
+    undo: Callable[[], None],
+    settings: Settings,
+) -> FileReport | str:
+    """A remote exchange log loaded here (no Ray task read it): copied to a local file first,
+    then loaded as one. Any other format is skipped, with the reason: a transcript's folder
+    links sub-agents and sessions, and a results or findings file names workspaces relative
+    to its own folder, so a lone copy would load as something else."""
+    with raydata.stage(target.url) as local:
+        fmt, _ = _sniff(local, settings, None, target.display)
+        if fmt != "exchange":
+            return (
+                f"only exchange logs are read from a URL, this is {fmt} (it refers to files "
+                "beside it): ingest it from a local path"
+            )
+        staged = _Target(local, target.display, "file")
+        rep: FileReport = retry_locked(session, functools.partial(load, staged), undo)
+        return rep

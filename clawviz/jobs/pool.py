@@ -26,6 +26,7 @@ again (`RESTARTS`), and a later run loads whatever is still missing.
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 import pickle
@@ -100,6 +101,13 @@ class Job:
     inline: bool = False
     """Return the prepared rows in the answer instead of a spool file (Ray: the task may run
     on another machine)."""
+    url: str = ""
+    """`--engine ray`: read the file through the pyarrow filesystems at this URL
+    (`clawviz.jobs.raydata.stage`); `sha` empty: fingerprinted in the task (a remote file)."""
+    sniff: Any = None
+    """`clawviz.jobs.ingest._sniff`, for a file the driver has not looked at (a remote one)."""
+    hashes: Any = None
+    """The ingest's `_file_hashes` (size, fingerprint), for that file too."""
 
 
 @dataclass
@@ -114,6 +122,13 @@ class Done:
     """An IngestReport with its rejected lines, notes, errors and episodes."""
     parts: list[Any] | None = None
     """`inline`: the file's chunks and tail."""
+    error: str | None = None
+    """Ray: why the task could not read the file (its error, reported for that file)."""
+    other_format: str | None = None
+    """A remote file that is not an exchange log (its format): the driver loads it."""
+    sha: str = ""
+    size: int = 0
+    """A remote file's fingerprint and size, taken in the task."""
 
 
 class _Pack:
@@ -232,7 +247,20 @@ def _chunks(job: Job) -> Iterator[Chunk | Tail]:
 
 
 def run_job(job: Job) -> Done:
-    """A worker's work on one file (in a pool process)."""
+    """A worker's work on one file (in a pool process or a Ray task)."""
+    if job.url:
+        from clawviz.jobs.raydata import stage
+
+        with stage(job.url) as local:
+            if not job.sha:
+                size, sha, _ = job.hashes(local, ())
+                fmt, _ = job.sniff(local, job.settings, None, job.display)
+                if fmt != "exchange":
+                    return Done(job.index, other_format=fmt)
+                job = dataclasses.replace(job, sha=sha, size=size)
+            done = run_job(dataclasses.replace(job, path=str(local), url=""))
+            done.sha, done.size = job.sha, job.size
+            return done
     if job.db_url is None and job.inline:
         return Done(job.index, parts=list(_chunks(job)))
     if job.db_url is None:
@@ -244,6 +272,17 @@ def run_job(job: Job) -> Done:
     with Session(get_engine(job.db_url)) as session:
         rep, out = job.write(session, job, _chunks(job), store.SeenHashes())
     return Done(job.index, report=rep, out=out)
+
+
+def run_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A Ray Data row (`clawviz.jobs.raydata.ingest_rows`): a pickled Job in, its pickled Done
+    out. The file's own error is its answer; a dead worker is Ray's to retry."""
+    try:
+        job: Job = pickle.loads(row["job"])  # noqa: S301 - the driver's own object
+        done = run_job(job)
+    except Exception as exc:  # noqa: BLE001 - reported as that file's error
+        done = Done(row["index"], error=f"{type(exc).__name__}: {exc}")
+    return {"done": pickle.dumps(done, protocol=pickle.HIGHEST_PROTOCOL)}
 
 
 def read_spool(path: str) -> Iterator[Chunk | Tail]:
@@ -285,7 +324,7 @@ class IngestPool:
         self.ray_address = ray_address
         self._ray: Any = None
         self._ray_ctx: Any = None
-        self._refs: dict[int, Any] = {}
+        self._rows: Iterator[tuple[int, Done]] | None = None
         self.jobs: dict[int, Job] = {}
         self.duplicate_of: dict[int, int] = {}
         """Target index -> the earlier target with the same bytes (loaded once)."""
@@ -311,15 +350,31 @@ class IngestPool:
         return self._tmp.name
 
     def _start_ray(self, jobs: list[Job]) -> None:
-        """Each file a Ray task (retried by Ray if its worker dies: a file is one transaction
-        and its rows are keyed, so a retry never doubles a row)."""
+        """The files as one Ray Data job (`clawviz.jobs.raydata.ingest_rows`)."""
+        from clawviz.jobs.raydata import ingest_rows
         from clawviz.jobs.rayrt import ray_session
 
         self._ray_ctx = ray_session(self.ray_address, self.workers)
         self._ray = self._ray_ctx.__enter__()
-        remote = self._ray.remote(num_cpus=1, max_retries=2)(run_job)
-        for job in jobs:
-            self._refs[job.index] = remote.remote(job)
+        self._rows = ingest_rows(jobs, self._ray, run_row)
+
+    def _ray_result(self, index: int) -> Done | BaseException:
+        """Answers arrive in any order: take them until `index`'s is in."""
+        while index not in self.finished:
+            if self._rows is None:
+                return RuntimeError("the Ray job failed before this file")
+            try:
+                i, done = next(self._rows)
+            except StopIteration:
+                return RuntimeError("the Ray job ended without this file")
+            except Exception as exc:  # noqa: BLE001 - retries spent: the files left fail
+                self._rows = None
+                return exc
+            self.finished[i] = done
+            if done.sha and not self.jobs[i].sha:  # a remote file, fingerprinted in its task
+                self.jobs[i] = dataclasses.replace(self.jobs[i], sha=done.sha, size=done.size)
+        done = self.finished[index]
+        return RuntimeError(done.error) if done.error is not None else done
 
     def _start(self, jobs: list[Job]) -> None:
         if self.engine == "ray":
@@ -343,11 +398,8 @@ class IngestPool:
 
     def result(self, index: int) -> Done | BaseException:
         """The worker's answer for target `index` (waits), or why it has none."""
-        if self.engine == "ray" and index not in self.finished:
-            try:
-                self.finished[index] = self._ray.get(self._refs.pop(index))
-            except Exception as exc:  # noqa: BLE001 - retries spent: that file's error
-                return exc
+        if self.engine == "ray":
+            return self._ray_result(index)
         while index not in self.finished:
             try:
                 self.finished[index] = self.futures[index].result()
@@ -360,6 +412,7 @@ class IngestPool:
         return self.finished[index]
 
     def close(self) -> None:
+        self._rows = None
         if self._ray_ctx is not None:
             self._ray_ctx.__exit__(None, None, None)
             self._ray_ctx = self._ray = None

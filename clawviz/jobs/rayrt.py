@@ -33,7 +33,14 @@ def ray_session(address: str | None, cpus: int) -> Iterator[Any]:
         if address:
             ray.init(address=address, log_to_driver=False)
         else:
-            ray.init(num_cpus=max(2, cpus), include_dashboard=False, log_to_driver=False)
+            # address="local": a new Ray of our own, even when `ray start` left a cluster
+            # on this machine (ray.init() would join that one, and refuse num_cpus).
+            ray.init(
+                address="local",
+                num_cpus=max(2, cpus),
+                include_dashboard=False,
+                log_to_driver=False,
+            )
         started = True
     try:
         yield ray

@@ -3,18 +3,24 @@ change, or at the end of `ingest --workers N`).
 
 The driver lists the stale episodes once (`clawviz.store.decisions.stale_episodes`, as
 `clawviz.jobs.analyse.ensure_analysis` does) and cuts them into batches. Each task (a pool
-process or a Ray task) opens the store, loads its batch's calls and runs the pure
+process, or a row of a Ray Data job with `--engine ray`) opens the store, loads its batch's
+calls (every file's lines of an episode meet in the store, keyed by episode) and runs the pure
 `analyse_episode` on each; an episode whose analysis raises gets `analysis_error` alone
-(`analyse.failed_analysis`). The driver stores each batch as it comes back, with its groups'
-GRPO (`persist_analyses`, `analyse._refresh_groups`), and commits it: the one writer, so this
-works on SQLite too. A group's advantages are recomputed with every batch holding one of its
-episodes; the last such refresh sees all of them, so the result is the single process's.
-A final `ensure_analysis` picks up anything another process left stale meanwhile.
+(`analyse.failed_analysis`). The task then stores its batch's decisions and statuses itself
+(`persist_analyses`, one transaction; on SQLite it waits for the write lock as every writer
+does), so storing runs in the workers, not in one driver. A retried task replaces its own
+episodes' rows (delete and insert in one transaction): never a doubled row. A batch that
+lost a race with another process comes back unstored and the driver stores it. Once every
+batch is in, the driver recomputes the GRPO advantages of every group a batch touched
+(`analyse._refresh_groups`): a group's advantage needs all its members, so this is the one
+serial step, one query and one update per group. A final `ensure_analysis` picks up anything
+another process left stale meanwhile.
 """
 
 from __future__ import annotations
 
 import math
+import pickle
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -43,12 +49,14 @@ Progress = Callable[[int, int, str], None]
 
 @dataclass(frozen=True)
 class Batch:
-    """Episodes for one task: (episode id, reward) each."""
+    """Episodes for one task."""
 
     index: int
     db_url: str
     settings: Settings
-    episodes: list[tuple[str, float | None]]
+    stale: list[Stale]
+    write: bool = True
+    """Store the batch's decisions in the task (False: return them to the driver)."""
 
 
 def batches_of(stale: list[Stale], workers: int) -> list[list[Stale]]:
@@ -58,18 +66,19 @@ def batches_of(stale: list[Stale], workers: int) -> list[list[Stale]]:
     return [stale[i : i + per] for i in range(0, len(stale), per)]
 
 
-def analyse_batch(batch: Batch) -> tuple[int, list[EpisodeAnalysis]]:
-    """Load and analyse one batch's episodes (in a worker); each failure costs its episode."""
+def analyse_batch(batch: Batch) -> tuple[int, list[EpisodeAnalysis] | None]:
+    """Load, analyse and (`batch.write`) store one batch's episodes, in a worker; each failure
+    costs its episode. Returns the analyses when they are still to be stored, else None."""
     out: list[EpisodeAnalysis] = []
     with Session(get_engine(batch.db_url)) as session:
+        ids = [s.episode_id for s in batch.stale]
         try:
-            calls_of: dict[str, Any] = store.load_calls_many(
-                session, [eid for eid, _ in batch.episodes]
-            )
+            calls_of: dict[str, Any] = store.load_calls_many(session, ids)
         except Exception:  # noqa: BLE001 - one unreadable episode must not stop the batch
             session.rollback()
             calls_of = {}
-        for eid, reward in batch.episodes:
+        for item in batch.stale:
+            eid, reward = item.episode_id, item.reward
             try:
                 calls = calls_of[eid] if eid in calls_of else store.load_calls(session, eid)
                 a = analyse_episode(calls, reward=reward, settings=batch.settings)
@@ -77,10 +86,24 @@ def analyse_batch(batch: Batch) -> tuple[int, list[EpisodeAnalysis]]:
                 a = analyse.failed_analysis(eid, batch.settings, reward, exc)
             a.episode_id = eid
             out.append(a)
-    return batch.index, out
+        session.rollback()  # end the read transaction before writing
+        if not batch.write:
+            return batch.index, out
+
+        def store_batch() -> None:
+            persist_analyses(session, list(zip(out, batch.stale, strict=True)), batch.settings)
+            session.commit()
+
+        try:
+            retry_locked(session, store_batch)
+        except IntegrityError:
+            # Another process stored some of these first: the driver stores the batch again.
+            session.rollback()
+            return batch.index, out
+    return batch.index, None
 
 
-def _run_process(tasks: list[Batch], workers: int) -> Iterator[tuple[int, list[Any]]]:
+def _run_process(tasks: list[Batch], workers: int) -> Iterator[tuple[int, list[Any] | None]]:
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     ctx = _context()
@@ -91,17 +114,28 @@ def _run_process(tasks: list[Batch], workers: int) -> Iterator[tuple[int, list[A
             yield fut.result()
 
 
+def _analyse_row(row: dict[str, Any]) -> dict[str, Any]:
+    """One Ray Data row: a pickled Batch in, its pickled answer out."""
+    task: Batch = pickle.loads(row["batch"])  # noqa: S301 - the driver's own object
+    return {"answer": pickle.dumps(analyse_batch(task), protocol=pickle.HIGHEST_PROTOCOL)}
+
+
 def _run_ray(
     tasks: list[Batch], workers: int, address: str | None
-) -> Iterator[tuple[int, list[Any]]]:
+) -> Iterator[tuple[int, list[Any] | None]]:
+    """The batches as a Ray Data job: one row per batch, mapped by `analyse_batch` (one CPU
+    each, retried by Ray if its worker dies), answers streamed back as they finish."""
     from clawviz.jobs.rayrt import ray_session
 
     with ray_session(address, workers) as ray:
-        remote = ray.remote(num_cpus=1, max_retries=2)(analyse_batch)
-        pending = [remote.remote(t) for t in tasks]
-        while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
-            yield ray.get(ready[0])
+        from clawviz.jobs.raydata import dataset
+
+        ds = dataset(
+            ray, [{"batch": pickle.dumps(t, protocol=pickle.HIGHEST_PROTOCOL)} for t in tasks]
+        )
+        # (max_retries explicitly, as in clawviz.jobs.raydata.ingest_rows)
+        for row in ds.map(_analyse_row, num_cpus=1, max_retries=2).iter_rows():
+            yield pickle.loads(row["answer"])  # noqa: S301 - our own task's answer
 
 
 def _in_memory(url: str) -> bool:
@@ -128,10 +162,7 @@ def reanalyse(
     analyse._ensure_unattached(session, settings)
     session.commit()
     parts = batches_of(stale, workers)
-    tasks = [
-        Batch(i, url, settings, [(s.episode_id, s.reward) for s in part])
-        for i, part in enumerate(parts)
-    ]
+    tasks = [Batch(i, url, settings, part) for i, part in enumerate(parts)]
     if engine == "ray":
         from clawviz.jobs.rayrt import import_ray
 
@@ -142,20 +173,26 @@ def reanalyse(
     n = 0
     for index, analyses in results:
         part = parts[index]
+        if analyses is not None:  # lost a race in the task: stored here
 
-        def store_batch(part: list[Stale] = part, analyses: list[Any] = analyses) -> None:
-            persist_analyses(session, list(zip(analyses, part, strict=True)), settings)
-            analyse._refresh_groups(session, settings, {s.group for s in part}, part)
-            session.commit()
+            def store_batch(part: list[Stale] = part, analyses: list[Any] = analyses) -> None:
+                persist_analyses(session, list(zip(analyses, part, strict=True)), settings)
+                session.commit()
 
-        try:
-            retry_locked(session, store_batch)
-        except IntegrityError:
-            # Another process stored some of these first: the final pass below sees to them.
-            session.rollback()
+            try:
+                retry_locked(session, store_batch)
+            except IntegrityError:
+                session.rollback()  # the final pass below sees to them
         n += len(part)
         if progress:
             progress(n, len(stale), f"analysed {n} of {len(stale)} episodes")
+
+    def groups() -> None:
+        # Every group a batch touched, once all are stored: the single process's advantages.
+        analyse._refresh_groups(session, settings, {s.group for s in stale}, stale)
+        session.commit()
+
+    retry_locked(session, groups)
     # Whatever another process left stale meanwhile (or a batch that lost a race).
     analyse.ensure_analysis(session, settings, only=only)
     if progress:
