@@ -59,15 +59,10 @@ def test_a_stage_imports_its_modules_only_when_a_name_is_used() -> None:
 # Outside a stage, code imports the stage's names from the stage: by name
 # (`from clawviz.store import session_scope`) or through the stage package
 # (`from clawviz import store`, then `store.load_calls(...)`), never from one of its modules
-# (docs/ARCHITECTURE.md, "Public surfaces"). The imports left, each with why; the list can only
-# shrink: a new deep import fails the first test, a moved one fails the second until its line
-# is deleted here.
-DEEP_IMPORTS_LEFT: dict[str, str] = {
-    "clawviz/jobs/pool.py: clawviz.store.calls": (
-        "the pooled writer builds rows with store.calls' private packer, columns and inserts "
-        "(_Packer, _CALL_COLS, _insert_rows, ...); same move, same branch"
-    ),
-}
+# (docs/ARCHITECTURE.md, "Public surfaces"). None is left. An exception would be listed here
+# with why; the list can only shrink: a new deep import fails the first test, a moved one fails
+# the second until its line is deleted here.
+DEEP_IMPORTS_LEFT: dict[str, str] = {}
 
 
 def _imported_modules(rel: Path, tree: ast.AST) -> Iterator[str]:

@@ -54,6 +54,7 @@ from clawviz.store import (
     Task,
     claim,
     index_pending,
+    insert_prepared_guarded,
     is_locked,
     retry_locked,
     utcnow,
@@ -1506,7 +1507,7 @@ def write_prepared(
                 continue
             for line, reason, raw in part.rejects:
                 fi.reject(line, reason, raw)
-            failed = jobpool.insert_guarded(session, part.items, fi.source.id, seen)
+            failed = insert_prepared_guarded(session, part.items, fi.source.id, seen)
             for line, reason in failed:
                 fi.reject(line, reason, "")
             report.n_calls += len(part.items) - len(failed)

@@ -43,20 +43,18 @@ from sqlmodel import Session
 
 from clawviz.ingest import FINGERPRINT, MessageCache, Rejection
 from clawviz.settings import Settings
-from clawviz.store import Blob, CallRow, MessageRow, forget_engines, get_engine
-from clawviz.store import calls as store
-from clawviz.types import ParsedExchange
-
-_CALLS: Any = CallRow.__table__  # type: ignore[attr-defined]
-_MESSAGES: Any = MessageRow.__table__  # type: ignore[attr-defined]
-_BLOBS: Any = Blob.__table__  # type: ignore[attr-defined]
+from clawviz.store import (
+    Prepared,
+    PreparedPacker,
+    SeenHashes,
+    forget_engines,
+    get_engine,
+    prepare_rows,
+)
 
 RESTARTS = 2
 """New pools started after a worker died before the run gives up on the files left."""
 
-Prepared = tuple[tuple[Any, ...], list[tuple[Any, ...]], list[tuple[str, Any]]]
-"""One call as store rows: its `CallRow` values (source id left empty), the messages it is
-the first in its file to carry, and its new blobs."""
 
 
 @dataclass
@@ -131,92 +129,6 @@ class Done:
     """A remote file's fingerprint and size, taken in the task."""
 
 
-class _Pack:
-    """`store._Packer` without a session: the dialect decides (compressed on SQLite and
-    PostgreSQL)."""
-
-    def __init__(self, on: bool) -> None:
-        self.on = on
-
-    text = store._Packer.text
-    message = store._Packer.message
-
-
-def prepare(batch: list[ParsedExchange], pack: Any, seen: store.SeenHashes) -> list[Prepared]:
-    """The rows `store.write_parsed` would write for `batch`, made without a store."""
-    out: list[Prepared] = []
-    known = seen.known
-    for p in batch:
-        messages: list[tuple[Any, ...]] = []
-        wires = p.raw_wire
-        for i, h in enumerate(p.message_hashes):
-            if h not in known and seen.add_new(h):
-                msg = p.call.messages[i]
-                wire = wires[i] if wires is not None else None
-                raw_json = wire if wire is not None else store._dumpb(p.raw_messages[i])
-                canonical_json, raw_col = pack.message(store._dumpb(msg), raw_json)
-                messages.append((h, str(msg.get("role")), canonical_json, raw_col, len(raw_json)))
-        blobs: dict[str, bytes] = {}
-        row = store._call_row(p, None, blobs, pack, seen.recent_blobs)
-        new_blobs = [(h, pack.text(t)) for h, t in blobs.items() if seen.add_new("blob:" + h)]
-        out.append((row, messages, new_blobs))
-    return out
-
-
-def _insert(
-    session: Session, items: list[Prepared], source_id: int | None, seen: store.SeenHashes
-) -> None:
-    messages = [m for it in items for m in it[1] if seen.add_new(m[0])]
-    blobs = [b for it in items for b in it[2] if seen.add_new("blob:" + b[0])]
-    calls = [it[0][:2] + (source_id,) + it[0][3:] for it in items if it[0]]
-    if not store._insert_content_now(session, messages, blobs):
-        store._insert_rows(session, _MESSAGES, store._MESSAGE_COLS, messages)
-        store._insert_rows(session, _BLOBS, ("hash", "text"), blobs)
-    store._insert_rows(session, _CALLS, store._CALL_COLS, calls)
-
-
-def insert_guarded(
-    session: Session, items: list[Prepared], source_id: int | None, seen: store.SeenHashes
-) -> list[tuple[int, str]]:
-    """`store.write_parsed_guarded` for prepared rows: (line, reason) of each call refused.
-
-    A refused call's messages and blobs are still written (content-addressed, harmless), since
-    a later call of the file may be the second to carry them."""
-    if not items:
-        return []
-    try:
-        with session.begin_nested():
-            _insert(session, items, source_id, seen)
-        return []
-    except store._VALUE_ERRORS as exc:
-        if not store._is_value_error(exc):
-            raise
-        seen.clear()
-    failed: list[tuple[int, str]] = []
-    line_col = store._CALL_COLS.index("line")
-    for row, messages, blobs in items:
-        try:
-            with session.begin_nested():
-                _insert(session, [((), messages, blobs)], source_id, seen)  # content only
-        except store._VALUE_ERRORS as exc:
-            if not store._is_value_error(exc):
-                raise
-            seen.clear()
-        try:
-            with session.begin_nested():
-                store._insert_rows(
-                    session,
-                    _CALLS,
-                    store._CALL_COLS,
-                    [row[:2] + (source_id,) + row[3:]],
-                )
-        except store._VALUE_ERRORS as exc:
-            if not store._is_value_error(exc):
-                raise
-            failed.append((row[line_col], store._store_error(exc)))
-    return failed
-
-
 # --- the worker ---------------------------------------------------------------------------
 
 _CACHE: MessageCache | None = None
@@ -238,10 +150,10 @@ def _chunks(job: Job) -> Iterator[Chunk | Tail]:
     )
     # Per file, so every file's transaction carries each message it needs (a file that fails
     # takes its messages with it; no other file relies on them).
-    seen = store.SeenHashes()
-    pack = _Pack(job.packed)
+    seen = SeenHashes()
+    pack = PreparedPacker(job.packed)
     for batch, pos in parse.batches():
-        yield Chunk(prepare(batch, pack, seen), parse.take_rejects(), parse.warnings, pos)
+        yield Chunk(prepare_rows(batch, pack, seen), parse.take_rejects(), parse.warnings, pos)
         parse.warnings = []
     yield Tail(parse.n_lines, parse.episodes, parse.fallback, parse.single_named())
 
@@ -270,7 +182,7 @@ def run_job(job: Job) -> Done:
                 pickle.dump(part, f, protocol=pickle.HIGHEST_PROTOCOL)
         return Done(job.index, spool=spool)
     with Session(get_engine(job.db_url)) as session:
-        rep, out = job.write(session, job, _chunks(job), store.SeenHashes())
+        rep, out = job.write(session, job, _chunks(job), SeenHashes())
     return Done(job.index, report=rep, out=out)
 
 

@@ -945,3 +945,99 @@ def _opt_int(v: Any) -> int | None:
         return int(v)
     except (TypeError, ValueError):
         return None
+
+
+# --- rows prepared without a store (`clawviz.jobs.pool`'s workers), written by the driver ---
+
+Prepared = tuple[tuple[Any, ...], list[tuple[Any, ...]], list[tuple[str, Any]]]
+"""One call as store rows: its `CallRow` values (source id left empty), the messages it is
+the first in its file to carry, and its new blobs."""
+_CALL_TABLE: Any = CallRow.__table__  # type: ignore[attr-defined]
+_MESSAGE_TABLE: Any = MessageRow.__table__  # type: ignore[attr-defined]
+_BLOB_TABLE: Any = Blob.__table__  # type: ignore[attr-defined]
+
+
+class PreparedPacker:
+    """`_Packer` without a session (`clawviz.jobs.pool`'s workers): the dialect decides
+    (compressed on SQLite and PostgreSQL)."""
+
+    def __init__(self, on: bool) -> None:
+        self.on = on
+
+    text = _Packer.text
+    message = _Packer.message
+
+
+def prepare_rows(batch: list[ParsedExchange], pack: Any, seen: SeenHashes) -> list[Prepared]:
+    """The rows `write_parsed` would write for `batch`, made without a store."""
+    out: list[Prepared] = []
+    known = seen.known
+    for p in batch:
+        messages: list[tuple[Any, ...]] = []
+        wires = p.raw_wire
+        for i, h in enumerate(p.message_hashes):
+            if h not in known and seen.add_new(h):
+                msg = p.call.messages[i]
+                wire = wires[i] if wires is not None else None
+                raw_json = wire if wire is not None else _dumpb(p.raw_messages[i])
+                canonical_json, raw_col = pack.message(_dumpb(msg), raw_json)
+                messages.append((h, str(msg.get("role")), canonical_json, raw_col, len(raw_json)))
+        blobs: dict[str, bytes] = {}
+        row = _call_row(p, None, blobs, pack, seen.recent_blobs)
+        new_blobs = [(h, pack.text(t)) for h, t in blobs.items() if seen.add_new("blob:" + h)]
+        out.append((row, messages, new_blobs))
+    return out
+
+
+def _insert_prepared(
+    session: Session, items: list[Prepared], source_id: int | None, seen: SeenHashes
+) -> None:
+    messages = [m for it in items for m in it[1] if seen.add_new(m[0])]
+    blobs = [b for it in items for b in it[2] if seen.add_new("blob:" + b[0])]
+    calls = [it[0][:2] + (source_id,) + it[0][3:] for it in items if it[0]]
+    if not _insert_content_now(session, messages, blobs):
+        _insert_rows(session, _MESSAGE_TABLE, _MESSAGE_COLS, messages)
+        _insert_rows(session, _BLOB_TABLE, ("hash", "text"), blobs)
+    _insert_rows(session, _CALL_TABLE, _CALL_COLS, calls)
+
+
+def insert_prepared_guarded(
+    session: Session, items: list[Prepared], source_id: int | None, seen: SeenHashes
+) -> list[tuple[int, str]]:
+    """`write_parsed_guarded` for prepared rows: (line, reason) of each call refused.
+
+    A refused call's messages and blobs are still written (content-addressed, harmless), since
+    a later call of the file may be the second to carry them."""
+    if not items:
+        return []
+    try:
+        with session.begin_nested():
+            _insert_prepared(session, items, source_id, seen)
+        return []
+    except _VALUE_ERRORS as exc:
+        if not _is_value_error(exc):
+            raise
+        seen.clear()
+    failed: list[tuple[int, str]] = []
+    line_col = _CALL_COLS.index("line")
+    for row, messages, blobs in items:
+        try:
+            with session.begin_nested():
+                _insert_prepared(session, [((), messages, blobs)], source_id, seen)  # content only
+        except _VALUE_ERRORS as exc:
+            if not _is_value_error(exc):
+                raise
+            seen.clear()
+        try:
+            with session.begin_nested():
+                _insert_rows(
+                    session,
+                    _CALL_TABLE,
+                    _CALL_COLS,
+                    [row[:2] + (source_id,) + row[3:]],
+                )
+        except _VALUE_ERRORS as exc:
+            if not _is_value_error(exc):
+                raise
+            failed.append((row[line_col], _store_error(exc)))
+    return failed
