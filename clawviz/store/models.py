@@ -6,6 +6,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
 from sqlalchemy import BigInteger, LargeBinary, String, TypeDecorator, UniqueConstraint
 from sqlalchemy.engine import Dialect
 from sqlmodel import AutoString, Field, SQLModel
@@ -55,6 +56,24 @@ def restore_nul(value: Any) -> Any:
     if isinstance(value, str) and value.startswith(NUL_PREFIX):
         return json.loads(value[len(NUL_PREFIX) :])
     return value
+
+
+def reason_codes(reasons_json: str | None) -> list[str]:
+    """The reason codes of an EpisodeStatus.reasons_json value, in order, without duplicates
+    (the Runs table's `reasons` column and its kept counts, `runstats`, read them the same way);
+    a value that is not a JSON list gives none."""
+    if not reasons_json:
+        return []
+    try:
+        items = orjson.loads(reasons_json)
+    except orjson.JSONDecodeError:
+        return []
+    codes: list[str] = []
+    for item in items if isinstance(items, list) else []:
+        code = item.get("code") if isinstance(item, dict) else str(item)
+        if code and code not in codes:
+            codes.append(str(code))
+    return codes
 
 
 class PackedText(TypeDecorator):

@@ -21,7 +21,7 @@ import orjson
 from sqlalchemy import text
 from sqlmodel import Session
 
-from clawviz.store.models import restore_nul
+from clawviz.store.models import reason_codes, restore_nul
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -142,22 +142,6 @@ def store_counts(session: Session) -> dict[str, int]:
     )
     row = session.connection().execute(text(sql)).mappings().one()
     return {k: int(v or 0) for k, v in row.items()}
-
-
-def reason_codes(reasons_json: str | None) -> list[str]:
-    """The reason codes of an EpisodeStatus.reasons_json value, in order, without duplicates."""
-    if not reasons_json:
-        return []
-    try:
-        items = orjson.loads(reasons_json)
-    except orjson.JSONDecodeError:
-        return []
-    codes: list[str] = []
-    for item in items:
-        code = item.get("code") if isinstance(item, dict) else str(item)
-        if code and code not in codes:
-            codes.append(code)
-    return codes
 
 
 REASON_SEP = ", "

@@ -30,6 +30,8 @@ import orjson
 from sqlalchemy import text
 from sqlmodel import Session
 
+from clawviz.store.models import reason_codes
+
 AGG = "runs_agg"
 MEMBER = "runs_member"
 MARK = "runs_mark"
@@ -52,21 +54,6 @@ _ROWS_SQL = """
 """
 
 
-def _codes(reasons_json: str | None) -> list[str]:
-    if not reasons_json:
-        return []
-    try:
-        items = orjson.loads(reasons_json)
-    except orjson.JSONDecodeError:
-        return []
-    out: list[str] = []
-    for item in items if isinstance(items, list) else []:
-        code = item.get("code") if isinstance(item, dict) else str(item)
-        if code and code not in out:
-            out.append(str(code))
-    return out
-
-
 def reward_bin(reward: float) -> int:
     """The bin of a reward, as the Runs SQL makes it (truncated x 20, clipped to 0..19)."""
     return min(max(int(reward * REWARD_BINS), 0), REWARD_BINS - 1)
@@ -83,7 +70,7 @@ def contribution(row: Any) -> tuple[list[Key], int, dict[Key, str]]:
     if primary is not None:
         return [], 0, {}
     keys: list[Key] = [("all", ""), ("status", str(status) if status else NOT_ANALYSED)]
-    keys += [("reason", c) for c in _codes(reasons_json)]
+    keys += [("reason", c) for c in reason_codes(reasons_json)]
     if reward is not None:
         keys.append(("rewarded", ""))
         keys.append(("bin", orjson.dumps([harness or "?", reward_bin(float(reward))]).decode()))
