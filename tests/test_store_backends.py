@@ -94,8 +94,8 @@ def test_four_ingest_processes_into_a_new_store_keep_everything(tmp_path):
         for p in parts
     ]  # fmt: skip
     for proc in procs:
-        _, err = proc.communicate(timeout=300)
-        assert proc.returncode in (0, 2), err  # 2: the samples' deliberately bad lines
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode in (0, 2), out + err  # 2: the samples' deliberately bad lines
         assert "Traceback" not in err
     one = fresh_url(tmp_path, "alone")
     with Session(get_engine(one)) as s:
@@ -107,3 +107,23 @@ def test_four_ingest_processes_into_a_new_store_keep_everything(tmp_path):
     assert query(url, counts) == query(one, counts)
     n_calls, _, _, n_rejected = query(url, counts)[0]
     assert n_calls + n_rejected == sum(len(p.read_bytes().splitlines()) for p in logs)
+
+
+def test_a_store_made_meanwhile_is_left_alone_by_the_next_starter(tmp_path, monkeypatch):
+    """A process that found no store, then waited on the schema lock while another created it,
+    must not touch the finished schema: re-running the change triggers' DDL (a DROP/CREATE
+    TRIGGER on PostgreSQL) locks `call` and `episode` whole, and deadlocked with the creator,
+    already ingesting (four `ingest` processes on a new store: "deadlock detected", exit 1)."""
+    from sqlalchemy import create_engine, event
+
+    from clawviz.store import db
+
+    url = fresh_url(tmp_path, "made")
+    db.init_db(create_engine(url))  # the first starter made it
+    late = create_engine(url)
+    ddl: list[str] = []
+    event.listen(late, "before_cursor_execute", lambda *a, **_k: ddl.append(a[2]))
+    monkeypatch.setattr(db, "_ready", lambda _engine: False)  # it looked before the commit
+    db.init_db(late)
+    assert [s for s in ddl if "TRIGGER" in s.upper() or "CREATE " in s.upper()] == []
+    late.dispose()

@@ -313,8 +313,14 @@ def init_db(engine: Engine) -> None:
                 f"{revision or '0001 (v1, before migrations)'}, this clawviz needs "
                 f"{head}: run `python3 -m clawviz migrate --db URL` first"
             )
-        else:
-            SQLModel.metadata.create_all(conn)  # tables of optional features, if missing
+        elif missing := [
+            t for name, t in SQLModel.metadata.tables.items() if not inspect(conn).has_table(name)
+        ]:
+            # Tables of optional features. Only when some is missing: `create_all` also runs
+            # the change triggers' DDL (`models._create_change_triggers`), and on PostgreSQL a
+            # DROP/CREATE TRIGGER locks `call` and `episode` whole, which deadlocks with a
+            # process that created this store a moment ago and is ingesting into it.
+            SQLModel.metadata.create_all(conn, tables=missing)
 
 
 def migrate(engine: Engine) -> list[str]:
