@@ -131,6 +131,25 @@ def dataset(ray: Any, items: list[dict[str, Any]]) -> Any:
     return ray.data.from_items(items, override_num_blocks=max(1, len(items)))
 
 
+TASK_RETRIES = 2
+"""How often Ray runs a task again whose worker died (a task's own error is its answer)."""
+
+
+def map_retried(ds: Any, fn: Any) -> Any:
+    """`ds.map(fn)` with one CPU per task and at most `TASK_RETRIES` retries.
+
+    Ray Data's own default retries a task whose worker dies without end, so a file that kills
+    its reader would never finish. Ray 2.60 has no named parameter for it: `max_retries` goes
+    through `**ray_remote_args`, which warns that it is removed in Ray 2.64. requirements-ray.txt
+    therefore stops below 2.64, and that one warning is silenced here (and only here); the
+    retry is what `tests/test_ray_data.py`'s killed-task test relies on."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"`ray_remote_args` is deprecated")
+        return ds.map(fn, num_cpus=1, max_retries=TASK_RETRIES)
+
+
 def ingest_rows(jobs: list[Any], ray: Any, run_row: Any) -> Iterator[tuple[int, Any]]:
     """The exchange logs of one ingest as a Ray Data job: one row per file, mapped by
     `run_row` (`clawviz.jobs.pool.run_row`, given: pool imports this module) with one CPU
@@ -143,9 +162,6 @@ def ingest_rows(jobs: list[Any], ray: Any, run_row: Any) -> Iterator[tuple[int, 
             for j in jobs
         ],
     )
-    # max_retries explicitly: Ray Data's own default retries a task whose worker dies without
-    # end (a file that crashes its reader would never finish). Ray 2.60 warns that remote args
-    # given this way go in 2.64; requirements-ray.txt allows <3, so that upgrade needs a look.
-    for row in ds.map(run_row, num_cpus=1, max_retries=2).iter_rows():
+    for row in map_retried(ds, run_row).iter_rows():
         done = pickle.loads(row["done"])  # noqa: S301 - our own task's answer
         yield done.index, done

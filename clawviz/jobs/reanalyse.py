@@ -128,13 +128,12 @@ def _run_ray(
     from clawviz.jobs.rayrt import ray_session
 
     with ray_session(address, workers) as ray:
-        from clawviz.jobs.raydata import dataset
+        from clawviz.jobs.raydata import dataset, map_retried
 
         ds = dataset(
             ray, [{"batch": pickle.dumps(t, protocol=pickle.HIGHEST_PROTOCOL)} for t in tasks]
         )
-        # (max_retries explicitly, as in clawviz.jobs.raydata.ingest_rows)
-        for row in ds.map(_analyse_row, num_cpus=1, max_retries=2).iter_rows():
+        for row in map_retried(ds, _analyse_row).iter_rows():
             yield pickle.loads(row["answer"])  # noqa: S301 - our own task's answer
 
 
