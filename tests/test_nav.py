@@ -86,3 +86,32 @@ def test_previous_next_and_the_count_skip_a_linked_transcript(store):
         # Opened by a link, it still has neighbours among the listed episodes.
         here = neighbours(s, "b-transcript")
         assert here is not None and (here.previous, here.next) == ("a-second", "m-third")
+
+
+def test_has_episodes_counts_only_listed_ones(tmp_path):
+    """The Episode page's empty-store check reads one row: a store holding only a transcript
+    linked to a wire episode that is gone lists nothing, and says so."""
+    from clawviz.store.nav import has_episodes
+
+    url = fresh_url(tmp_path, "empty")
+    with Session(get_engine(url)) as s:
+        assert not has_episodes(s)
+        s.add(models.Episode(episode_id="t", primary_episode="gone"))
+        s.commit()
+        assert not has_episodes(s)
+        s.add(models.Episode(episode_id="w", task_id="task_a"))
+        s.commit()
+        assert has_episodes(s)
+
+
+def test_attempt_has_workspace_asks_one_episode(tmp_path):
+    from clawviz.review import attempt_has_workspace
+
+    url = fresh_url(tmp_path, "ws")
+    with Session(get_engine(url)) as s:
+        s.add(models.Result(episode_id="with", workspace_after="/w/after"))
+        s.add(models.Result(episode_id="without", workspace_before="/w/before"))
+        s.commit()
+        assert attempt_has_workspace(s, "with")
+        assert not attempt_has_workspace(s, "without")
+        assert not attempt_has_workspace(s, "no-such-episode")

@@ -644,6 +644,17 @@ def attempt_workspaces(
     return AttemptWorkspaces(attempt, before, label, attempt.workspace_after, task)
 
 
+def attempt_has_workspace(session: Session, episode_id: str) -> bool:
+    """Whether this attempt's result names an after-workspace: one row by the unique episode
+    index (the Episode page asks it of the one episode it shows)."""
+    stmt = (
+        select(Result.id)
+        .where(Result.episode_id == episode_id, col(Result.workspace_after).is_not(None))
+        .limit(1)
+    )
+    return session.exec(stmt).first() is not None
+
+
 def attempts_with_workspaces(session: Session) -> list[str]:
     """Episode ids of every attempt whose result names an after-workspace."""
     stmt = select(Result.episode_id).where(col(Result.workspace_after).is_not(None))

@@ -85,7 +85,13 @@ if TYPE_CHECKING:
         restore_nul,
         utcnow,
     )
-    from clawviz.store.nav import Position, episode_count, neighbours, search_episodes
+    from clawviz.store.nav import (
+        Position,
+        episode_count,
+        has_episodes,
+        neighbours,
+        search_episodes,
+    )
     from clawviz.store.queries import (
         LIVE_WINDOW_S,
         PAPER_STATS,
@@ -162,6 +168,7 @@ __all__ = [
     "drop_rejection",
     "drop_source",
     "episode_count",
+    "has_episodes",
     "episode_rows",
     "episodes_frame",
     "fast_episode_rows",
@@ -288,7 +295,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "restore_nul",
         "utcnow",
     ),
-    "nav": ("Position", "episode_count", "neighbours", "search_episodes"),
+    "nav": ("Position", "episode_count", "has_episodes", "neighbours", "search_episodes"),
     "queries": (
         "DatasetStats",
         "EpisodeFilter",

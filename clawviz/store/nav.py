@@ -167,6 +167,12 @@ def search_episodes(session: Session, text: str, limit: int = 10) -> list[str]:
     return [str(r) for r in session.execute(stmt).scalars()]
 
 
+def has_episodes(session: Session) -> bool:
+    """Whether Runs lists any episode: one row at most (the empty-store check of a page)."""
+    stmt = select(Episode.episode_id).where(_LISTED).limit(1)
+    return session.execute(stmt).first() is not None
+
+
 def episode_count(session: Session) -> int:
     """How many episodes Runs lists (one COUNT, no rows; linked transcripts left out)."""
     stmt = select(func.count()).select_from(Episode).where(_LISTED)

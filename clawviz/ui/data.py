@@ -230,16 +230,14 @@ def raw_call(url: str, call_id: str) -> dict[str, Any] | None:
 
 
 @st.cache_data(show_spinner=False)
-def episodes_with_workspace(url: str) -> frozenset[str]:
-    """Episodes whose results line names an after-workspace (the Workspace diff has one)."""
-    from clawviz.review import attempts_with_workspaces
+def has_workspace(url: str, episode_id: str) -> bool:
+    """Whether the episode's results line names an after-workspace (the Workspace diff has
+    one): one indexed row, not the set of every such episode (issue 26: a view of one episode
+    costs one episode)."""
+    from clawviz.review import attempt_has_workspace
 
     with _session(url) as s:
-        return frozenset(attempts_with_workspaces(s))
-
-
-def has_workspace(url: str, episode_id: str) -> bool:
-    return episode_id in episodes_with_workspace(url)
+        return attempt_has_workspace(s, episode_id)
 
 
 @dataclass(frozen=True)

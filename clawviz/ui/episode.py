@@ -312,7 +312,7 @@ def open_view(url: str, settings: Settings) -> data.EpisodeView | None:
     this store does not have."""
     episode_id = state.get_param(state.QP_EPISODE) or st.session_state.get(state.KEY_LAST_EPISODE)
     with state.get_session() as session:
-        empty = store.episode_count(session) == 0
+        empty = not store.has_episodes(session)
     if empty:
         st.title("Episode")
         st.info("The store is empty: load logs on the Ingest page first.")
