@@ -169,7 +169,7 @@ def search_episodes(session: Session, text: str, limit: int = 10) -> list[str]:
 
 def has_episodes(session: Session) -> bool:
     """Whether Runs lists any episode: one row at most (the empty-store check of a page)."""
-    stmt = select(Episode.episode_id).where(_LISTED).limit(1)
+    stmt = select(col(Episode.episode_id)).where(_LISTED).limit(1)
     return session.execute(stmt).first() is not None
 
 
