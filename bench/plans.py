@@ -9,10 +9,10 @@ its own parameters: `--repeats` times for its time, and once under the backend's
 the pages the statement touched).
 
 What it answers, for a store too big to build here (1,000,000 episodes: about 56 GB of SQLite at
-the bench generator's 5.6 GB per 100,000): a statement whose plan is the same on both stores,
-searches by an index (SQLite `SEARCH ... USING INDEX`, no `SCAN` of a table that grows with the
-store) and whose time or buffer count stays flat from the small store to the big one costs the
-same at any size. The others are listed by name with their plan: they are what still grows.
+the bench generator's 5.6 GB per 100,000): a statement whose time stays flat from the small
+store to the big one (100x the episodes) costs the same at any size; one whose time grows about
+as the store does reads the store whole, and its plan says where (a `SCAN`, a `Seq Scan`). Those
+are listed by name with their plan: they are what still grows.
 
 The views: Runs first view, Runs filtered (status=dropped, by deep link), Episode first view of
 a 15-call template episode (in both stores), Tasks first view.
@@ -43,7 +43,7 @@ ALIASES = {"e": "episode", "s": "episode_status", "r": "result", "c": "call"}
 """The aliases the project's hand-written SQL uses for them (SQLite's plan names the alias)."""
 GROWTH = 3.0
 """A statement whose time grows more than this from the small store to the big one (and takes
-over a millisecond there) is listed as growing whatever its plan says."""
+over a millisecond there) grows with the store; the plans say why."""
 
 
 @dataclass
@@ -163,21 +163,23 @@ def run(small: str, big: str, repeats: int) -> None:
         same = [re.sub(r"\d+", "N", x) for x in pa] == [re.sub(r"\d+", "N", x) for x in pb]
         scanned = scans(pb)
         ratio = tb / max(ta, 1e-6)
-        bad = bool(scanned) or not same or (ratio > GROWTH and tb > 1e-3)
+        # The time decides: an ordered index scan under a LIMIT is a SCAN in SQLite's words
+        # and O(page) in fact; a whole-table read shows as ~the stores' size ratio.
+        bad = ratio > GROWTH and tb > 1e-3
         grow += bad
         flat += not bad
         mark = "GROWS" if bad else "flat "
         buf = f", buffers {ba} -> {bb}" if ba is not None else ""
         print(f"{mark} {ratio:7.2f}x  {ta * 1e3:8.2f} -> {tb * 1e3:8.2f} ms{buf}  "
               f"[{', '.join(sorted(vs))}]  {t[:150]}")  # fmt: skip
-        if bad:
+        if bad or scanned:
             for line in scanned or pb:
                 print(f"        plan: {line}")
-            if not same:
-                print("        plan differs between the stores")
+        if not same:
+            print("        plan differs between the stores")
     print(
-        f"{flat} statements flat (same plan, indexed, time within {GROWTH}x), {grow} that read "
-        "a growing table whole, change plan or grow in time"
+        f"{flat} statements flat (time within {GROWTH}x or under 1 ms on the big store), {grow} "
+        "that grow with the store"
     )
 
 
