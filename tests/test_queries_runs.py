@@ -204,3 +204,32 @@ def test_a_linked_transcript_is_a_cross_check_not_a_second_episode(wire_and_tran
     # recording's transcripts are of the same run: tests/test_sessions.py).
     assert queries.linked_transcripts(s) == len(others)
     assert queries.cross_checks(s, [*wire, *others]) == {wire[0]: True}
+
+
+@pytest.mark.parametrize("kept_counts", [True, False])
+def test_the_task_filter_offers_a_page_of_tasks(session, monkeypatch, kept_counts):
+    # A run has tens of thousands of tasks: the Task filter offers the first few whose id holds
+    # what was typed (any case, `%` and `_` literal), plus the chosen ones the store has, from
+    # the kept counts or, while something is queued, from the episode table.
+    from clawviz.store import runstats
+
+    if not kept_counts:
+        monkeypatch.setattr(runstats, "ensure", lambda *_a: False)
+    df = queries.episodes_frame(session, H)
+    tasks = sorted(str(t) for t in df["task_id"].dropna().unique())
+    assert len(tasks) >= 3
+    every = queries.runs_task_options(session, H, limit=10_000)
+    assert every.tasks == tasks and not every.more
+    first = queries.runs_task_options(session, H, limit=2)
+    assert first.tasks == tasks[:2] and first.more
+    exact = queries.runs_task_options(session, H, limit=len(tasks))
+    assert exact.tasks == tasks and not exact.more
+    needle = tasks[-1][-3:]
+    found = queries.runs_task_options(session, H, find=f" {needle.upper()} ", limit=10_000)
+    assert found.tasks == [t for t in tasks if needle.lower() in t.lower()]
+    assert queries.runs_task_options(session, H, find="%").tasks == [t for t in tasks if "%" in t]
+    # `_` is a LIKE wildcard: unescaped, this would find tasks[0] (one letter made `_`).
+    wild = "_" + tasks[0][1:]
+    assert queries.runs_task_options(session, H, find=wild).tasks == [t for t in tasks if wild in t]
+    chosen = queries.runs_task_options(session, H, chosen=[tasks[-1], "no-such-task"], limit=1)
+    assert chosen.tasks == [tasks[-1], tasks[0]] and chosen.more

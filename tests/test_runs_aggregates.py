@@ -74,9 +74,11 @@ def _view_counts(session: Session, h: str, f: EpisodeFilter) -> Counter:
         c[("group", g)] = 1
     if f == EpisodeFilter():
         options = queries.runs_options(session, h)
-        for key in ("task_id", "harness", "model"):
+        for key in ("harness", "model"):
             for v in options[key]:
                 c[(key, v)] = 1
+        for v in queries.runs_task_options(session, h, limit=1_000_000).tasks:
+            c[("task_id", v)] = 1
         assert options["status"] == sorted(k[1] for k in c if k[0] == "status")
     else:
         for key in ("task_id", "harness", "model"):

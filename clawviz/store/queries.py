@@ -734,17 +734,17 @@ def runs_summary(
 
 
 def runs_options(session: Session, settings_hash: str) -> dict[str, list[str]]:
-    """What each Runs filter offers: distinct tasks, harnesses, models and statuses (keys
-    task_id, harness, model, status). The reason codes are `reason_counts_sql` of every
-    episode (the unfiltered view's chart input, so the page reads them once)."""
+    """What the Harness, Model and Status filters offer: their distinct values (keys harness,
+    model, status). The tasks, which grow with the store, are `runs_task_options`'s: a page of
+    them, never the whole list."""
     from clawviz.store import runstats
 
     if runstats.ensure(session, settings_hash):
-        kinds = {"task_id": "task", "harness": "harness", "model": "model", "status": "status"}
+        kinds = {"harness": "harness", "model": "model", "status": "status"}
         return {key: runstats.values(session, settings_hash, kind) for key, kind in kinds.items()}
     conn = session.connection()
     out: dict[str, list[str]] = {}
-    for key in ("task_id", "harness", "model"):
+    for key in ("harness", "model"):
         sql = f"SELECT DISTINCT {key} FROM episode e WHERE {key} IS NOT NULL AND {_PRIMARY_SQL}"
         out[key] = sorted(str(v) for v in conn.execute(text(sql)).scalars())
     # Statuses from the status table alone (its key starts with the hash), plus 'not analysed'
@@ -766,6 +766,68 @@ def runs_options(session: Session, settings_hash: str) -> dict[str, list[str]]:
         statuses.add("not analysed")
     out["status"] = sorted(str(v) for v in statuses)
     return out
+
+
+TASK_OPTIONS = 50
+"""Most tasks the Runs Task filter offers at once (a run has tens of thousands: the filter
+offers the first ones matching what the user typed, plus the ones already chosen)."""
+
+
+@dataclass(frozen=True)
+class TaskOptions:
+    """A page of the Task filter's values."""
+
+    tasks: list[str]
+    """The chosen tasks that the store has, then the first `TASK_OPTIONS` (by name) whose name
+    contains the text typed, each once."""
+    more: bool
+    """Whether more tasks match the text than are offered."""
+
+
+def _contains(find: str) -> str:
+    escaped = find.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def runs_task_options(
+    session: Session, settings_hash: str, find: str = "", chosen: Sequence[str] = (),
+    limit: int = TASK_OPTIONS,
+) -> TaskOptions:  # fmt: skip
+    """The Task filter's page of values: at most `limit` tasks whose name contains `find`
+    (case-insensitive), in name order, plus the `chosen` ones the store has. Reads `limit` + 1
+    keys of the kept task counts (`runstats`) or of the episode table's task index, never
+    every task."""
+    from clawviz.store import runstats
+
+    params: dict[str, Any] = {"h": settings_hash, "pat": _contains(find.strip()), "lim": limit + 1}
+    if runstats.ensure(session, settings_hash):
+        source = f"SELECT key AS t FROM {runstats.AGG} WHERE settings_hash = :h AND kind = 'task' AND n > 0"  # noqa: E501
+    else:
+        source = f"SELECT DISTINCT task_id AS t FROM episode e WHERE task_id IS NOT NULL AND {_PRIMARY_SQL}"  # noqa: E501
+    conn = session.connection()  # after `ensure`, which may commit
+    found = [
+        str(v)
+        for v in conn.execute(
+            text(
+                f"SELECT t FROM ({source}) x WHERE LOWER(t) LIKE :pat ESCAPE '\\' "  # noqa: S608
+                "ORDER BY t LIMIT :lim"
+            ),
+            params,
+        ).scalars()
+    ]
+    have: list[str] = []
+    wanted = sorted({str(c) for c in chosen if c})
+    for i in range(0, len(wanted), 500):
+        chunk = {f"c{j}": v for j, v in enumerate(wanted[i : i + 500])}
+        marks = ", ".join(f":{k}" for k in chunk)
+        rows = conn.execute(
+            text(f"SELECT t FROM ({source}) x WHERE t IN ({marks})"),  # noqa: S608
+            {**params, **chunk},
+        ).scalars()
+        have += sorted(str(v) for v in rows)
+    offered = found[:limit]
+    extra = [t for t in have if t not in set(offered)]
+    return TaskOptions(tasks=extra + offered, more=len(found) > limit)
 
 
 def reason_counts_sql(

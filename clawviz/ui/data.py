@@ -89,6 +89,15 @@ def runs_options(url: str, settings_hash: str) -> dict[str, list[str]]:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
+def runs_task_options(
+    url: str, settings_hash: str, find: str, chosen: tuple[str, ...], limit: int
+) -> store.TaskOptions:
+    """The Task filter's page of values (`store.runs_task_options`)."""
+    with _session(url) as s:
+        return store.runs_task_options(s, settings_hash, find, chosen, limit)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
 def runs_aggregates(
     url: str, settings_hash: str, view_key: str
 ) -> tuple[store.RunsSummary, pd.DataFrame]:

@@ -247,17 +247,29 @@ def sort_controls(bar: Any) -> tuple[str | None, bool]:
 
 # --- filters and search -----------------------------------------------------------------------
 def filter_options(url: str, settings_hash: str) -> dict[str, list[str]]:
-    """What each multiselect filter offers (URL parameter -> values in the store), by SQL."""
+    """What each multiselect filter offers (URL parameter -> values in the store), by SQL.
+
+    The tasks are a page (`store.runs_task_options`): the ones the URL chose, then the first
+    `store.TASK_OPTIONS` whose name holds what the "Find a task" box says. A run has tens of
+    thousands of tasks; every one in the multiselect would be sent on every rerun."""
     o = data.runs_options(url, settings_hash)
     everything = data.runs_view_key(store.RunsQuery(page_size=store.RUNS_PAGE_SIZE))
     reasons = sorted(data.runs_charts(url, settings_hash, everything).reasons["reason"])
+    chosen = tuple(history.params_now().get(history.QP_TASKS, []))
+    find = str(st.session_state.get(state.KEY_FILTER_TASK_FIND) or "")
+    tasks = data.runs_task_options(url, settings_hash, find, chosen, store.TASK_OPTIONS)
+    st.session_state[KEY_TASKS_MORE] = tasks.more
     return {
-        history.QP_TASKS: o["task_id"],
+        history.QP_TASKS: tasks.tasks,
         history.QP_HARNESS: o["harness"],
         history.QP_MODEL: o["model"],
         history.QP_STATUS: o["status"],
         history.QP_REASON: reasons,
     }
+
+
+KEY_TASKS_MORE = "runs_filter_tasks_more"
+"""Whether more tasks match the find box than the Task filter offers (set by filter_options)."""
 
 
 def _active(options: dict[str, list[str]]) -> int:
@@ -278,10 +290,18 @@ def filters(where: Any, options: dict[str, list[str]]) -> store.EpisodeFilter:
     the Filters popover, so they take one button of the first screen, not four rows."""
     on = history.on_filter_change
     with where:
+        st.text_input(
+            "Find a task", key=state.KEY_FILTER_TASK_FIND,
+            placeholder="part of a task id", help="The Task filter offers the first "
+            f"{store.TASK_OPTIONS} tasks whose id contains this (any case), by name.",
+        )  # fmt: skip
         c = st.columns(2)
+        more = bool(st.session_state.get(KEY_TASKS_MORE))
         c[0].multiselect(
-            "Task", options[history.QP_TASKS], key=state.KEY_FILTER_TASK, on_change=on
-        )
+            "Task", options[history.QP_TASKS], key=state.KEY_FILTER_TASK, on_change=on,
+            help=f"The first {store.TASK_OPTIONS} matching tasks (by name); type in 'Find a "
+            "task' for the others." if more else None,
+        )  # fmt: skip
         c[1].multiselect(
             "Harness", options[history.QP_HARNESS], key=state.KEY_FILTER_HARNESS, on_change=on
         )

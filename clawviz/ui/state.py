@@ -43,6 +43,7 @@ KEY_RUNS_QUERY = "runs_last_query"
 # Widget keys: Runs page.
 KEY_RUNS_TABLE = "runs_episodes_table"
 KEY_FILTER_TASK = "runs_filter_task"
+KEY_FILTER_TASK_FIND = "runs_filter_task_find"
 KEY_FILTER_HARNESS = "runs_filter_harness"
 KEY_FILTER_MODEL = "runs_filter_model"
 KEY_FILTER_STATUS = "runs_filter_status"
