@@ -18,7 +18,8 @@ measured in the same run (A B A B ...).
   the file's inline JS and CSS counted (`size_ratio`), and with them taken out as a fixed
   overhead (`size_ratio_no_code`). `--size-only` gives this row alone for the 254-call episode,
   the sample store's t0001-claude-code-a1 and the recorded OpenClaw gateway session, each
-  also as the unpacked payload would be (`plain_bytes`: the file before pack.py).
+  also as `clawviz share --plain` writes it (`plain_json_bytes`: the packed JSON, not gzipped)
+  and as the unpacked payload would be (`unpacked_bytes`: the plain file before pack.py).
 
 - **first paint** (`--first-paint`, run alone): the app's Episode page of the 254-call
   episode written into a temporary SQLite store (bench/bigep.py's `write_big_episode`, then
@@ -100,16 +101,18 @@ def _spread(xs: list[float]) -> str:
 
 def size_row(payload: dict) -> dict:
     """The size row of one payload (see the module docstring)."""
-    text = share_html(payload)
-    size = len(text.encode("utf-8"))
-    plain = size - len(safe_json(pack_payload(payload)).encode()) + len(safe_json(payload).encode())
+    size = len(share_html(payload).encode("utf-8"))
+    json_size = len(share_html(payload, compress=False).encode("utf-8"))
+    packed = len(safe_json(pack_payload(payload)).encode())
+    plain = json_size - packed + len(safe_json(payload).encode())
     code = len(explorer_js().encode("utf-8")) + len(explorer_css().encode("utf-8"))
     distinct = distinct_content(payload)
-    return {"calls": len(payload["calls"]), "share_bytes": size, "plain_bytes": plain,
-            "code_bytes": code, "distinct_bytes": distinct,
+    return {"calls": len(payload["calls"]), "share_bytes": size, "plain_json_bytes": json_size,
+            "unpacked_bytes": plain, "code_bytes": code, "distinct_bytes": distinct,
             "distinct_texts_bytes": sum(len(t.encode()) for t in set(payload["texts"])),
             "size_ratio": round(size / distinct, 2),
-            "size_ratio_no_code": round((size - code) / distinct, 2)}  # fmt: skip
+            "size_ratio_no_code": round((size - code) / distinct, 2),
+            "plain_json_ratio": round(json_size / distinct, 2)}  # fmt: skip
 
 
 def _sample_payload(episode: str) -> dict:

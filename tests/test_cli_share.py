@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import gzip
 import html.parser
 import json
+import string
 
 from sqlmodel import Session
 
@@ -55,7 +58,7 @@ def _store(tmp_path) -> str:
 def test_share_writes_one_inert_file(tmp_path, capsys):
     url = _store(tmp_path)
     out = tmp_path / "xss.html"
-    assert main(["--db", url, "share", "xss-ep", "--out", str(out)]) == 0
+    assert main(["--db", url, "share", "xss-ep", "--out", str(out), "--plain"]) == 0
     assert "wrote" in capsys.readouterr().out
     page = out.read_text(encoding="utf-8")
     parser = _Scripts()
@@ -79,9 +82,30 @@ def test_share_writes_one_inert_file(tmp_path, capsys):
 def test_share_redact_and_unknown_episode(tmp_path, capsys):
     url = _store(tmp_path)
     out = tmp_path / "r.html"
-    assert main(["--db", url, "share", "xss-ep", "--out", str(out), "--redact"]) == 0
+    assert main(["--db", url, "share", "xss-ep", "--out", str(out), "--redact", "--plain"]) == 0
     page = out.read_text(encoding="utf-8")
     assert "You are a helpful agent" not in page
     assert "[tool result redacted]" in page
     assert main(["--db", url, "share", "nope", "--out", str(tmp_path / "n.html")]) == 1
     assert "no episode" in capsys.readouterr().err
+
+
+def test_share_gzips_the_same_data_by_default(tmp_path, capsys):
+    # The default file carries the --plain file's JSON, gzipped and base64-encoded (no `<`
+    # anywhere in it), with the same code around it, and the same bytes on every run.
+    url = _store(tmp_path)
+    plain, packed, again = tmp_path / "p.html", tmp_path / "z.html", tmp_path / "z2.html"
+    assert main(["--db", url, "share", "xss-ep", "--out", str(plain), "--plain"]) == 0
+    assert main(["--db", url, "share", "xss-ep", "--out", str(packed)]) == 0
+    assert main(["--db", url, "share", "xss-ep", "--out", str(again)]) == 0
+    assert packed.read_bytes() == again.read_bytes()
+    head = '<script type="application/json" id="clawviz-payload">'
+    before, rest = plain.read_text(encoding="utf-8").split(head, 1)
+    data, after = rest.split("</script>", 1)
+    zhead = '<script type="application/gzip;base64" id="clawviz-payload">'
+    zbefore, zrest = packed.read_text(encoding="utf-8").split(zhead, 1)
+    zdata, zafter = zrest.split("</script>", 1)
+    assert (zbefore, zafter) == (before, after)
+    assert set(zdata) <= set(string.ascii_letters + string.digits + "+/=")
+    assert json.loads(gzip.decompress(base64.b64decode(zdata))) == json.loads(data)
+    assert len(zdata) < len(data) / 2

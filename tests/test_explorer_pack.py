@@ -31,6 +31,6 @@ def test_each_diff_line_is_sent_once():
     calls_json = json.dumps(packed["calls"])
     assert SCRIPT_TEXT not in calls_json, "no diff text inside the calls: references only"
     assert "role_reason" in calls_json and calls_json.count('"role_reason"') == 1, "keys once"
-    page = share_html(payload)
+    page = share_html(payload, compress=False)
     escaped = json.dumps(SCRIPT_TEXT)[1:-1].replace("<", "\\u003c").replace(">", "\\u003e")
     assert page.count(escaped) == 2, "the hostile message: once as a text, once as a diff line"

@@ -1,5 +1,6 @@
-"""`python -m clawviz share EPISODE --out FILE.html [--redact]`: the Episode explorer as one
-self-contained offline HTML file (data and code inline, no server, no network; issue 25)."""
+"""`python -m clawviz share EPISODE --out FILE.html [--redact] [--plain]`: the Episode explorer
+as one self-contained offline HTML file (data and code inline, no server, no network; the data
+gzipped unless --plain; issue 25)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,11 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--redact", action="store_true", help="leave out system prompts and tool results"
     )
+    p.add_argument(
+        "--plain", action="store_true",
+        help="embed the data as readable JSON instead of gzipped (greppable, about 5x larger; "
+        "for a browser without DecompressionStream)",
+    )  # fmt: skip
     p.set_defaults(func=cmd_share)
 
 
@@ -41,7 +47,7 @@ def cmd_share(args: argparse.Namespace) -> int:
             print(f"error: no episode {args.episode_id!r} in the store", file=sys.stderr)
             return 1
     out = Path(args.out)
-    text = share_html(payload)
+    text = share_html(payload, compress=not args.plain)
     out.write_text(text, encoding="utf-8")
     print(
         f"wrote {out} ({len(text.encode('utf-8')):,} bytes, {len(payload['calls'])} calls"

@@ -58,7 +58,7 @@ def test_packed_share_file_shows_each_calls_diff_and_messages(page, tmp_path):
     calls = _calls()
     payload = build_payload("pack", calls, analyse_episode(calls, reward=None))
     out = tmp_path / "share.html"
-    page_text = share_html(payload)
+    page_text = share_html(payload, compress=False)
     assert '"packed":1' in page_text, "the share file carries the packed form"
     out.write_text(page_text, encoding="utf-8")
     errors: list[str] = []

@@ -137,3 +137,22 @@ def test_shared_file_jump_keys(sample_db_url, page, tmp_path):
         assert _shown(page) == shown["parent"], "u: the parent"
         page.keyboard.press("d")
         assert by_id[_shown(page)]["parent"] == shown["parent"], "d: a child of that parent"
+
+
+def test_shared_file_says_why_when_the_browser_cannot_unpack_it(sample_db_url, page, tmp_path):
+    # A browser without DecompressionStream gets a sentence naming the fix (--plain), as text,
+    # not a blank page; the --plain file opens there.
+    page.add_init_script("delete window.DecompressionStream;")
+    out = tmp_path / "share.html"
+    _write(sample_db_url, EPISODE, out)
+    page.goto(out.as_uri())
+    page.wait_for_function(
+        "() => document.getElementById('clawviz-explorer').textContent.includes('--plain')"
+    )
+    assert page.locator(INSPECTOR).count() == 0
+    with Session(get_engine(sample_db_url)) as s:
+        payload = load_payload(s, EPISODE, DEFAULT_SETTINGS)
+    plain = tmp_path / "plain.html"
+    plain.write_text(share_html(payload, compress=False), encoding="utf-8")
+    page.goto(plain.as_uri())
+    page.wait_for_selector(f"{INSPECTOR}[data-call-id]")
