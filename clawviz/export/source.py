@@ -20,11 +20,10 @@ from clawviz.settings import Settings
 from clawviz.store import (
     Blob,
     CallRow,
-    Episode,
     EpisodeFilter,
     EpisodeStatus,
-    episodes_frame,
-    filter_episodes,
+    episode_rows,
+    filter_rows,
     load_path_calls,
     unpack_text,
 )
@@ -88,35 +87,30 @@ ROW_COLS = ("episode_id", "task_id", "harness", "model", "attempt", "n_calls")
 def selected_episodes(session: Session, settings: Settings, selection: Selection) -> list[dict]:
     """The episode rows an export covers, in Runs table order.
 
-    Each row keeps only the columns the export reads (`ROW_COLS`, plain Python values), and the
-    Runs table frame is dropped once filtered: what the selection holds is ~100 bytes per
-    selected episode (and what a sharded export sends its workers)."""
-    frame = episodes_frame(session, settings.settings_hash)
+    The rows are the Runs table's (`episode_rows`, the pandas-free `episodes_frame`, filtered
+    by the same `filter_rows`), and each keeps only the columns the export reads (`ROW_COLS`,
+    plain Python values): what the selection holds is ~100 bytes per selected episode (and
+    what a sharded export sends its workers)."""
+    rows = episode_rows(session, settings.settings_hash)
     if selection.episode_ids is not None:
-        frame = frame[frame["episode_id"].isin(selection.episode_ids)]
-    frame = filter_episodes(frame, selection.filter)
-    # A transcript linked to its session's wire episode (`jobs.sessions`) is a cross-check:
-    # the session is exported once, from the wire.
-    linked = session.exec(
-        select(Episode.episode_id).where(col(Episode.primary_episode).is_not(None))
-    )
-    frame = frame[~frame["episode_id"].isin(set(linked))]
+        wanted = set(selection.episode_ids)
+        rows = [r for r in rows if r.episode_id in wanted]
+    rows = filter_rows(rows, selection.filter)
+    # `episode_rows` leaves out every transcript linked to its session's wire episode
+    # (`jobs.sessions`): a cross-check, so the session is exported once, from the wire.
     if not selection.include_dropped:
-        frame = frame[frame["status"] == "kept"]
-    out = []
-    for r in frame.to_dict("records"):
-        out.append(
-            {
-                "episode_id": str(r["episode_id"]),
-                "task_id": _str_or_none(r.get("task_id")),
-                "harness": _str_or_none(r.get("harness")),
-                "model": _str_or_none(r.get("model")),
-                "attempt": _int_or_none(r.get("attempt")),
-                "n_calls": _int_or_none(r.get("n_calls")),
-            }
-        )
-    del frame
-    return out
+        rows = [r for r in rows if r.status == "kept"]
+    return [
+        {
+            "episode_id": r.episode_id,
+            "task_id": r.task_id,
+            "harness": r.harness,
+            "model": r.model,
+            "attempt": r.attempt,
+            "n_calls": r.n_calls,
+        }
+        for r in rows
+    ]
 
 
 def _tools_of(session: Session, call_ids: Sequence[str]) -> dict[str, Any]:
