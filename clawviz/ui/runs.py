@@ -295,6 +295,10 @@ def filters(where: Any, options: dict[str, list[str]]) -> store.EpisodeFilter:
             placeholder="part of a task id", help="The Task filter offers the first "
             f"{store.TASK_OPTIONS} tasks whose id contains this (any case), by name.",
         )  # fmt: skip
+        find = str(st.session_state.get(state.KEY_FILTER_TASK_FIND) or "").strip()
+        chosen = set(st.session_state.get(state.KEY_FILTER_TASK) or [])
+        if find and not [t for t in options[history.QP_TASKS] if t not in chosen]:
+            st.caption(f"No other task id contains “{escape_md(find)}”.")
         c = st.columns(2)
         more = bool(st.session_state.get(KEY_TASKS_MORE))
         c[0].multiselect(

@@ -49,3 +49,12 @@ def test_the_task_filter_offers_a_page_finds_the_rest_and_keeps_the_links_tasks(
     no_exception(at)
     assert _table_tasks(at) == {tasks[-1], tasks[1]}
     assert sorted(at.query_params["task"]) == sorted([tasks[-1], tasks[1]])
+
+
+def test_the_task_find_box_says_when_no_task_matches(sample_db_url, on_store):
+    on_store(sample_db_url)
+    at = open_page()
+    at.text_input(key=state.KEY_FILTER_TASK_FIND).input("no-such-task-anywhere").run()
+    no_exception(at)
+    assert at.multiselect(key=state.KEY_FILTER_TASK).options == []
+    assert any("No other task id contains" in c.value for c in at.caption)
