@@ -15,12 +15,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
 from sqlmodel import Session, col, func, select
 
 from clawviz.review.signoff import latest_reviews, review_history
 from clawviz.review.solvability import Solvability, solvable_status
 from clawviz.settings import DEFAULT_SETTINGS, Settings
-from clawviz.store import Episode, Finding, Result, Review, Task, result_reward
+from clawviz.store import (
+    Episode,
+    Finding,
+    Result,
+    Review,
+    Task,
+    result_reward,
+    reward_from_columns,
+)
 
 # Means of a few float rewards are compared with a tolerance so that 0.2 means 0.2.
 _EPS = 1e-9
@@ -348,10 +357,16 @@ def task_attempts(
 
 def role_means(attempts: list[AttemptRow]) -> dict[str, tuple[float | None, int]]:
     """Mean reward and number of scored attempts per model role."""
+    return _role_means([(a.model_role, a.reward) for a in attempts])
+
+
+def _role_means(
+    attempts: list[tuple[str | None, float | None]],
+) -> dict[str, tuple[float | None, int]]:
     by_role: dict[str, list[float]] = {}
-    for a in attempts:
-        if a.model_role and a.reward is not None:
-            by_role.setdefault(a.model_role, []).append(a.reward)
+    for role, reward in attempts:
+        if role and reward is not None:
+            by_role.setdefault(role, []).append(reward)
     return {role: (sum(v) / len(v), len(v)) for role, v in by_role.items()}
 
 
@@ -403,32 +418,44 @@ class TaskRow:
 def task_queue(session: Session, settings: Settings = DEFAULT_SETTINGS) -> list[TaskRow]:
     """Every known task (from the Task table and from results) with status and filter terms."""
     tasks = {t.task_id: t for t in session.exec(select(Task))}
-    results = session.exec(select(Result)).all()
-    episodes = session.exec(select(Episode)).all()
-    task_ids = set(tasks) | {r.task_id for r in results if r.task_id}
-    task_ids |= {e.task_id for e in episodes if e.task_id}
+    # Only the columns an attempt's task, role and reward come from, as tuples: the queue
+    # reads every result and episode of the store (the ORM objects of 100,000 of each cost
+    # most of the page's first view).
+    results = session.execute(
+        sa.select(
+            col(Result.episode_id), col(Result.task_id), col(Result.model_role),
+            col(Result.reward), col(Result.checks_json), col(Result.rubric_json),
+        )  # fmt: skip
+    ).all()
+    episodes = session.execute(
+        sa.select(col(Episode.episode_id), col(Episode.task_id), col(Episode.model_role))
+    ).all()
+    task_ids = set(tasks) | {r[1] for r in results if r[1]}
+    task_ids |= {e[1] for e in episodes if e[1]}
     latest = latest_reviews(session)
     open_findings = open_findings_per_task(session)
     solvable = solvable_status(session)
-    ep_by_id = {e.episode_id: e for e in episodes}
-    attempts_by_task: dict[str, list[AttemptRow]] = {}
+    ep_by_id = {e[0]: e for e in episodes}
+    # (model role, reward) of each attempt, by task; the result wins where both say
+    # (`_attempt_row`).
+    attempts_by_task: dict[str, list[tuple[str | None, float | None]]] = {}
     seen: set[str] = set()
-    for r in results:
-        ep = ep_by_id.get(r.episode_id)
-        row = _attempt_row(r.episode_id, r, ep, settings)
-        if row.task_id:
-            attempts_by_task.setdefault(row.task_id, []).append(row)
-            seen.add(r.episode_id)
-    for e in episodes:
-        if e.task_id and e.episode_id not in seen:
-            attempts_by_task.setdefault(e.task_id, []).append(
-                _attempt_row(e.episode_id, None, e, settings)
-            )
+    for eid, task, role, reward, checks, rubric in results:
+        ep = ep_by_id.get(eid)
+        task = task if task is not None else (ep[1] if ep is not None else None)
+        if task:
+            role = role if role is not None else (ep[2] if ep is not None else None)
+            score = reward_from_columns(reward, checks, rubric, settings)
+            attempts_by_task.setdefault(task, []).append((role, score))
+            seen.add(eid)
+    for eid, task, role in episodes:
+        if task and eid not in seen:
+            attempts_by_task.setdefault(task, []).append((role, None))
     rows = []
     for tid in sorted(task_ids):
         t = tasks.get(tid)
         attempts = attempts_by_task.get(tid, [])
-        means = role_means(attempts)
+        means = _role_means(attempts)
         s_strong, n_strong = means.get("strong", (None, 0))
         s_small, n_small = means.get("small", (None, 0))
         review = latest.get(tid)
