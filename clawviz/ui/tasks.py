@@ -55,6 +55,10 @@ KEY_ATTEMPTS_TABLE = "tasks_attempts_table"
 KEY_HISTORY_TABLE = "tasks_signoff_history"
 # Session state: a decision was saved, so the next run empties the note and the choice.
 KEY_SIGNOFF_RESET = "tasks_signoff_reset"
+KEY_QUEUE_PAGE = "tasks_queue_page"
+QUEUE_PAGE = 200
+"""Most rows of the review queue drawn at once (a training run's store has tens of thousands
+of tasks; the table and the 'Open a task' box get one page of them)."""
 
 
 def queue_frame(rows: Sequence[TaskRow]) -> pd.DataFrame:
@@ -91,6 +95,34 @@ def open_task(task_id: str | None) -> None:
 def on_task_pick() -> None:
     choice = st.session_state.get(w.KEY_TASK_PICK)
     open_task(None if choice == state.NONE_OPTION else choice)
+
+
+def _step_queue(view: str, by: int) -> None:
+    saved, page = st.session_state.get(KEY_QUEUE_PAGE, (view, 0))
+    st.session_state[KEY_QUEUE_PAGE] = (view, max(0, (page if saved == view else 0) + by))
+
+
+def queue_pager(total: int, view: str) -> int:
+    """Previous / next over the queue's pages (only when there is more than one); the page
+    goes back to the first when the filters or the sort change."""
+    size = QUEUE_PAGE
+    last = max(0, (total - 1) // size)
+    saved, page = st.session_state.get(KEY_QUEUE_PAGE, (view, 0))
+    page = min(page if saved == view else 0, last)
+    st.session_state[KEY_QUEUE_PAGE] = (view, page)
+    if last == 0:
+        return 0
+    bar = st.container(horizontal=True, vertical_alignment="center", gap="small")
+    bar.button(
+        "Previous", key="tasks_prev", icon=":material/chevron_left:", disabled=page <= 0,
+        on_click=_step_queue, args=(view, -1),
+    )  # fmt: skip
+    bar.button(
+        "Next", key="tasks_next", icon=":material/chevron_right:", disabled=page >= last,
+        on_click=_step_queue, args=(view, 1),
+    )  # fmt: skip
+    bar.caption(f"rows {page * size + 1:,}–{min(total, (page + 1) * size):,} of {total:,}")
+    return page
 
 
 def on_queue_select(shown: list[str]) -> None:
@@ -140,10 +172,10 @@ def queue_view() -> None:
     reviewed = (df["status"] != "pending").sum()
     passing = (df["filter"] == "pass").sum()
     c = st.columns(4)
-    c[0].metric("tasks", len(df))
-    c[1].metric("reviewed", int(reviewed))
-    c[2].metric("pass the difficulty filter", int(passing))
-    c[3].metric("accepted", int((df["status"] == "accept").sum()))
+    c[0].metric("tasks", f"{len(df):,}")
+    c[1].metric("reviewed", f"{int(reviewed):,}")
+    c[2].metric("pass the difficulty filter", f"{int(passing):,}")
+    c[3].metric("accepted", f"{int((df['status'] == 'accept').sum()):,}")
 
     f1, f2, f3, f4 = st.columns([2, 2, 1.4, 1.6])
     categories = sorted(df["category"].unique())
@@ -162,25 +194,32 @@ def queue_view() -> None:
     col, asc = SORTS[sort]
     shown = shown.sort_values(col, ascending=asc, na_position="last", kind="stable")
     st.caption(
-        f"{len(shown)} of {len(df)} tasks. Filter terms: s_strong >= 0.2, s_small <= 0.6, "
+        f"{len(shown):,} of {len(df):,} tasks. Filter terms: s_strong >= 0.2, s_small <= 0.6, "
         "s_strong > s_small (means over attempts with model_role strong / small). "
         "Click a row to open the task."
     )
+    view = f"{chosen_cat}|{chosen_status}|{verdict}|{sort}"
+    page_no = queue_pager(len(shown), view)
+    part = shown.iloc[page_no * QUEUE_PAGE : (page_no + 1) * QUEUE_PAGE]
     verdict_cols = [*TERM_COLUMNS, "filter"]
     tables.show_table(
-        shown.style.map(lambda v: w.VERDICT_TINT.get(v, ""), subset=verdict_cols),
+        part.style.map(lambda v: w.VERDICT_TINT.get(v, ""), subset=verdict_cols),
         key=w.KEY_QUEUE_TABLE,
         pinned=["task_id", "filter", "status"],
         numbers={"s_strong": 2, "s_small": 2, "attempts": 0, "open findings": 0},
         labels={"task_id": "task", "filter": "difficulty filter"},
         width="stretch",
-        on_select=lambda: on_queue_select(shown["task_id"].tolist()),
+        on_select=lambda: on_queue_select(part["task_id"].tolist()),
         selection_mode="single-row",
-        height=min(640, 38 + 35 * max(len(shown), 1)),
+        height=min(640, 38 + 35 * max(len(part), 1)),
     )
+    # Every task when they fit on one page, else the tasks of the page shown.
+    pickable = df["task_id"].tolist() if len(df) <= QUEUE_PAGE else part["task_id"].tolist()
+    if st.session_state.get(w.KEY_TASK_PICK) not in (state.NONE_OPTION, *pickable):
+        st.session_state.pop(w.KEY_TASK_PICK, None)
     st.selectbox(
-        "Open a task",
-        [state.NONE_OPTION] + df["task_id"].tolist(),
+        "Open a task" if len(df) <= QUEUE_PAGE else "Open a task of this page",
+        [state.NONE_OPTION, *pickable],
         key=w.KEY_TASK_PICK,
         on_change=on_task_pick,
     )

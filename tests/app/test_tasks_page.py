@@ -204,3 +204,25 @@ def test_hostile_task_id_and_reviewer_shown_literally(store):
     at.radio(key=w.KEY_SIGNOFF_DECISION).set_value("reject")
     at.button[[b.label for b in at.button].index("Save decision")].click().run()
     assert any(r"by \*\*Mallory\*\*" in x.value for x in at.success)
+
+
+def test_a_long_queue_is_drawn_a_page_at_a_time(store, monkeypatch):
+    # A training run has tens of thousands of tasks: the table and the 'Open a task' box hold
+    # one page of the filtered, sorted queue; Next shows the following rows, a sort change goes
+    # back to the first page.
+    from clawviz.ui import tasks as tasks_ui
+
+    every = sorted(list(tasks_page().dataframe[0].value["task_id"]))
+    assert len(every) >= 3
+    monkeypatch.setattr(tasks_ui, "QUEUE_PAGE", 2)
+    at = tasks_page()
+    first = list(at.dataframe[0].value["task_id"])
+    assert first == every[:2]
+    assert at.selectbox(key=w.KEY_TASK_PICK).options[1:] == every[:2]
+    assert any("rows 1–2 of" in c.value for c in at.caption)
+    at.button(key="tasks_next").click().run()
+    assert not at.exception
+    assert list(at.dataframe[0].value["task_id"]) == every[2:4]
+    assert at.selectbox(key=w.KEY_TASK_PICK).options[1:] == every[2:4]
+    at.selectbox(key=w.KEY_TASK_PICK).select(every[2]).run()
+    assert _title(at) == every[2]
