@@ -826,7 +826,8 @@ def runs_task_options(
         ).scalars()
         have += sorted(str(v) for v in rows)
     offered = found[:limit]
-    extra = [t for t in have if t not in set(offered)]
+    listed = set(offered)
+    extra = [t for t in have if t not in listed]
     return TaskOptions(tasks=extra + offered, more=len(found) > limit)
 
 

@@ -202,32 +202,10 @@ def episodes_table(page: pd.DataFrame, marks: data.RunsMarks) -> None:
     open_bar(_selected(event, table), "Click a row to open its episode (same tab).")
 
 
-def _step(view: str, by: int) -> None:
-    """Button callback: move the page of this view (before the run draws it)."""
-    saved_view, page = st.session_state.get(KEY_PAGE, (view, 0))
-    st.session_state[KEY_PAGE] = (view, max(0, (page if saved_view == view else 0) + by))
-
-
 def pager(total: int, view: str) -> tuple[int, Any]:
     """Previous / next page buttons and what is shown; the page number resets when the view
     changes. Returns the page and the bar (the sort goes in it)."""
-    size = store.RUNS_PAGE_SIZE
-    last = max(0, (total - 1) // size)
-    saved_view, page = st.session_state.get(KEY_PAGE, (view, 0))
-    page = min(page if saved_view == view else 0, last)
-    st.session_state[KEY_PAGE] = (view, page)
-    bar = st.container(horizontal=True, vertical_alignment="center", gap="small")
-    bar.button(
-        "Previous", key="runs_prev", icon=":material/chevron_left:", disabled=page <= 0,
-        on_click=_step, args=(view, -1),
-    )  # fmt: skip
-    bar.button(
-        "Next", key="runs_next", icon=":material/chevron_right:", disabled=page >= last,
-        on_click=_step, args=(view, 1),
-    )  # fmt: skip
-    lo = page * size + 1 if total else 0
-    bar.caption(f"rows {lo:,}–{min(total, (page + 1) * size):,} of {total:,}")
-    return page, bar
+    return tables.pager(total, view, size=store.RUNS_PAGE_SIZE, key=KEY_PAGE, buttons="runs")
 
 
 def _sort_state() -> tuple[str | None, bool]:

@@ -158,3 +158,36 @@ def show_table(
         column_config=config,
         **kwargs,
     )
+
+
+def _step_page(key: str, view: str, by: int) -> None:
+    """Button callback: move the page of this view (before the run draws it)."""
+    saved_view, page = st.session_state.get(key, (view, 0))
+    st.session_state[key] = (view, max(0, (page if saved_view == view else 0) + by))
+
+
+def pager(
+    total: int, view: str, *, size: int, key: str, buttons: str, always: bool = True
+) -> tuple[int, Any]:
+    """Previous / next page buttons (keys `<buttons>_prev`, `<buttons>_next`) and the rows
+    shown, over `total` rows of `size` a page; the page (in session state under `key`) goes back
+    to the first when `view` changes. With `always` False nothing is drawn for a single page.
+    Returns the page and the bar (None when not drawn)."""
+    last = max(0, (total - 1) // size)
+    saved_view, page = st.session_state.get(key, (view, 0))
+    page = min(page if saved_view == view else 0, last)
+    st.session_state[key] = (view, page)
+    if last == 0 and not always:
+        return 0, None
+    bar = st.container(horizontal=True, vertical_alignment="center", gap="small")
+    bar.button(
+        "Previous", key=f"{buttons}_prev", icon=":material/chevron_left:", disabled=page <= 0,
+        on_click=_step_page, args=(key, view, -1),
+    )  # fmt: skip
+    bar.button(
+        "Next", key=f"{buttons}_next", icon=":material/chevron_right:", disabled=page >= last,
+        on_click=_step_page, args=(key, view, 1),
+    )  # fmt: skip
+    lo = page * size + 1 if total else 0
+    bar.caption(f"rows {lo:,}–{min(total, (page + 1) * size):,} of {total:,}")
+    return page, bar

@@ -97,34 +97,6 @@ def on_task_pick() -> None:
     open_task(None if choice == state.NONE_OPTION else choice)
 
 
-def _step_queue(view: str, by: int) -> None:
-    saved, page = st.session_state.get(KEY_QUEUE_PAGE, (view, 0))
-    st.session_state[KEY_QUEUE_PAGE] = (view, max(0, (page if saved == view else 0) + by))
-
-
-def queue_pager(total: int, view: str) -> int:
-    """Previous / next over the queue's pages (only when there is more than one); the page
-    goes back to the first when the filters or the sort change."""
-    size = QUEUE_PAGE
-    last = max(0, (total - 1) // size)
-    saved, page = st.session_state.get(KEY_QUEUE_PAGE, (view, 0))
-    page = min(page if saved == view else 0, last)
-    st.session_state[KEY_QUEUE_PAGE] = (view, page)
-    if last == 0:
-        return 0
-    bar = st.container(horizontal=True, vertical_alignment="center", gap="small")
-    bar.button(
-        "Previous", key="tasks_prev", icon=":material/chevron_left:", disabled=page <= 0,
-        on_click=_step_queue, args=(view, -1),
-    )  # fmt: skip
-    bar.button(
-        "Next", key="tasks_next", icon=":material/chevron_right:", disabled=page >= last,
-        on_click=_step_queue, args=(view, 1),
-    )  # fmt: skip
-    bar.caption(f"rows {page * size + 1:,}–{min(total, (page + 1) * size):,} of {total:,}")
-    return page
-
-
 def on_queue_select(shown: list[str]) -> None:
     event = st.session_state.get(w.KEY_QUEUE_TABLE)
     rows = event.selection.rows if event is not None else []
@@ -199,7 +171,11 @@ def queue_view() -> None:
         "Click a row to open the task."
     )
     view = f"{chosen_cat}|{chosen_status}|{verdict}|{sort}"
-    page_no = queue_pager(len(shown), view)
+    # Previous / next only when there is more than one page; back to the first page when the
+    # filters or the sort change.
+    page_no, _bar = tables.pager(
+        len(shown), view, size=QUEUE_PAGE, key=KEY_QUEUE_PAGE, buttons="tasks", always=False
+    )
     part = shown.iloc[page_no * QUEUE_PAGE : (page_no + 1) * QUEUE_PAGE]
     verdict_cols = [*TERM_COLUMNS, "filter"]
     tables.show_table(
