@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -190,18 +191,48 @@ def settled_point(page, locate: Callable[[], dict]) -> dict:
         node = settled
 
 
+CLICK_ATTEMPTS = 3
+"""How many times `click_at` clicks a node before it fails (see there)."""
+
+URL_NAMES_CALL_JS = "(c) => new URL(window.location.href).searchParams.get('call') === c"
+
+
 def click_at(page, locate: Callable[[], dict], timeout: float | None = None) -> dict:
     """Click the tree node that `locate()` finds ({x, y, call}: viewport coordinates and its
     call id) as a person does (hover, then click), and wait until the address bar names its
-    call. Returns the node clicked (where it settled: `settled_point`)."""
-    node = settled_point(page, locate)
-    page.mouse.click(node["x"], node["y"])
-    page.wait_for_function(
-        "(c) => new URL(window.location.href).searchParams.get('call') === c",
-        arg=node["call"],
-        timeout=timeout,
-    )
-    return node
+    call. Returns the node clicked (where it settled: `settled_point`).
+
+    On a loaded two-core CI machine a click was lost, twice in about 3,400 browser test runs
+    (the first click on a fresh server; the node had stood still for 600 ms before it, and the
+    address bar never changed in 60 s). It did not happen in 30 runs alone or under load, so
+    its cause is unknown: most likely the chart was redrawn between the check and the click.
+    A person would click again, and so does this: at most CLICK_ATTEMPTS clicks, each waited
+    on for a share of `timeout`, with a warning for each click that did nothing (shown in the
+    test summary). A click that never selects its call still fails."""
+    total = timeout if timeout is not None else TIMEOUT_MS
+    share = total / CLICK_ATTEMPTS
+    for attempt in range(1, CLICK_ATTEMPTS + 1):
+        node = settled_point(page, locate)
+        page.mouse.click(node["x"], node["y"])
+        try:
+            page.wait_for_function(URL_NAMES_CALL_JS, arg=node["call"], timeout=share)
+            return node
+        except Exception as exc:  # playwright's TimeoutError
+            if attempt == CLICK_ATTEMPTS or "Timeout" not in type(exc).__name__:
+                raise
+            # A run the click started may still be on its way: let it finish before a
+            # second click, which could otherwise toggle the selection off again.
+            wait_for_app_run(page)
+            if page.evaluate(URL_NAMES_CALL_JS, node["call"]):
+                return node
+            after = locate()
+            warnings.warn(
+                f"click {attempt} on call {node['call']} at ({node['x']:.0f}, {node['y']:.0f}) "
+                f"did not select it within {share / 1000:.0f} s (the node is now at "
+                f"({after['x']:.0f}, {after['y']:.0f})); clicking again",
+                stacklevel=2,
+            )
+    raise AssertionError("unreachable")
 
 
 def click_table_row(page, grid, row: int) -> None:
