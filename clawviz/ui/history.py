@@ -25,6 +25,8 @@ QP_NO_REWARD = "no_reward"
 QP_QUERY = "q"
 QP_ROLE = "role"
 QP_SYNTAX = "syntax"
+QP_CHARTS = "charts"
+"""`charts=1`: the Runs charts section is open (it is drawn only then)."""
 
 LIST_FILTERS = {
     QP_TASKS: state.KEY_FILTER_TASK,
@@ -34,7 +36,7 @@ LIST_FILTERS = {
     QP_REASON: state.KEY_FILTER_REASON,
 }
 """Multiselect filters: URL parameter (repeated) -> widget key."""
-RUNS_PARAMS = (*LIST_FILTERS, QP_REWARD, QP_NO_REWARD, QP_QUERY, QP_ROLE, QP_SYNTAX)
+RUNS_PARAMS = (*LIST_FILTERS, QP_REWARD, QP_NO_REWARD, QP_QUERY, QP_ROLE, QP_SYNTAX, QP_CHARTS)
 FULL_RANGE = (0.0, 1.0)
 ROLES = ("", "user", "assistant", "tool")
 
@@ -113,6 +115,7 @@ def seed_widgets(options: Mapping[str, list[str]]) -> None:
     st.session_state[state.KEY_SEARCH_TEXT] = text
     st.session_state[state.KEY_SEARCH_ROLE] = role or ""
     st.session_state[state.KEY_SEARCH_SYNTAX] = syntax
+    st.session_state[state.KEY_RUNS_CHARTS] = (params.get(QP_CHARTS) or [""])[-1] == "1"
 
 
 def widget_params() -> dict[str, list[str]]:
@@ -128,6 +131,7 @@ def widget_params() -> dict[str, list[str]]:
         QP_QUERY: (ss.get(state.KEY_SEARCH_TEXT) or "").strip() or None,
         QP_ROLE: ss.get(state.KEY_SEARCH_ROLE) or None,
         QP_SYNTAX: "1" if ss.get(state.KEY_SEARCH_SYNTAX) else None,
+        QP_CHARTS: "1" if ss.get(state.KEY_RUNS_CHARTS) else None,
     }
     values.update({k: [v] for k, v in single.items() if v})
     return {k: v for k, v in values.items() if v}

@@ -232,7 +232,7 @@ def filter_options(url: str, settings_hash: str) -> dict[str, list[str]]:
     thousands of tasks; every one in the multiselect would be sent on every rerun."""
     o = data.runs_options(url, settings_hash)
     everything = data.runs_view_key(store.RunsQuery(page_size=store.RUNS_PAGE_SIZE))
-    reasons = sorted(data.runs_charts(url, settings_hash, everything).reasons["reason"])
+    reasons = sorted(data.runs_aggregates(url, settings_hash, everything)[1]["reason"])
     chosen = tuple(history.params_now().get(history.QP_TASKS, []))
     find = str(st.session_state.get(state.KEY_FILTER_TASK_FIND) or "")
     tasks = data.runs_task_options(url, settings_hash, find, chosen, store.TASK_OPTIONS)
@@ -367,10 +367,24 @@ def search_section(url: str) -> set[str] | None:
 
 
 # --- charts -----------------------------------------------------------------------------------
+CHARTS_LABEL = "Charts: reasons, reward per harness, GRPO advantage"
+
+
 def charts(url: str, settings_hash: str, view_key: str) -> None:
-    """Reasons, reward per harness and GRPO advantage of the shown episodes (SQL aggregates)."""
+    """Reasons, reward per harness and GRPO advantage of the shown episodes (SQL aggregates),
+    in a section drawn only while it is open (`?charts=1`, kept across filter changes).
+
+    Closed by default: the three Plotly charts were about 300-360 ms of every filter change
+    (bench/README.md, "Runs charts on demand"), more than the table, counts and page together
+    on a 100,000-episode store."""
+    section = st.expander(
+        CHARTS_LABEL, key=state.KEY_RUNS_CHARTS, on_change=history.on_filter_change
+    )
+    if not section.open:
+        return
     c = data.runs_charts(url, settings_hash, view_key)
-    c1, c2, c3 = st.columns(3)
+    with section:
+        c1, c2, c3 = st.columns(3)
     with c1:
         if c.reasons.empty:
             st.info("No reasons: every shown episode is kept with no flags.")

@@ -55,6 +55,7 @@ KEY_SEARCH_ROLE = "runs_search_role"
 KEY_SEARCH_SYNTAX = "runs_search_syntax"
 KEY_SEARCH_TABLE = "runs_search_table"
 KEY_RUNS_STATS = "runs_compute_stats"
+KEY_RUNS_CHARTS = "runs_charts_open"
 
 # Widget keys: Episode page.
 KEY_EPISODE_PICK = "episode_pick"

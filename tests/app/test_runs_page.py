@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from apphelpers import no_exception, open_page
 
-from clawviz.ui import state
+from clawviz.ui import runs, state
 from tests.dburl import fresh_url, query
 
 TOO_MANY = "e31cf886-54eb-430f-8bb4-89af4c2f1420"
@@ -43,11 +43,31 @@ def test_runs_page_lists_every_episode_with_charts(sample_db_url, on_store):
     } <= set(table.columns)
     row = table[table["episode_id"] == TOO_MANY].iloc[0]
     assert row["status"] == "dropped" and "too_many_branches" in row["reasons"]
-    assert len(at.get("plotly_chart")) >= 3, [i.value for i in at.info]
+    # The charts are a section drawn only while it is open (closed by default): none here.
+    assert not at.get("plotly_chart")
+    assert [e.label for e in at.expander if e.label == runs.CHARTS_LABEL] == [runs.CHARTS_LABEL]
     # Dataset statistics next to the paper's figures.
     stats = next(d.value for d in at.dataframe if "statistic" in d.value.columns)
     assert list(stats["paper (ClawGym SFT)"]) == [13.0, 18670.0, 15.82, 3.25]
     assert stats["this store"].notna().all()
+
+
+def test_the_charts_section_draws_the_shown_episodes_charts_when_open(sample_db_url, on_store):
+    on_store(sample_db_url)
+    # Open, as ?charts=1 says (the section writes it when opened; a pasted link keeps it).
+    at = open_page(charts="1")
+    no_exception(at)
+    keys = [c.key for c in at.get("plotly_chart")]
+    assert keys == ["runs_reasons_chart", "runs_reward_chart", "runs_adv_chart"]
+    reasons = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]
+    assert "too_many_branches" in reasons["y"] and len(reasons["y"]) > 1
+    # A filter change keeps the section open and redraws it for the episodes shown.
+    at.multiselect(key=state.KEY_FILTER_REASON).select("too_many_branches").run()
+    no_exception(at)
+    assert _qp(at, "charts") == ["1"] and _qp(at, "reason") == ["too_many_branches"]
+    after = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]
+    # The one episode with that reason has no other: its chart has that one bar.
+    assert list(after["y"]) == ["too_many_branches"]
 
 
 def test_reason_filter_narrows_the_table(sample_db_url, on_store):
