@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from clawviz.figures.explorer import build_payload
     from clawviz.figures.explorer.assets import explorer_css, explorer_js, share_html
     from clawviz.figures.explorer.pack import pack_payload
-    from clawviz.figures.layout import TreeLayout, tree_layout
+    from clawviz.figures.layout import TREE_WINDOW, TreeLayout, tree_layout
     from clawviz.figures.palette import (
         COLOUR_MODES,
         SEVERITY_COLOURS,
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "COLOUR_MODES",
     "SEVERITY_COLOURS",
+    "TREE_WINDOW",
     "TokenCell",
     "TreeLayout",
     "VERDICT_COLOURS",
@@ -74,7 +75,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "explorer": ("build_payload",),
     "explorer.assets": ("explorer_css", "explorer_js", "share_html"),
     "explorer.pack": ("pack_payload",),
-    "layout": ("TreeLayout", "tree_layout"),
+    "layout": ("TREE_WINDOW", "TreeLayout", "tree_layout"),
     "palette": (
         "COLOUR_MODES",
         "SEVERITY_COLOURS",

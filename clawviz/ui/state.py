@@ -26,7 +26,9 @@ QP_SECTION = "section"
 """The Episode page's section below the tree (`clawviz.ui.sections`)."""
 QP_PANEL = "panel"
 """The call inspector's panel (`clawviz.ui.sections`)."""
-EPISODE_PARAMS = (QP_EPISODE, QP_CALL, QP_PATH, QP_COMPARE, QP_SECTION, QP_PANEL)
+QP_TREE = "tree"
+"""`tree=1`: the Plotly tree of a long episode is open (drawn only then; `ui.explorer.classic`)."""
+EPISODE_PARAMS = (QP_EPISODE, QP_CALL, QP_PATH, QP_COMPARE, QP_SECTION, QP_PANEL, QP_TREE)
 
 # Session-state keys.
 KEY_SETTINGS_OVERRIDES = "settings_overrides"
@@ -61,6 +63,7 @@ KEY_RUNS_CHARTS = "runs_charts_open"
 KEY_EPISODE_PICK = "episode_pick"
 KEY_CALL_SELECT = "episode_call_select"
 KEY_TREE = "episode_tree"
+KEY_TREE_OPEN = "episode_tree_open"
 KEY_COLOUR_BY = "episode_colour_by"
 KEY_COLLAPSE_AUX = "episode_collapse_aux"
 KEY_PATHS_TABLE = "episode_paths_table"

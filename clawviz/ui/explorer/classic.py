@@ -8,7 +8,14 @@ import json
 
 import streamlit as st
 
-from clawviz.figures import COLOUR_MODES, call_from_selection, state_colour, tree_layout
+from clawviz.figures import (
+    COLOUR_MODES,
+    TREE_WINDOW,
+    TreeLayout,
+    call_from_selection,
+    state_colour,
+    tree_layout,
+)
 from clawviz.types import Call
 from clawviz.ui import data, diff_view, sections, state
 from clawviz.ui.decision_panel import call_decision
@@ -38,7 +45,37 @@ def on_call_select() -> None:
     _select_call(st.session_state.get(state.KEY_CALL_SELECT))
 
 
+def long_tree(layout: TreeLayout) -> bool:
+    """Deeper than the Plotly tree's window (it would open on a stretch, with a range slider)."""
+    return max((n.x for n in layout.nodes), default=0) > TREE_WINDOW
+
+
+def _on_tree_open() -> None:
+    state.set_params(**{state.QP_TREE: "1" if st.session_state.get(state.KEY_TREE_OPEN) else None})
+
+
 def tree_section(view: data.EpisodeView, call_ids: list[str]) -> None:
+    """The Plotly tree. A long episode's is in a section drawn only while it is open
+    (`?tree=1`): on the 254-call bench episode it was about 2.2 s of the page's 4.5 s first
+    paint (bench/README.md, "Episode page first paint: the Plotly tree on demand"), and the
+    explorer above already shows that tree, windowed, with its minimap."""
+    layout = tree_layout(view.calls, view.analysis)
+    if not long_tree(layout):
+        _tree(layout)
+        return
+    st.session_state[state.KEY_TREE_OPEN] = state.get_param(state.QP_TREE) == "1"
+    box = st.expander(
+        f"Plotly tree of all {len(view.calls):,} calls (colour by advantage or reward, the "
+        "highlighted path, a range slider)",
+        key=state.KEY_TREE_OPEN,
+        on_change=_on_tree_open,
+    )
+    if box.open:
+        with box:
+            _tree(layout)
+
+
+def _tree(layout: TreeLayout) -> None:
     c1, c2, c3 = st.columns([2, 2, 3])
     colour_by = (
         c1.segmented_control("Colour by", COLOUR_MODES, default="state", key=state.KEY_COLOUR_BY)
@@ -46,7 +83,6 @@ def tree_section(view: data.EpisodeView, call_ids: list[str]) -> None:
     )
     collapse = c2.toggle("Collapse auxiliary threads", key=state.KEY_COLLAPSE_AUX)
     path_id = state.get_param(state.QP_PATH)
-    layout = tree_layout(view.calls, view.analysis)
     if path_id and path_id not in layout.paths:
         path_id = None
     if path_id:
