@@ -235,6 +235,16 @@ def click_at(page, locate: Callable[[], dict], timeout: float | None = None) -> 
     raise AssertionError("unreachable")
 
 
+def pick_runs_filter(page, label: str, option: str) -> None:
+    """On Runs, pick `option` in the `label` multiselect of the Filters popover (opened with its
+    button), then close the option list with Escape, as a person does."""
+    page.get_by_role("button", name="Filters").click()
+    box = page.get_by_test_id("stMultiSelect").filter(has_text=label)
+    box.locator("input").click()
+    page.get_by_role("option", name=option, exact=True).click()
+    page.keyboard.press("Escape")
+
+
 def click_table_row(page, grid, row: int) -> None:
     """Tick row `row` of a Streamlit table by its row marker, as a person does: the grid is a
     canvas with no DOM cells, so the click goes to the marker's place (header and rows 35 px

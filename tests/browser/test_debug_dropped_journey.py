@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import click_at, click_table_row, wait_for_app_run
+from conftest import click_at, click_table_row, pick_runs_filter, wait_for_app_run
 
 from clawviz.figures.palette import CATEGORY_COLOURS, KEPT_IN_DROPPED
 
@@ -48,11 +48,7 @@ def _expected_calls(episode_id: str) -> list[dict]:
 
 
 def _filter_dropped(page) -> None:
-    page.get_by_role("button", name="Filters").click()  # the filters are in a popover
-    status = page.get_by_test_id("stMultiSelect").filter(has_text="Status")
-    status.locator("input").click()
-    page.get_by_role("option", name="dropped", exact=True).click()
-    page.keyboard.press("Escape")
+    pick_runs_filter(page, "Status", "dropped")  # the filters are in a popover
     wait_for_app_run(page)
     page.get_by_text(f"{len(DROPPED)} of {len(EXPECTED['episodes'])} episodes").wait_for()
 

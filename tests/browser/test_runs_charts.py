@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from conftest import wait_for_app_run
+from conftest import pick_runs_filter, wait_for_app_run
 
 from clawviz.ui.runs import CHARTS_LABEL
 
@@ -52,11 +52,7 @@ def test_the_charts_open_on_demand_and_follow_the_filters(app_server, chromium_b
         page.screenshot(path=str(SHOT), full_page=True)
 
         # A filter keeps the section open; its reasons chart now counts the one episode shown.
-        page.get_by_role("button", name="Filters").click()
-        reason = page.get_by_test_id("stMultiSelect").filter(has_text="Reason")
-        reason.locator("input").click()
-        page.get_by_role("option", name="too_many_branches", exact=True).click()
-        page.keyboard.press("Escape")
+        pick_runs_filter(page, "Reason", "too_many_branches")
         page.wait_for_function("() => new URL(location.href).searchParams.get('reason')")
         page.wait_for_function(f"() => ({REASON_BARS_JS})() === 'too_many_branches'")
         wait_for_app_run(page)
@@ -69,8 +65,6 @@ def test_the_charts_open_on_demand_and_follow_the_filters(app_server, chromium_b
         page.go_back()
         page.wait_for_function("() => !new URL(location.href).searchParams.has('charts')")
         wait_for_app_run(page)
-        page.wait_for_function(
-            "() => !document.querySelector('[data-testid=\"stPlotlyChart\"]')"
-        )
+        page.wait_for_function("() => !document.querySelector('[data-testid=\"stPlotlyChart\"]')")
     finally:
         context.close()

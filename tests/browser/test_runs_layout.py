@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from conftest import wait_for_app_run
+from conftest import pick_runs_filter, wait_for_app_run
 
 SHOT = Path(os.environ.get("CLAWVIZ_RUNS_SHOT", "/tmp/runsfit/runs-1280x720.png"))
 ROW_PX = 35
@@ -29,11 +29,7 @@ def test_first_rows_are_in_view_at_1280x720(app_server, chromium_browser):
         SHOT.parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SHOT))
         # The filters are behind one button, and still filter.
-        page.get_by_role("button", name="Filters").click()
-        status = page.get_by_test_id("stMultiSelect").filter(has_text="Status")
-        status.locator("input").click()
-        page.get_by_role("option", name="dropped", exact=True).click()
-        page.keyboard.press("Escape")
+        pick_runs_filter(page, "Status", "dropped")
         page.wait_for_function("() => new URL(location.href).searchParams.get('status')")
         wait_for_app_run(page)
         assert page.get_by_text("1 on").count() == 1
