@@ -374,9 +374,9 @@ def charts(url: str, settings_hash: str, view_key: str) -> None:
     """Reasons, reward per harness and GRPO advantage of the shown episodes (SQL aggregates),
     in a section drawn only while it is open (`?charts=1`, kept across filter changes).
 
-    Closed by default: the three Plotly charts were about 300-360 ms of every filter change
-    (bench/README.md, "Runs charts on demand"), more than the table, counts and page together
-    on a 100,000-episode store."""
+    Closed by default: the three Plotly charts were about 300-360 ms of every filter change,
+    more than the table, counts and page together on a 100,000-episode store (bench/README.md,
+    "Runs filter change: the charts on demand")."""
     section = st.expander(
         CHARTS_LABEL, key=state.KEY_RUNS_CHARTS, on_change=history.on_filter_change
     )
@@ -385,22 +385,22 @@ def charts(url: str, settings_hash: str, view_key: str) -> None:
     c = data.runs_charts(url, settings_hash, view_key)
     with section:
         c1, c2, c3 = st.columns(3)
-    with c1:
-        if c.reasons.empty:
-            st.info("No reasons: every shown episode is kept with no flags.")
-        else:
-            st.plotly_chart(figures.drop_reasons_figure(c.reasons), key="runs_reasons_chart")
-    with c2:
-        if c.rewards.empty:
-            st.info("No rewards loaded (no results.jsonl).")
-        else:
-            st.plotly_chart(figures.reward_bins_figure(c.rewards), key="runs_reward_chart")
-    with c3:
-        if c.groups.empty:
-            st.info("No GRPO advantages: groups need at least one scored, kept attempt.")
-        else:
-            fig = figures.advantage_by_group_figure(c.groups, n_groups=c.n_groups)
-            st.plotly_chart(fig, key="runs_adv_chart")
+        with c1:
+            if c.reasons.empty:
+                st.info("No reasons: every shown episode is kept with no flags.")
+            else:
+                st.plotly_chart(figures.drop_reasons_figure(c.reasons), key="runs_reasons_chart")
+        with c2:
+            if c.rewards.empty:
+                st.info("No rewards loaded (no results.jsonl).")
+            else:
+                st.plotly_chart(figures.reward_bins_figure(c.rewards), key="runs_reward_chart")
+        with c3:
+            if c.groups.empty:
+                st.info("No GRPO advantages: groups need at least one scored, kept attempt.")
+            else:
+                fig = figures.advantage_by_group_figure(c.groups, n_groups=c.n_groups)
+                st.plotly_chart(fig, key="runs_adv_chart")
 
 
 # --- the parts of the page --------------------------------------------------------------------
