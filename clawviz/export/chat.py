@@ -78,6 +78,16 @@ def assistant_message(message: Message) -> Converted:
     return Converted([out], omitted)
 
 
+def tool_call_ids(message: Message) -> list[str]:
+    """The ids `assistant_message` gives this message's tool calls, in order, without
+    converting the rest of it (SFT takes only these from a reply's copy in the history)."""
+    ids: list[str] = []
+    for b in _blocks(message):
+        if b.get("type") == "tool_use":
+            ids.append(str(b.get("id") or f"call_{len(ids)}"))
+    return ids
+
+
 def history_message(message: Message) -> Converted:
     """A non-assistant message: text runs become user/system messages, results `tool` ones."""
     role = message.get("role")

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from clawviz.export.chat import assistant_message, history_message, openai_tools
+from clawviz.export.chat import assistant_message, history_message, openai_tools, tool_call_ids
 from clawviz.export.source import EpisodeData
 from clawviz.recon import ALL_IGNORE_PATTERNS, match_key, match_view
 from clawviz.types import Call, Message, PathInfo
@@ -252,10 +252,10 @@ def path_messages(
         msg = conv.messages[0]
         _merge(omitted, conv.omitted)
         if j < len(seq) - 1 and msg.get("tool_calls"):
-            hist = assistant_message(m).messages[0].get("tool_calls") or []
+            hist = tool_call_ids(m)
             if len(hist) == len(msg["tool_calls"]):
                 for tc, h in zip(msg["tool_calls"], hist, strict=True):
-                    tc["id"] = h["id"]
+                    tc["id"] = h
         messages.append(msg)
         train.append(True)
         ends.append(len(messages))

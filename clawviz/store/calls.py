@@ -26,7 +26,7 @@ from functools import cache
 from typing import Any
 
 import orjson
-from sqlalchemy import Table, bindparam, delete, func, update
+from sqlalchemy import Table, bindparam, column, delete, func, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import (
     DataError,
@@ -898,44 +898,50 @@ def load_path_calls(session: Session, call_ids: Sequence[str]) -> dict[str, Call
     Unlike `load_calls_many` (the analysis's loader), only the calls on kept paths are
     read, and only their messages, system prompt, reply, usage and rollout: the other `Call`
     fields keep their defaults (headers, tools, extra and the log position are never part of
-    a row). Columns are read without the ORM's per-value type processing; the one text column
-    that can carry an escaped NUL into a row (`call_id`) is restored here.
+    a row). The columns are selected untyped (`sqlalchemy.column`), so no per-value result
+    processing runs: of what the column types would undo, `call_id` may carry an escaped NUL
+    (restored here), `message_hashes` is plain or packed (undone by `_unpack_json`, a bytea
+    view included), and the JSON columns never start with the NUL marker (JSON text starts
+    with `{`, `[` or a literal). Rows are fetched whole (`fetchall`) as tuples.
     """
     table: Any = CallRow.__table__  # type: ignore[attr-defined]
-    cols = [table.c[name] for name in _EXPORT_COLS]
+    cols = [column(name) for name in _EXPORT_COLS]
     rows: list[Any] = []
     for i in range(0, len(call_ids), 500):
         chunk = list(call_ids[i : i + 500])
-        rows.extend(session.execute(select(*cols).where(table.c.call_id.in_(chunk))))
-    hashes_of = [_unpack_json(r.message_hashes) for r in rows]
+        query = select(*cols).select_from(table).where(table.c.call_id.in_(chunk))
+        rows.extend(session.connection().execute(query).fetchall())
+    hashes_of = [_unpack_json(_as_bytes(r[2])) for r in rows]
     messages = _load_messages(session, {h for hs in hashes_of for h in hs}, "canonical_json")
     systems: dict[str, str] = {
         h: system_text(raw)
-        for h, raw in _load_blobs(
-            session, {r.system_hash for r in rows if r.system_hash}
-        ).items()
+        for h, raw in _load_blobs(session, {r[1] for r in rows if r[1]}).items()
     }
+    get_message = messages.__getitem__
+    loads = orjson.loads
     out: dict[str, Call] = {}
-    for r, hashes in zip(rows, hashes_of, strict=True):
-        cid = restore_nul(r.call_id)
-        rollout = orjson.loads(r.rollout_json) if r.rollout_json else None
+    for (raw_id, system_hash, _, response, n_in, n_out, n_read, n_made, rollout), hashes in zip(
+        rows, hashes_of, strict=True
+    ):
+        cid = restore_nul(raw_id)
+        rolled = loads(rollout) if rollout else None
         out[cid] = Call(
             call_id=cid,
             source_file="",
             line=0,
             endpoint="anthropic_messages",
-            system=systems.get(r.system_hash, "") if r.system_hash else "",
-            messages=[messages[h] for h in hashes],
-            response=orjson.loads(r.response_json) if r.response_json else None,
-            usage=Usage(
-                _opt_int(r.input_tokens),
-                _opt_int(r.output_tokens),
-                _opt_int(r.cache_read_input_tokens),
-                _opt_int(r.cache_creation_input_tokens),
-            ),
-            rollout=Rollout(**rollout) if rollout else None,
+            system=systems.get(system_hash, "") if system_hash else "",
+            messages=list(map(get_message, hashes)),
+            response=loads(response) if response else None,
+            usage=Usage(_opt_int(n_in), _opt_int(n_out), _opt_int(n_read), _opt_int(n_made)),
+            rollout=Rollout(**rolled) if rolled else None,
         )
     return out
+
+
+def _as_bytes(value: Any) -> Any:
+    """A bytea value as bytes (a driver may hand a memoryview); anything else as it is."""
+    return bytes(value) if isinstance(value, memoryview) else value
 
 
 def _opt_int(v: Any) -> int | None:
