@@ -14,6 +14,7 @@ from typing import Literal
 import orjson
 from sqlmodel import Session
 
+from clawviz._gc import bulk_gc
 from clawviz.export.report import ExportReport
 from clawviz.export.rl import AdvantageKind, rl_rows
 from clawviz.export.sft import PathRows, sft_rows
@@ -117,24 +118,25 @@ def write_rows(
     what was written and skipped to `report`; the file appears only when complete."""
     writer = RowWriter(out, fmt)
     try:
-        max_calls = RL_BATCH_CALLS if fmt == "rl" else BATCH_CALLS
-        for ep in iter_episodes(
-            session, settings, selection, progress, max_calls=max_calls, rows=rows
-        ):
-            report.episodes_selected += 1
-            try:
-                got = episode_rows(ep, fmt, settings, advantage)
-            except Exception as exc:  # noqa: BLE001 - one bad episode costs only itself
-                for p in ep.kept_paths:
-                    report.skip(
-                        "export_error",
-                        f"{ep.episode_id} {p.path_id}: {type(exc).__name__}: {exc}",
-                    )
-                continue
-            for row in got.rows:
-                writer.write(row)
-            report.rows += len(got.rows)
-            _account(report, ep, got, fmt)
+        with bulk_gc():  # rows are acyclic: collections found little (clawviz._gc)
+            max_calls = RL_BATCH_CALLS if fmt == "rl" else BATCH_CALLS
+            for ep in iter_episodes(
+                session, settings, selection, progress, max_calls=max_calls, rows=rows
+            ):
+                report.episodes_selected += 1
+                try:
+                    got = episode_rows(ep, fmt, settings, advantage)
+                except Exception as exc:  # noqa: BLE001 - one bad episode costs only itself
+                    for p in ep.kept_paths:
+                        report.skip(
+                            "export_error",
+                            f"{ep.episode_id} {p.path_id}: {type(exc).__name__}: {exc}",
+                        )
+                    continue
+                for row in got.rows:
+                    writer.write(row)
+                report.rows += len(got.rows)
+                _account(report, ep, got, fmt)
     except BaseException:
         writer.abort()
         raise

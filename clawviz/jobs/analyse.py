@@ -15,6 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from clawviz import store
+from clawviz._gc import bulk_gc
 from clawviz.recon import analyse_episode, apply_grpo
 from clawviz.settings import DEFAULT_SETTINGS, Settings
 from clawviz.store import (
@@ -39,6 +40,7 @@ BATCH = 200
 """Episodes loaded, analysed and committed together by `ensure_analysis`."""
 
 
+@bulk_gc()  # the analysis's containers are short-lived: fewer collections (clawviz._gc)
 def ensure_analysis(
     session: Session,
     settings: Settings = DEFAULT_SETTINGS,

@@ -29,6 +29,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from clawviz import store
+from clawviz._gc import bulk_gc
 from clawviz.jobs import analyse
 from clawviz.jobs.pool import _context, store_url
 from clawviz.recon import analyse_episode
@@ -66,6 +67,7 @@ def batches_of(stale: list[Stale], workers: int) -> list[list[Stale]]:
     return [stale[i : i + per] for i in range(0, len(stale), per)]
 
 
+@bulk_gc()  # the analysis's containers are short-lived: fewer collections (clawviz._gc)
 def analyse_batch(batch: Batch) -> tuple[int, list[EpisodeAnalysis] | None]:
     """Load, analyse and (`batch.write`) store one batch's episodes, in a worker; each failure
     costs its episode. Returns the analyses when they are still to be stored, else None."""
@@ -141,6 +143,7 @@ def _in_memory(url: str) -> bool:
     return url.startswith("sqlite") and (url.endswith(":memory:") or url.rstrip("/") == "sqlite:")
 
 
+@bulk_gc()  # the analysis's containers are short-lived: fewer collections (clawviz._gc)
 def reanalyse(
     session: Session,
     settings: Settings,
