@@ -12,6 +12,7 @@ that changes no decision can also be given as the environment variable CLAWVIZ_<
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -563,9 +564,10 @@ class Settings:
             s.name: getattr(self, s.name) for s in SETTINGS if getattr(self, s.name) != s.default
         }
 
-    @property
+    @functools.cached_property
     def settings_hash(self) -> str:
-        """The cache key of decisions: a hash of `decision_values`."""
+        """The cache key of decisions: a hash of `decision_values` (computed once: the
+        settings are frozen, and an export asks for it once per episode)."""
         blob = json.dumps(self.decision_values(), sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
