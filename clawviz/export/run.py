@@ -121,7 +121,13 @@ def write_rows(
         with bulk_gc():  # rows are acyclic: collections found little (clawviz._gc)
             max_calls = RL_BATCH_CALLS if fmt == "rl" else BATCH_CALLS
             for ep in iter_episodes(
-                session, settings, selection, progress, max_calls=max_calls, rows=rows
+                session,
+                settings,
+                selection,
+                progress,
+                max_calls=max_calls,
+                rows=rows,
+                with_tools=fmt == "sft",
             ):
                 report.episodes_selected += 1
                 try:

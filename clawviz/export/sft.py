@@ -202,16 +202,20 @@ def _trained_positions(
     return positions, None
 
 
-def split_path(calls: list[Call], memo: KeyMemo | None = None) -> list[tuple[int, int]]:
-    """The path's calls as [start, end) runs, each one conversation that holds every reply.
+def split_path(
+    calls: list[Call], memo: KeyMemo | None = None
+) -> tuple[list[tuple[int, int]], list[int] | None]:
+    """The path's calls as [start, end) runs, each one conversation that holds every reply,
+    and the reply positions of the whole path when one run holds it (None otherwise).
 
     A run grows while the next call's request still holds each reply of the run where the
     tree places it; where it does not (the harness rewrote its history), the run ends and the
     next starts, so every reply is trained once, in a context the model saw.
     """
     memo = memo if memo is not None else KeyMemo()
-    if _trained_positions(calls, memo)[1] is None:
-        return [(0, len(calls))]  # the usual case: one conversation holds the whole path
+    positions, why = _trained_positions(calls, memo)
+    if why is None:
+        return [(0, len(calls))], positions  # the usual case: one conversation holds it all
     runs: list[tuple[int, int]] = []
     start = 0
     for k in range(1, len(calls)):
@@ -219,16 +223,19 @@ def split_path(calls: list[Call], memo: KeyMemo | None = None) -> list[tuple[int
             runs.append((start, k))
             start = k
     runs.append((start, len(calls)))
-    return runs
+    return runs, None
 
 
 def path_messages(
-    calls: list[Call], memo: KeyMemo | None = None
+    calls: list[Call], memo: KeyMemo | None = None, positions: list[int] | None = None
 ) -> tuple[list[dict], list[bool], list[int], dict, str | None]:
-    """OpenAI messages, train flags, the end index of each call's reply, omitted blocks."""
-    positions, why = _trained_positions(calls, memo)
-    if why is not None:
-        return [], [], [], {}, why
+    """OpenAI messages, train flags, the end index of each call's reply, omitted blocks.
+
+    `positions`: the replies' positions when `split_path` already found them for these calls."""
+    if positions is None:
+        positions, why = _trained_positions(calls, memo)
+        if why is not None:
+            return [], [], [], {}, why
     last = calls[-1]
     assert last.response is not None  # sft_rows skips paths with a missing reply
     seq: list[Message] = [*last.messages, last.response]
@@ -267,9 +274,11 @@ def sft_rows(ep: EpisodeData, settings_hash: str) -> PathRows:
     out = PathRows()
     memo = KeyMemo()
     for path, ready, n_shared in exportable_paths(ep, out, _no_response):
-        runs = split_path(ready, memo)
+        runs, positions = split_path(ready, memo)
         for k, (start, end) in enumerate(runs):
-            row = _row(ep, path, ready[start:end], settings_hash, out, start, n_shared, memo)
+            row = _row(
+                ep, path, ready[start:end], settings_hash, out, start, n_shared, memo, positions
+            )
             if row is None:
                 continue
             if len(runs) > 1:
@@ -289,10 +298,12 @@ def _row(
     start: int,
     n_shared: int,
     memo: KeyMemo | None = None,
+    positions: list[int] | None = None,
 ) -> dict[str, Any] | None:
     """The SFT row of the run of a path's calls from `start`; None when an earlier row trains
-    all of it (`n_shared`: leading calls of the path an earlier path trains)."""
-    messages, train, ends, omitted, why = path_messages(calls, memo)
+    all of it (`n_shared`: leading calls of the path an earlier path trains; `positions`:
+    the replies' positions when the run is the whole path)."""
+    messages, train, ends, omitted, why = path_messages(calls, memo, positions)
     if why is not None:
         out.skipped.append(Skip(ep.episode_id, path.path_id, "history_mismatch", why))
         return None

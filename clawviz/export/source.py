@@ -113,7 +113,17 @@ def selected_episodes(session: Session, settings: Settings, selection: Selection
     ]
 
 
-def _tools_of(session: Session, call_ids: Sequence[str]) -> dict[str, Any]:
+TOOLS_CACHE = 256
+"""Most parsed tool lists an export keeps between batches (a harness sends the same list with
+every call, so a run has a handful)."""
+
+
+def _tools_of(
+    session: Session, call_ids: Sequence[str], cache: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The raw request `tools` of these calls, by call id. `cache`: tool lists already parsed,
+    by blob hash (filled here; emptied when it holds `TOOLS_CACHE`)."""
+    blobs: dict[str, Any] = cache if cache is not None else {}
     out: dict[str, Any] = {}
     hash_of: dict[str, str] = {}
     for i in range(0, len(call_ids), 500):
@@ -122,8 +132,10 @@ def _tools_of(session: Session, call_ids: Sequence[str]) -> dict[str, Any]:
         for cid, h in session.execute(query):
             if h:
                 hash_of[cid] = h
-    hashes = sorted(set(hash_of.values()))
-    blobs: dict[str, Any] = {}
+    hashes = sorted(set(hash_of.values()) - set(blobs))
+    if len(blobs) + len(hashes) > TOOLS_CACHE:
+        blobs.clear()
+        hashes = sorted(set(hash_of.values()))
     for i in range(0, len(hashes), 500):
         chunk = hashes[i : i + 500]
         query = select(Blob.hash, Blob.text).where(col(Blob.hash).in_(chunk))
@@ -157,16 +169,19 @@ def iter_episodes(
     *,
     max_calls: int = BATCH_CALLS,
     rows: list[dict] | None = None,
+    with_tools: bool = True,
 ) -> Iterator[EpisodeData]:
     """The selected episodes with calls and stored decisions, one batch of calls in memory.
 
     With `rows` (episode rows as `selected_episodes` returns them, e.g. one shard of a sharded
-    export), those episodes are read and the selection is not queried again."""
+    export), those episodes are read and the selection is not queried again. `with_tools`:
+    read each kept path's last request `tools` (SFT rows carry them, RL rows do not)."""
     if rows is None:
         ensure_analysis(session, settings)
         rows = selected_episodes(session, settings, selection)
     total = len(rows)
     h = settings.settings_hash
+    tools_cache: dict[str, Any] = {}
     for start, batch in batches(rows, BATCH, max_calls):
         ids = [str(r["episode_id"]) for r in batch]
         statuses = {
@@ -209,7 +224,7 @@ def iter_episodes(
                 )
             )
         lasts = [p.call_ids[-1] for e in eps for p in e.kept_paths if p.call_ids]
-        tools = _tools_of(session, lasts)
+        tools = _tools_of(session, lasts, tools_cache) if with_tools else {}
         for i, e in enumerate(eps):
             e.tools = {
                 cid: tools[cid] for p in e.kept_paths for cid in p.call_ids[-1:] if cid in tools

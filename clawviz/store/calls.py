@@ -905,7 +905,7 @@ def load_path_calls(session: Session, call_ids: Sequence[str]) -> dict[str, Call
     with `{`, `[` or a literal). Rows are fetched whole (`fetchall`) as tuples.
     """
     table: Any = CallRow.__table__  # type: ignore[attr-defined]
-    cols = [column(name) for name in _EXPORT_COLS]
+    cols: list[Any] = [column(name) for name in _EXPORT_COLS]
     rows: list[Any] = []
     for i in range(0, len(call_ids), 500):
         chunk = list(call_ids[i : i + 500])
