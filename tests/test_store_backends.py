@@ -127,3 +127,36 @@ def test_a_store_made_meanwhile_is_left_alone_by_the_next_starter(tmp_path, monk
     db.init_db(late)
     assert [s for s in ddl if "TRIGGER" in s.upper() or "CREATE " in s.upper()] == []
     late.dispose()
+
+
+def test_member_of_and_the_export_loader_find_ids_with_nul_and_the_marker(tmp_path):
+    """`store.member_of` (an IN list on SQLite, `= ANY(array)` on PostgreSQL) binds each id
+    through the column's type, and `load_path_calls` (untyped columns) gives the ids back as
+    they were: a NUL byte (escaped on PostgreSQL), a text starting with the escape marker
+    (escaped on both), and plain ones, among more ids than one chunk holds."""
+    from clawviz.store import load_path_calls, member_of
+
+    url = fresh_url(tmp_path, "member")
+    odd = ["nul\x00id", NUL_PREFIX + "looks-escaped", "plain"]
+    ids = odd + [f"c{i:04d}" for i in range(620)]
+    with Session(get_engine(url)) as s:
+        for i, cid in enumerate(ids):
+            s.add(
+                CallRow(
+                    call_id=cid,
+                    source_file="f",
+                    line=i + 1,
+                    endpoint="anthropic_messages",
+                    response_json='{"role": "assistant", "content": "r%d"}' % i,
+                    output_tokens=i,
+                )
+            )
+        s.commit()
+        wanted = odd + ["c0007", "no-such-call"]
+        got = s.exec(select(CallRow.call_id).where(member_of(s, CallRow.call_id, wanted))).all()
+        assert sorted(got) == sorted(odd + ["c0007"])
+        calls = load_path_calls(s, ids + ["no-such-call"])
+        assert sorted(calls) == sorted(ids)
+        assert calls["nul\x00id"].response == {"role": "assistant", "content": "r0"}
+        assert calls[NUL_PREFIX + "looks-escaped"].usage.output_tokens == 1
+        assert calls["c0619"].messages == [] and calls["c0619"].usage.output_tokens == 622

@@ -25,6 +25,7 @@ from clawviz.store import (
     episode_rows,
     filter_rows,
     load_path_calls,
+    member_of,
     unpack_text,
 )
 from clawviz.types import Call, PathInfo, Reason
@@ -128,7 +129,9 @@ def _tools_of(
     hash_of: dict[str, str] = {}
     for i in range(0, len(call_ids), 500):
         chunk = list(call_ids[i : i + 500])
-        query = select(CallRow.call_id, CallRow.tools_hash).where(col(CallRow.call_id).in_(chunk))
+        query = select(CallRow.call_id, CallRow.tools_hash).where(
+            member_of(session, col(CallRow.call_id), chunk)
+        )
         for cid, h in session.execute(query):
             if h:
                 hash_of[cid] = h
@@ -138,7 +141,7 @@ def _tools_of(
         hashes = sorted(set(hash_of.values()))
     for i in range(0, len(hashes), 500):
         chunk = hashes[i : i + 500]
-        query = select(Blob.hash, Blob.text).where(col(Blob.hash).in_(chunk))
+        query = select(Blob.hash, Blob.text).where(member_of(session, col(Blob.hash), chunk))
         for h, text in session.execute(query):
             blobs[h] = orjson.loads(unpack_text(text) or "null")
     for cid, h in hash_of.items():
@@ -188,7 +191,8 @@ def iter_episodes(
             s.episode_id: s
             for s in session.exec(
                 select(EpisodeStatus).where(
-                    EpisodeStatus.settings_hash == h, col(EpisodeStatus.episode_id).in_(ids)
+                    EpisodeStatus.settings_hash == h,
+                    member_of(session, col(EpisodeStatus.episode_id), ids),
                 )
             )
         }

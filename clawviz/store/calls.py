@@ -26,7 +26,7 @@ from functools import cache
 from typing import Any
 
 import orjson
-from sqlalchemy import Table, bindparam, column, delete, func, update
+from sqlalchemy import ARRAY, Table, any_, bindparam, column, delete, func, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import (
     DataError,
@@ -518,6 +518,18 @@ def _chunks(seq: Sequence[Any], n: int = _CHUNK) -> Iterable[Sequence[Any]]:
         yield seq[i : i + n]
 
 
+def member_of(session: Session, column: Any, values: Sequence[Any]) -> Any:
+    """`column IN (values)`; on PostgreSQL `column = ANY(:values)` with one bound array.
+
+    An IN list of 500 values is 500 placeholders that psycopg parses again for every query
+    (a third of an SFT export's client CPU on PostgreSQL); one array parameter is one
+    placeholder, and the statement is the same for every chunk, so it is prepared once. The
+    column's type binds each element (`NulSafeString` escapes NUL there too)."""
+    if session.get_bind().dialect.name == "postgresql":
+        return column == any_(bindparam(None, list(values), type_=ARRAY(column.type)))
+    return column.in_(values)
+
+
 _EPISODE_COLS = (
     "episode_id",
     "task_id",
@@ -695,7 +707,8 @@ def load_result(session: Session, episode_id: str) -> Result | None:
 def _load_blobs(session: Session, hashes: set[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for chunk in _chunks(sorted(hashes)):
-        for h, text in session.execute(select(Blob.hash, Blob.text).where(Blob.hash.in_(chunk))):
+        query = select(Blob.hash, Blob.text).where(member_of(session, Blob.hash, chunk))
+        for h, text in session.execute(query):
             out[h] = _unpack_json(text)
     return out
 
@@ -706,7 +719,9 @@ def _load_messages(session: Session, hashes: set[str], column: str) -> dict[str,
     out: dict[str, Any] = {}
     for chunk in _chunks(sorted(hashes)):
         query = select(MessageRow.hash, MessageRow.canonical_json, MessageRow.raw_json)
-        for h, canonical, raw in session.execute(query.where(MessageRow.hash.in_(chunk))):
+        for h, canonical, raw in session.execute(
+            query.where(member_of(session, MessageRow.hash, chunk))
+        ):
             c, r = _message_json(canonical, raw)
             out[h] = orjson.loads(r if want_raw else c)
     return out
@@ -909,13 +924,12 @@ def load_path_calls(session: Session, call_ids: Sequence[str]) -> dict[str, Call
     rows: list[Any] = []
     for i in range(0, len(call_ids), 500):
         chunk = list(call_ids[i : i + 500])
-        query = select(*cols).select_from(table).where(table.c.call_id.in_(chunk))
+        query = select(*cols).select_from(table).where(member_of(session, table.c.call_id, chunk))
         rows.extend(session.connection().execute(query).fetchall())
     hashes_of = [_unpack_json(_as_bytes(r[2])) for r in rows]
     messages = _load_messages(session, {h for hs in hashes_of for h in hs}, "canonical_json")
     systems: dict[str, str] = {
-        h: system_text(raw)
-        for h, raw in _load_blobs(session, {r[1] for r in rows if r[1]}).items()
+        h: system_text(raw) for h, raw in _load_blobs(session, {r[1] for r in rows if r[1]}).items()
     }
     get_message = messages.__getitem__
     loads = orjson.loads
