@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+import sqlalchemy as sa
 from sqlmodel import Session, col, select
 
 from clawviz.jobs import ensure_analysis
@@ -164,6 +165,17 @@ def batches(rows: list[dict], max_episodes: int, max_calls: int) -> Iterator[tup
         yield start, cur
 
 
+_STATUS_COLS = (
+    col(EpisodeStatus.episode_id),
+    col(EpisodeStatus.status),
+    col(EpisodeStatus.reasons_json),
+    col(EpisodeStatus.reward),
+    col(EpisodeStatus.advantage),
+    col(EpisodeStatus.paths_json),
+)
+"""The stored decision columns an export reads (rows, not ORM objects)."""
+
+
 def iter_episodes(
     session: Session,
     settings: Settings,
@@ -187,15 +199,11 @@ def iter_episodes(
     tools_cache: dict[str, Any] = {}
     for start, batch in batches(rows, BATCH, max_calls):
         ids = [str(r["episode_id"]) for r in batch]
-        statuses = {
-            s.episode_id: s
-            for s in session.exec(
-                select(EpisodeStatus).where(
-                    EpisodeStatus.settings_hash == h,
-                    member_of(session, col(EpisodeStatus.episode_id), ids),
-                )
-            )
-        }
+        query = sa.select(*_STATUS_COLS).where(
+            col(EpisodeStatus.settings_hash) == h,
+            member_of(session, col(EpisodeStatus.episode_id), ids),
+        )
+        statuses = {s.episode_id: s for s in session.execute(query)}
         paths_of = {
             eid: [PathInfo(**p) for p in orjson.loads(st.paths_json)]
             for eid, st in statuses.items()
