@@ -147,7 +147,7 @@ def test_member_of_and_the_export_loader_find_ids_with_nul_and_the_marker(tmp_pa
                     source_file="f",
                     line=i + 1,
                     endpoint="anthropic_messages",
-                    response_json='{"role": "assistant", "content": "r%d"}' % i,
+                    response_json=f'{{"role": "assistant", "content": "r{i}"}}',
                     output_tokens=i,
                 )
             )
