@@ -35,11 +35,13 @@ if TYPE_CHECKING:
     from clawviz.review.solvability import check_reference, reference_workspace, solvable_status
     from clawviz.review.solvability import record as record_solvability
     from clawviz.review.tasks import (
+        AttemptSummary,
         AttemptWorkspaces,
         CheckMatrix,
         TaskDetail,
         TaskRow,
         attempt_has_workspace,
+        attempt_summary,
         attempt_workspaces,
         attempts_with_workspaces,
         is_task_folder,
@@ -65,6 +67,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ArchiveError",
+    "AttemptSummary",
     "AttemptWorkspaces",
     "CheckMatrix",
     "CheckerError",
@@ -81,6 +84,7 @@ __all__ = [
     "TaskRow",
     "WorkspaceDiff",
     "add_review",
+    "attempt_summary",
     "attempt_workspaces",
     "attempt_has_workspace",
     "attempts_with_workspaces",
@@ -123,10 +127,12 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "signoff": ("DECISIONS", "ReviewError", "add_review", "export_reviews"),
     "solvability": ("check_reference", "reference_workspace", "solvable_status"),
     "tasks": (
+        "AttemptSummary",
         "AttemptWorkspaces",
         "CheckMatrix",
         "TaskDetail",
         "TaskRow",
+        "attempt_summary",
         "attempt_workspaces",
         "attempt_has_workspace",
         "attempts_with_workspaces",

@@ -360,9 +360,13 @@ def role_means(attempts: list[AttemptRow]) -> dict[str, tuple[float | None, int]
     return _role_means([(a.model_role, a.reward) for a in attempts])
 
 
-def _role_means(
-    attempts: list[tuple[str | None, float | None]],
-) -> dict[str, tuple[float | None, int]]:
+RoleMeans = dict[str, tuple[float | None, int]]
+"""Per model role: the mean score of the scored attempts, and their number (`_role_means`)."""
+AttemptSummary = dict[str, tuple[int, RoleMeans]]
+"""Per task named by a result or an episode: its number of attempts and its role means."""
+
+
+def _role_means(attempts: list[tuple[str | None, float | None]]) -> RoleMeans:
     by_role: dict[str, list[float]] = {}
     for role, reward in attempts:
         if role and reward is not None:
@@ -415,26 +419,30 @@ class TaskRow:
         }
 
 
-def task_queue(session: Session, settings: Settings = DEFAULT_SETTINGS) -> list[TaskRow]:
-    """Every known task (from the Task table and from results) with status and filter terms."""
-    tasks = {t.task_id: t for t in session.exec(select(Task))}
+def attempt_summary(session: Session, settings: Settings = DEFAULT_SETTINGS) -> AttemptSummary:
+    """Every task's attempts and role means: one pass over every result and episode.
+
+    This is the review queue's costly part (a training run's store has 100,000 attempts and
+    more), and it depends only on the results' and episodes' attempt columns and the reward
+    settings: the app caches it under `store.attempts_revision`.
+    """
     # Only the columns an attempt's task, role and reward come from, as tuples: the queue
     # reads every result and episode of the store (the ORM objects of 100,000 of each cost
     # most of the page's first view).
     results = session.execute(
         sa.select(
-            col(Result.episode_id), col(Result.task_id), col(Result.model_role),
-            col(Result.reward), col(Result.checks_json), col(Result.rubric_json),
+            col(Result.episode_id),
+            col(Result.task_id),
+            col(Result.model_role),
+            col(Result.reward),
+            col(Result.checks_json),
+            col(Result.rubric_json),
         )  # fmt: skip
     ).all()
     episodes = session.execute(
         sa.select(col(Episode.episode_id), col(Episode.task_id), col(Episode.model_role))
     ).all()
-    task_ids = set(tasks) | {r[1] for r in results if r[1]}
-    task_ids |= {e[1] for e in episodes if e[1]}
-    latest = latest_reviews(session)
-    open_findings = open_findings_per_task(session)
-    solvable = solvable_status(session)
+    task_ids = {r[1] for r in results if r[1]} | {e[1] for e in episodes if e[1]}
     ep_by_id = {e[0]: e for e in episodes}
     # (model role, reward) of each attempt, by task; the result wins where both say
     # (`_attempt_row`).
@@ -451,11 +459,34 @@ def task_queue(session: Session, settings: Settings = DEFAULT_SETTINGS) -> list[
     for eid, task, role in episodes:
         if task and eid not in seen:
             attempts_by_task.setdefault(task, []).append((role, None))
-    rows = []
-    for tid in sorted(task_ids):
-        t = tasks.get(tid)
+    task_ids |= set(attempts_by_task)
+    summary: AttemptSummary = {}
+    for tid in task_ids:
         attempts = attempts_by_task.get(tid, [])
-        means = _role_means(attempts)
+        summary[tid] = (len(attempts), _role_means(attempts))
+    return summary
+
+
+def task_queue(
+    session: Session,
+    settings: Settings = DEFAULT_SETTINGS,
+    attempts: AttemptSummary | None = None,
+) -> list[TaskRow]:
+    """Every known task (from the Task table and from results) with status and filter terms.
+
+    `attempts`: `attempt_summary(session, settings)` when the caller has it (the app's cache);
+    reviews, findings and checker runs are always read.
+    """
+    if attempts is None:
+        attempts = attempt_summary(session, settings)
+    tasks = {t.task_id: t for t in session.exec(select(Task))}
+    latest = latest_reviews(session)
+    open_findings = open_findings_per_task(session)
+    solvable = solvable_status(session)
+    rows = []
+    for tid in sorted(set(tasks) | set(attempts)):
+        t = tasks.get(tid)
+        n_attempts, means = attempts.get(tid, (0, {}))
         s_strong, n_strong = means.get("strong", (None, 0))
         s_small, n_small = means.get("small", (None, 0))
         review = latest.get(tid)
@@ -467,7 +498,7 @@ def task_queue(session: Session, settings: Settings = DEFAULT_SETTINGS) -> list[
                 t.kind if t else "unknown",
                 review.decision if review else "pending",
                 review.reviewer if review else None,
-                len(attempts),
+                n_attempts,
                 s_strong,
                 s_small,
                 n_strong,

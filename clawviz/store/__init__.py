@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         write_parsed_guarded,
         write_rejections,
     )
+    from clawviz.store.changes import attempts_revision
     from clawviz.store.comments import CommentError, add_comment, comment_counts, comments_by_call
     from clawviz.store.db import (
         StoreReadOnly,
@@ -166,6 +167,7 @@ __all__ = [
     "add_comment",
     "as_parsed",
     "attempts_of_task",
+    "attempts_revision",
     "comment_counts",
     "comments_by_call",
     "claim",
@@ -238,6 +240,7 @@ __all__ = [
 ]
 
 _HOMES: dict[str, tuple[str, ...]] = {
+    "changes": ("attempts_revision",),
     "calls": (
         "Prepared",
         "PreparedPacker",

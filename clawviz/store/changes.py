@@ -14,6 +14,8 @@ only with the `seq` it read: a change committed while an analysis runs keeps its
 
 from __future__ import annotations
 
+from typing import Any
+
 QUEUE = "episode_dirty"
 MARKS = "analysis_mark"
 
@@ -143,6 +145,101 @@ DROP_POSTGRES: tuple[str, ...] = (
 )
 
 
-def trigger_ddl(dialect: str) -> tuple[str, ...]:
-    """The statements that create the triggers on this backend (idempotent)."""
-    return POSTGRES_TRIGGERS if dialect == "postgresql" else SQLITE_TRIGGERS
+# --- the attempts revision (the Tasks queue's cache key; issue 26 §3) -------------------------
+ATTEMPTS = "attempts_change"
+"""A counter of committed changes to what the Tasks queue summarises: every result's task, role
+and reward columns, and every episode's id, task and role. The queue's per-task attempt summary
+(`clawviz.review.tasks.attempt_summary`) is a pass over every attempt; the app caches it under
+`attempts_revision` and recomputes it only when that changes, whatever process wrote.
+
+SQLite serialises its writers, so one row (id 0) counts the changed rows. On PostgreSQL one
+counter row would be a lock that every concurrent ingest waits on until its commit, so each
+writing transaction adds its own row (id = its transaction id, `n` its changing statements):
+nothing is shared between writers, and the number of rows grows by one at each commit that
+changed an attempt, which is all a reader compares."""
+
+_RESULT_COLUMNS = ("episode_id", "task_id", "model_role", "reward", "checks_json", "rubric_json")
+_EPISODE_COLUMNS = ("episode_id", "task_id", "model_role")
+
+
+def _changed(columns: tuple[str, ...], differ: str) -> str:
+    """A trigger's WHEN over the columns: some value differs (`differ`: IS NOT on SQLite, IS
+    DISTINCT FROM on PostgreSQL). Ingest rewrites every column of an episode it adds calls to,
+    so a plain `UPDATE OF` would count each of those updates."""
+    return " OR ".join(f"OLD.{c} {differ} NEW.{c}" for c in columns)
+
+
+_SQLITE_BUMP = (
+    f"INSERT INTO {ATTEMPTS} (id, n) VALUES (0, 1) ON CONFLICT (id) DO UPDATE SET n = n + 1;"
+)
+ATTEMPTS_TRIGGERS_SQLITE: tuple[str, ...] = tuple(
+    f"CREATE TRIGGER IF NOT EXISTS {name} AFTER {event} BEGIN {_SQLITE_BUMP} END"
+    for name, event in (
+        ("cv_attempts_result_ins", "INSERT ON result"),
+        (
+            "cv_attempts_result_upd",
+            f"UPDATE OF {', '.join(_RESULT_COLUMNS)} ON result "
+            f"WHEN {_changed(_RESULT_COLUMNS, 'IS NOT')}",
+        ),
+        ("cv_attempts_result_del", "DELETE ON result"),
+        ("cv_attempts_episode_ins", "INSERT ON episode"),
+        (
+            "cv_attempts_episode_upd",
+            f"UPDATE OF {', '.join(_EPISODE_COLUMNS)} ON episode "
+            f"WHEN {_changed(_EPISODE_COLUMNS, 'IS NOT')}",
+        ),
+        ("cv_attempts_episode_del", "DELETE ON episode"),
+    )
+)
+_PG_BUMP = (
+    f"INSERT INTO {ATTEMPTS} (id, n) VALUES (txid_current(), 1) "
+    f"ON CONFLICT (id) DO UPDATE SET n = {ATTEMPTS}.n + 1;"
+)
+ATTEMPTS_TRIGGERS_POSTGRES: tuple[str, ...] = (
+    f"""CREATE OR REPLACE FUNCTION cv_attempts_bump() RETURNS trigger AS $$
+BEGIN
+  {_PG_BUMP}
+  RETURN NULL;
+END $$ LANGUAGE plpgsql""",
+    *(
+        sql
+        for table, columns in (("result", _RESULT_COLUMNS), ("episode", _EPISODE_COLUMNS))
+        for sql in (
+            f"DROP TRIGGER IF EXISTS cv_attempts_{table} ON {table}",
+            f"CREATE TRIGGER cv_attempts_{table} AFTER INSERT OR DELETE ON {table} "
+            "FOR EACH STATEMENT EXECUTE FUNCTION cv_attempts_bump()",
+            f"DROP TRIGGER IF EXISTS cv_attempts_{table}_upd ON {table}",
+            f"CREATE TRIGGER cv_attempts_{table}_upd AFTER UPDATE OF {', '.join(columns)} "
+            f"ON {table} FOR EACH ROW WHEN ({_changed(columns, 'IS DISTINCT FROM')}) "
+            "EXECUTE FUNCTION cv_attempts_bump()",
+        )
+    ),
+)
+"""Inserts and deletes count once per statement, however many rows it writes (a statement that
+writes none still counts: a needless recompute, never a stale queue). Updates count per row
+whose attempt columns really change, so ingest's rewrite of an episode's row costs nothing."""
+DROP_ATTEMPTS_SQLITE: tuple[str, ...] = tuple(
+    f"DROP TRIGGER IF EXISTS {sql.split()[5]}" for sql in ATTEMPTS_TRIGGERS_SQLITE
+)
+DROP_ATTEMPTS_POSTGRES: tuple[str, ...] = (
+    *(sql for sql in ATTEMPTS_TRIGGERS_POSTGRES if sql.startswith("DROP TRIGGER")),
+    "DROP FUNCTION IF EXISTS cv_attempts_bump()",
+)
+
+
+def trigger_ddl(dialect: str, *, attempts: bool = True) -> tuple[str, ...]:
+    """The statements that create the triggers on this backend (idempotent). `attempts=False`:
+    without the attempts revision's (migration 0009 runs before its table exists)."""
+    if dialect == "postgresql":
+        return POSTGRES_TRIGGERS + (ATTEMPTS_TRIGGERS_POSTGRES if attempts else ())
+    return SQLITE_TRIGGERS + (ATTEMPTS_TRIGGERS_SQLITE if attempts else ())
+
+
+def attempts_revision(conn: Any) -> tuple[int, int]:
+    """The attempts revision (`ATTEMPTS`): it differs after every committed change of a result's
+    or an episode's attempt columns. Read it before the data it keys, so that a change committed
+    in between makes the next read differ (never a stale summary cached under a new revision)."""
+    from sqlalchemy import text
+
+    count, total = conn.execute(text(f"SELECT COUNT(*), COALESCE(SUM(n), 0) FROM {ATTEMPTS}")).one()
+    return int(count), int(total)

@@ -564,6 +564,15 @@ class SearchPending(SQLModel, table=True):
     call_id: str = Field(primary_key=True)
 
 
+class AttemptsChange(SQLModel, table=True):
+    """The attempts revision's counter (`clawviz.store.changes.ATTEMPTS`, bumped by triggers):
+    one row on SQLite, one per writing transaction on PostgreSQL."""
+
+    __tablename__ = "attempts_change"
+    id: int = Field(primary_key=True, sa_type=BigInteger, sa_column_kwargs={"autoincrement": False})
+    n: int = Field(default=0, sa_type=BigInteger)
+
+
 def _create_change_triggers(target: Any, connection: Any, **_kw: Any) -> None:
     from sqlalchemy import text
 

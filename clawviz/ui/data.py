@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     # Imported where a frame is built: the Episode page's first view loads no pandas.
     import pandas as pd
 
+    from clawviz.review import AttemptSummary
+
 
 @dataclass
 class EpisodeView:
@@ -191,6 +193,19 @@ def rejected(url: str) -> pd.DataFrame:
 def attempts(url: str, task_id: str, settings_hash: str) -> pd.DataFrame:
     with _session(url) as s:
         return store.attempts_of_task(s, task_id, settings_hash)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def attempt_summary(
+    url: str, settings_hash: str, revision: tuple[int, int], _settings: Settings
+) -> AttemptSummary:
+    """The Tasks queue's pass over every attempt (`review.attempt_summary`), cached under the
+    store's attempts revision: read `store.attempts_revision` first, then call this, so a
+    change committed in between is recomputed on the next view, never kept stale."""
+    from clawviz.review import attempt_summary as summarise
+
+    with _session(url) as s:
+        return summarise(s, _settings)
 
 
 @st.cache_data(show_spinner="Loading episode…", max_entries=64)

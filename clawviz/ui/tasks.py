@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import pandas as pd
 import streamlit as st
 
+from clawviz import store
 from clawviz.review import (
     DECISIONS,
     ArchiveError,
@@ -33,7 +34,7 @@ from clawviz.review import (
 )
 from clawviz.settings import Settings
 from clawviz.store import Finding
-from clawviz.ui import access, state, tables
+from clawviz.ui import access, data, state, tables
 from clawviz.ui import findings_widgets as fw
 from clawviz.ui import tasks_widgets as w
 from clawviz.ui.inspector import escape_md
@@ -132,8 +133,15 @@ def export_buttons(url_key: str, task_id: str | None = None) -> None:
 
 def queue_view() -> None:
     st.title("Tasks")
+    settings = state.current_settings()
+    url = state.database_url()
     with state.get_session() as session:
-        rows = task_queue(session, state.current_settings())
+        # The pass over every attempt is recomputed only after a change to an attempt (the
+        # revision is read before the summary it keys); reviews, findings and checker runs
+        # are read on every view, so a sign-off shows at once.
+        revision = store.attempts_revision(session)
+        summary = data.attempt_summary(url, settings.settings_hash, revision, settings)
+        rows = task_queue(session, settings, summary)
     if not rows:
         st.info(
             "No tasks yet. Ingest a task folder (ClawGym `data_entry.json` folders or PinchBench "

@@ -226,3 +226,40 @@ def test_a_long_queue_is_drawn_a_page_at_a_time(store, monkeypatch):
     assert at.selectbox(key=w.KEY_TASK_PICK).options[1:] == every[2:4]
     at.selectbox(key=w.KEY_TASK_PICK).select(every[2]).run()
     assert _title(at) == every[2]
+
+
+def test_the_queue_reuses_its_pass_over_attempts_until_one_changes(store, monkeypatch):
+    """The pass over every attempt runs once per attempts revision (issue 26 §3): a filter or
+    sort change and a sign-off reuse it (the sign-off still shows at once), and an attempt
+    written by another process is counted on the next view."""
+    import clawviz.review as review
+
+    real, runs = review.attempt_summary, []
+
+    def counting(*args, **kwargs):
+        runs.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(review, "attempt_summary", counting)
+    at = tasks_page()
+    assert len(runs) == 1
+    before = at.dataframe[0].value.set_index("task_id").loc["task_0002"]
+    at.selectbox(key=w.KEY_QUEUE_SORT).select("attempts (most first)").run()
+    with Session(get_engine(store)) as s:
+        s.add(models.Review(task_id="task_0002", decision="accept", reviewer="ana"))
+        s.commit()
+    at.run()
+    assert len(runs) == 1
+    row = at.dataframe[0].value.set_index("task_id").loc["task_0002"]
+    assert row["status"] == "accept" and row["attempts"] == before["attempts"]
+    # Another process records one more attempt (a strong model's, reward 1).
+    with Session(get_engine(store)) as s:
+        s.add(models.Result(episode_id="late-attempt", task_id="task_0002", model_role="strong",
+                            reward=1.0))  # fmt: skip
+        s.commit()
+    at.run()
+    assert len(runs) == 2
+    row = at.dataframe[0].value.set_index("task_id").loc["task_0002"]
+    assert row["attempts"] == before["attempts"] + 1
+    assert row["s_strong"] != before["s_strong"]
+    assert not at.exception

@@ -43,7 +43,7 @@ def upgrade() -> None:
         'INSERT INTO search_pending (call_id) SELECT c.call_id FROM "call" c '
         "WHERE NOT EXISTS (SELECT 1 FROM search_doc d WHERE d.kind = 'call' AND d.key = c.call_id)"
     )
-    for sql in trigger_ddl(op.get_bind().dialect.name):
+    for sql in trigger_ddl(op.get_bind().dialect.name, attempts=False):
         op.execute(sql)
 
 
