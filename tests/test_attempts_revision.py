@@ -78,8 +78,11 @@ def test_changes_the_queue_does_not_read_leave_it(engine):
     # loads again: the same values count as no change.
     _run(engine, "UPDATE episode SET episode_id = episode_id, task_id = task_id, "
          "model_role = model_role, n_calls = n_calls + 1")  # fmt: skip
-    _run(engine, "UPDATE result SET episode_id = episode_id, task_id = task_id, model_role = "
-         "model_role, reward = reward, checks_json = checks_json, rubric_json = rubric_json")  # fmt: skip
+    _run(
+        engine,
+        "UPDATE result SET episode_id = episode_id, task_id = task_id, model_role = model_role, "
+        "reward = reward, checks_json = checks_json, rubric_json = rubric_json",
+    )
     with Session(engine) as s:
         s.add(Review(task_id="t1", decision="accept", reviewer="ana"))
         s.commit()

@@ -45,10 +45,14 @@ def _plain(table: str, row: dict) -> dict:
 # The change queues of 0009 (clawviz.store.changes) are bookkeeping that did not exist at 0006:
 # a v6 store has none to copy, and 0009 fills them from what it finds (a settings hash takes the
 # full staleness check once). What this test follows is the data, so they are left out, as are
-# the Runs counts of 0011 (clawviz.store.runstats: derived, built on a hash's first Runs view).
+# the Runs counts of 0011 (clawviz.store.runstats: derived, built on a hash's first Runs view)
+# and the attempts revision of 0012 (a counter of changes, bumped by the copy itself).
 QUEUES = frozenset(
-    {"analysis_mark", "episode_dirty", "search_pending", "runs_mark", "runs_agg", "runs_member"}
-)
+    {
+        "analysis_mark", "episode_dirty", "search_pending", "runs_mark", "runs_agg",
+        "runs_member", "attempts_change",
+    }
+)  # fmt: skip
 
 
 def _tables() -> list:
@@ -123,8 +127,8 @@ def test_a_v6_store_upgrades_and_reads_back_identically(reference, tmp_path):
     _v6_copy(ref, url)
     assert query(url, "SELECT version_num FROM alembic_version") == [("0006",)]
     # 0008 episode.primary_episode/cross_check, 0009 the change queues, 0010 call_comment,
-    # 0011 the Runs counts
-    assert migrate(create_engine(url)) == ["0007", "0008", "0009", "0010", "0011"]
+    # 0011 the Runs counts, 0012 the attempts revision
+    assert migrate(create_engine(url)) == ["0007", "0008", "0009", "0010", "0011", "0012"]
     after = _snapshot(url)
     for key in ref:
         assert after[key] == ref[key], key
@@ -133,7 +137,7 @@ def test_a_v6_store_upgrades_and_reads_back_identically(reference, tmp_path):
     with engine.begin() as conn:
         migrations._run(conn, lambda script, rev: script._downgrade_revs("0006", rev))
     assert query(url, "SELECT version_num FROM alembic_version") == [("0006",)]
-    assert migrate(engine) == ["0007", "0008", "0009", "0010", "0011"]
+    assert migrate(engine) == ["0007", "0008", "0009", "0010", "0011", "0012"]
     engine.dispose()
     assert _snapshot(url) == after
     # The upgraded store takes new writes.
