@@ -411,6 +411,44 @@ def test_results_link_to_episodes_and_resolve_workspaces(session, tmp_path):
     )
 
 
+def test_results_settled_in_batches_keep_the_first_of_each_episode(session, tmp_path, monkeypatch):
+    """Results lines are looked up and inserted a batch at a time (`RESULT_BATCH`): a duplicate
+    in the same batch, in an earlier batch or in the store is rejected on its own line, bad
+    lines keep their place, and every other line is loaded once."""
+    monkeypatch.setattr(ingest_mod, "RESULT_BATCH", 3)
+    first = tmp_path / "first.jsonl"
+    first.write_text(jsonl([{"episode_id": "stored", "reward": 1.0}]))
+    ingest_paths([first], session=session)
+    res = tmp_path / "results.jsonl"
+    lines = [
+        {"episode_id": "a", "reward": 0.1},  # 1
+        {"episode_id": "a", "reward": 0.2},  # 2: same batch
+        {"episode_id": "stored", "reward": 0.3},  # 3: in the store
+        {"episode_id": "b", "reward": 0.4},  # 4
+        {"episode_id": "c", "reward": "x"},  # 5: not a number
+        {"episode_id": "a", "reward": 0.6},  # 6: an earlier batch
+        {"episode_id": "c", "reward": 0.7},  # 7: the bad line's episode, loaded
+    ]
+    res.write_text(jsonl(lines) + "\n{oops\n" + jsonl([{"episode_id": "d", "reward": 0.9}]))
+    report = ingest_paths([res], session=session)
+    assert report.n_results == 4
+    assert [(r.line, r.reason) for r in report.rejected] == [
+        (2, "duplicate result for episode a (first one kept)"),
+        (3, "duplicate result for episode stored (first one kept)"),
+        (5, "'reward' is not a number"),
+        (6, "duplicate result for episode a (first one kept)"),
+        (9, report.rejected[4].reason),
+    ]
+    assert report.rejected[4].reason.startswith("not valid JSON")
+    rewards = {r.episode_id: r.reward for r in session.exec(select(Result))}
+    assert rewards == {"stored": 1.0, "a": 0.1, "b": 0.4, "c": 0.7, "d": 0.9}
+    kept = session.exec(select(RejectedLine).where(RejectedLine.source_file == str(res))).all()
+    assert sorted((r.line, r.raw) for r in kept) == [
+        *((n, json.dumps(lines[n - 1])) for n in (2, 3, 5, 6)),
+        (9, "{oops"),  # line 8 is blank
+    ]
+
+
 def test_results_before_logs_still_fill_the_episode(session, tmp_path):
     res = tmp_path / "results.jsonl"
     res.write_text(jsonl([{"episode_id": "e9", "task_id": "task_9", "attempt": 2, "reward": 1.0}]))
