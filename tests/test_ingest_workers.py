@@ -42,7 +42,9 @@ IDS = {("source", "id"), ("rejected_line", "id"), ("result", "id"), ("search_doc
 # decisions, reasons). (Known limit, in the closing note: the index's attribution of a shared
 # message, and whether a reply re-sent in another file is also a message document, follow that
 # order.)
-DERIVED = ("search_doc", "search_fts", "search_pending")
+# The attempts revision (`store.changes.ATTEMPTS`) counts writes, not what they stored: on
+# PostgreSQL its rows are the writing transactions' ids. Left out too.
+DERIVED = ("search_doc", "search_fts", "search_pending", "attempts_change")
 # A message is stored once, with the raw form of the first request that carried it. On
 # PostgreSQL the workers write their files at the same time, so when two files carry the same
 # canonical message in different raw forms (codex-0.169.1's two sessions), "first" is the first
