@@ -717,9 +717,8 @@ def _fit_batch(parse: ExchangeParse, took: float) -> None:
 RESULT_BATCH = 1000
 RESULT_BATCH_BYTES = 8 << 20
 """Results lines settled at once (at most this many, and this many bytes of them held): one
-look-up of which are in the store already, and one
-insert of the new ones (a look-up and an ORM flush per line cost 1.2 ms a line: a training
-run's 100,000 results took two minutes)."""
+look-up of which are in the store already, and one insert of the new ones (a look-up and an
+ORM flush per line cost 1.2 ms a line: a training run's 100,000 results took two minutes)."""
 
 
 def _ingest_results(fi: _FileIngest, out: IngestReport) -> None:

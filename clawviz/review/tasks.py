@@ -431,12 +431,8 @@ def attempt_summary(session: Session, settings: Settings = DEFAULT_SETTINGS) -> 
     # most of the page's first view).
     results = session.execute(
         sa.select(
-            col(Result.episode_id),
-            col(Result.task_id),
-            col(Result.model_role),
-            col(Result.reward),
-            col(Result.checks_json),
-            col(Result.rubric_json),
+            col(Result.episode_id), col(Result.task_id), col(Result.model_role),
+            col(Result.reward), col(Result.checks_json), col(Result.rubric_json),
         )  # fmt: skip
     ).all()
     episodes = session.execute(
@@ -459,7 +455,6 @@ def attempt_summary(session: Session, settings: Settings = DEFAULT_SETTINGS) -> 
     for eid, task, role in episodes:
         if task and eid not in seen:
             attempts_by_task.setdefault(task, []).append((role, None))
-    task_ids |= set(attempts_by_task)
     summary: AttemptSummary = {}
     for tid in task_ids:
         attempts = attempts_by_task.get(tid, [])

@@ -172,24 +172,21 @@ def _changed(columns: tuple[str, ...], differ: str) -> str:
 _SQLITE_BUMP = (
     f"INSERT INTO {ATTEMPTS} (id, n) VALUES (0, 1) ON CONFLICT (id) DO UPDATE SET n = n + 1;"
 )
+_SQLITE_ATTEMPT_EVENTS: dict[str, str] = {
+    f"cv_attempts_{table}_{kind}": event
+    for table, columns in (("result", _RESULT_COLUMNS), ("episode", _EPISODE_COLUMNS))
+    for kind, event in (
+        ("ins", f"INSERT ON {table}"),
+        (
+            "upd",
+            f"UPDATE OF {', '.join(columns)} ON {table} WHEN {_changed(columns, 'IS NOT')}",
+        ),
+        ("del", f"DELETE ON {table}"),
+    )
+}
 ATTEMPTS_TRIGGERS_SQLITE: tuple[str, ...] = tuple(
     f"CREATE TRIGGER IF NOT EXISTS {name} AFTER {event} BEGIN {_SQLITE_BUMP} END"
-    for name, event in (
-        ("cv_attempts_result_ins", "INSERT ON result"),
-        (
-            "cv_attempts_result_upd",
-            f"UPDATE OF {', '.join(_RESULT_COLUMNS)} ON result "
-            f"WHEN {_changed(_RESULT_COLUMNS, 'IS NOT')}",
-        ),
-        ("cv_attempts_result_del", "DELETE ON result"),
-        ("cv_attempts_episode_ins", "INSERT ON episode"),
-        (
-            "cv_attempts_episode_upd",
-            f"UPDATE OF {', '.join(_EPISODE_COLUMNS)} ON episode "
-            f"WHEN {_changed(_EPISODE_COLUMNS, 'IS NOT')}",
-        ),
-        ("cv_attempts_episode_del", "DELETE ON episode"),
-    )
+    for name, event in _SQLITE_ATTEMPT_EVENTS.items()
 )
 # DO NOTHING, not a count: the reader counts the rows, and updating one row at every statement
 # of a transaction would leave it a chain of versions that each later update walks (an
@@ -219,7 +216,7 @@ END $$ LANGUAGE plpgsql""",
 writes none still counts: a needless recompute, never a stale queue). Updates count per row
 whose attempt columns really change, so ingest's rewrite of an episode's row costs nothing."""
 DROP_ATTEMPTS_SQLITE: tuple[str, ...] = tuple(
-    f"DROP TRIGGER IF EXISTS {sql.split()[5]}" for sql in ATTEMPTS_TRIGGERS_SQLITE
+    f"DROP TRIGGER IF EXISTS {name}" for name in _SQLITE_ATTEMPT_EVENTS
 )
 DROP_ATTEMPTS_POSTGRES: tuple[str, ...] = (
     *(sql for sql in ATTEMPTS_TRIGGERS_POSTGRES if sql.startswith("DROP TRIGGER")),
