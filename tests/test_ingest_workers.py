@@ -248,6 +248,99 @@ def test_after_a_worker_died_for_good_a_rerun_completes_the_store(tmp_path, monk
     assert digest(url) == digest(single)
 
 
+def _die_after_finishing(
+    monkeypatch, victim: str, marker: Path, reads: Path, answered: bool = True
+) -> None:
+    """The worker that finished `victim` (committed or spooled it, and left its answer, or
+    not: `answered`) is SIGKILLed before the pool hands that answer back, once; `reads` counts
+    reads of it."""
+    real_done = pool_mod.record_done
+    real_parse = ingest_mod.ExchangeParse._parse
+
+    def record_done(job, done):
+        if job.display.endswith(victim) and not marker.exists():
+            if answered:
+                real_done(job, done)
+            marker.write_text("killed")
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real_done(job, done)
+
+    def parse(self, n, data):
+        if self.display.endswith(victim) and n == 1:
+            with open(reads, "a") as f:
+                f.write("read\n")
+        return real_parse(self, n, data)
+
+    monkeypatch.setattr(pool_mod, "record_done", record_done)
+    monkeypatch.setattr(ingest_mod.ExchangeParse, "_parse", parse)
+
+
+@pytest.mark.parametrize("restarts", [2, 0])
+def test_a_file_finished_before_its_worker_died_keeps_its_answer(tmp_path, monkeypatch, restarts):
+    """A broken pool fails every answer not yet handed back, finished or not. A file finished
+    before the pool broke is loaded once and reported loaded, neither read again nor called
+    failed. (Before: SQLite read it again; on PostgreSQL, where it was already committed, the
+    run reported it already_loaded, or, with no restarts left, failed although it was in the
+    store: the CI failure of stop 35.)"""
+    victim = "t0002-openclaw-a3.jsonl"
+    single = fresh_url(tmp_path, "single")
+    _ingest(single, [SAMPLES], 1)
+    monkeypatch.setattr(pool_mod, "RESTARTS", restarts)
+    marker, reads = tmp_path / "killed", tmp_path / "reads"
+    _die_after_finishing(monkeypatch, victim, marker, reads)
+    url = fresh_url(tmp_path, "killed")
+    first = _ingest(url, [SAMPLES], 2)
+    assert marker.exists()  # the worker did die after finishing the file
+    assert reads.read_text().count("read") == 1
+    mine = [f for f in first.files if f.path.endswith(victim)]
+    assert [f.status for f in mine] == ["loaded"]
+    assert mine[0].n_calls > 0
+    assert not any(e.path.endswith(victim) for e in first.errors)
+    if restarts:
+        assert first.errors == []
+        assert digest(url) == digest(single)
+    else:  # the files still unread when the pool broke fail; a rerun loads exactly those
+        failed = {e.path for e in first.errors}
+        second = _ingest(url, [SAMPLES], 2)
+        loaded = {f.path for f in second.files if f.status == "loaded" and f.format == "exchange"}
+        assert loaded == failed
+        assert digest(url) == digest(single)
+
+
+@pytest.mark.parametrize("restarts", [2, 0])
+def test_a_file_committed_by_a_worker_that_died_before_answering_is_not_called_failed(
+    tmp_path, monkeypatch, restarts
+):
+    """The worker died between its commit and its answer. On PostgreSQL the file is in the
+    store: reported already_loaded (never failed), read once, its episodes analysed. On SQLite
+    nothing was written (the driver writes the spools): it is read again, or fails and a rerun
+    loads it."""
+    victim = "t0002-openclaw-a3.jsonl"
+    single = fresh_url(tmp_path, "single")
+    _ingest(single, [SAMPLES], 1)
+    monkeypatch.setattr(pool_mod, "RESTARTS", restarts)
+    marker, reads = tmp_path / "killed", tmp_path / "reads"
+    _die_after_finishing(monkeypatch, victim, marker, reads, answered=False)
+    url = fresh_url(tmp_path, "killed")
+    first = _ingest(url, [SAMPLES], 2)
+    assert marker.exists()
+    status = [f.status for f in first.files if f.path.endswith(victim)]
+    postgres = get_engine(url).dialect.name == "postgresql"
+    if postgres:
+        assert status == ["already_loaded"]
+        assert reads.read_text().count("read") == 1
+    elif restarts:
+        assert status == ["loaded"]
+        assert reads.read_text().count("read") == 2
+    else:
+        assert status == ["error"]
+    if restarts:
+        assert first.errors == []
+    else:
+        _ingest(url, [SAMPLES], 2)
+    assert digest(url) == digest(single)
+
+
 def test_cli_ingest_workers_prints_the_single_process_report(tmp_path, capsys):
     one, two = fresh_url(tmp_path, "one"), fresh_url(tmp_path, "two")
     assert cli_main(["--db", one, "ingest", str(SAMPLES)]) == 2  # samples hold rejected lines

@@ -1595,6 +1595,14 @@ def _load_pooled(
     job = pool.jobs[index]
     done = pool.result(index)
     if isinstance(done, BaseException):
+        if pool.direct and (src := store.source_by_sha(session, job.sha)) is not None:
+            # Its worker committed it and died before answering: the file is in the store
+            # (which run wrote it is not known, so it is not claimed as this one's).
+            _, _, stored, _ = store.source_progress(session, src.id or 0)
+            session.rollback()
+            pool.episodes.update(stored)
+            episodes.update(stored)
+            return FileReport(job.display, "exchange", "already_loaded")
         reason = f"worker failed: {type(done).__name__}: {mask_secrets(str(done))}"
         out.errors.append(SkippedFile(job.display, reason))
         return FileReport(job.display, "exchange", "error", error=reason)

@@ -21,7 +21,9 @@ analysis itself is spread over the workers by `clawviz.jobs.reanalyse`.
 Idempotence is the single-process ingest's: a file is one transaction, keyed by its
 fingerprint (a unique column), calls by their ids. A worker killed mid-file leaves nothing of
 that file (its transaction never committed); the driver starts a new pool and reads the file
-again (`RESTARTS`), and a later run loads whatever is still missing.
+again (`RESTARTS`), and a later run loads whatever is still missing. A file another worker had
+finished when the pool broke keeps its answer (`record_done`): it is neither read again nor
+reported failed.
 """
 
 from __future__ import annotations
@@ -54,7 +56,6 @@ from clawviz.store import (
 
 RESTARTS = 2
 """New pools started after a worker died before the run gives up on the files left."""
-
 
 
 @dataclass
@@ -180,10 +181,30 @@ def run_job(job: Job) -> Done:
         with os.fdopen(fd, "wb") as f:
             for part in _chunks(job):
                 pickle.dump(part, f, protocol=pickle.HIGHEST_PROTOCOL)
-        return Done(job.index, spool=spool)
+        return record_done(job, Done(job.index, spool=spool))
     with Session(get_engine(job.db_url)) as session:
         rep, out = job.write(session, job, _chunks(job), SeenHashes())
-    return Done(job.index, report=rep, out=out)
+    return record_done(job, Done(job.index, report=rep, out=out))
+
+
+def _done_path(spool_dir: str, index: int) -> Path:
+    return Path(spool_dir) / f"done-{index:05d}.pickle"
+
+
+def record_done(job: Job, done: Done) -> Done:
+    """Leave the answer beside the spools as well (a pool process; a Ray task answers Ray).
+
+    A pool whose worker died marks every answer not yet delivered as failed, including files
+    another worker had finished: committed (PostgreSQL) or spooled whole (SQLite). The driver
+    takes those answers from here (`IngestPool._harvest`), so such a file is reported loaded,
+    with its rejected lines and episodes, and is neither read again nor called failed."""
+    if not job.inline:
+        path = _done_path(job.spool_dir, job.index)
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "wb") as f:
+            pickle.dump(done, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    return done
 
 
 def run_row(row: dict[str, Any]) -> dict[str, Any]:
@@ -300,13 +321,29 @@ class IngestPool:
         for job in jobs:
             self.futures[job.index] = self._pool.submit(run_job, job)
 
+    def _harvest(self) -> None:
+        """The pool broke (a worker died): stop it, then take the answers its finished files
+        left (`record_done`), once per pool."""
+        if self._pool is None:
+            return
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._pool = None
+        if self._tmp is None:
+            return
+        with os.scandir(self._tmp.name) as entries:
+            names = {e.name for e in entries}
+        for index in self.jobs:
+            path = _done_path(self._tmp.name, index)
+            if index not in self.finished and path.name in names:
+                with open(path, "rb") as f:
+                    self.finished[index] = pickle.load(f)  # noqa: S301 - our worker's answer
+
     def _restart(self) -> None:
-        """A worker died: a new pool reads every file not finished yet."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+        """A new pool reads every file not finished yet."""
         left = [j for i, j in self.jobs.items() if i not in self.finished]
         self.restarts += 1
-        self._start(left)
+        if left:
+            self._start(left)
 
     def result(self, index: int) -> Done | BaseException:
         """The worker's answer for target `index` (waits), or why it has none."""
@@ -316,6 +353,9 @@ class IngestPool:
             try:
                 self.finished[index] = self.futures[index].result()
             except BrokenProcessPool as exc:
+                self._harvest()
+                if index in self.finished:
+                    break
                 if self.restarts >= RESTARTS:
                     return exc
                 self._restart()
