@@ -11,7 +11,7 @@ from sqlmodel import Session
 
 from clawviz.review import attempt_summary, task_queue
 from clawviz.settings import DEFAULT_SETTINGS
-from clawviz.store import attempts_revision, migrations
+from clawviz.store import attempts_revision, compact_attempts, migrations
 from clawviz.store.db import init_db
 from clawviz.store.models import Episode, Result, Review
 from tests.dburl import fresh_url, on_postgres
@@ -25,7 +25,7 @@ def engine(tmp_path):
     engine.dispose()
 
 
-def _rev(engine) -> tuple[int, int]:
+def _rev(engine) -> int:
     """The revision as another process reads it: a new connection, committed data only."""
     with engine.connect() as conn:
         return attempts_revision(conn)
@@ -134,3 +134,70 @@ def test_concurrent_writers_on_postgres_never_wait_and_every_commit_counts(engin
     finally:
         a.close()
     assert _rev(engine) != after_b
+
+
+def _rows(engine) -> int:
+    with engine.connect() as conn:
+        return conn.execute(sa.text("SELECT COUNT(*) FROM attempts_change")).scalar_one()
+
+
+def _compact(engine) -> int:
+    with engine.begin() as conn:
+        return compact_attempts(conn)
+
+
+def test_compaction_keeps_the_revision_and_it_still_grows(engine):
+    """Folding the rows into one never gives an earlier revision, and later changes still
+    move it (SQLite has one row: nothing to fold)."""
+    _seed(engine)
+    seen = [_rev(engine)]
+    for i in range(5):
+        _run(engine, "UPDATE result SET reward = :r WHERE episode_id = 'e1'", r=i / 10)
+        seen.append(_rev(engine))
+    folded = _compact(engine)
+    assert _rev(engine) == seen[-1]
+    assert _rows(engine) == 1
+    assert folded == (6 if on_postgres() else 0)  # the seed's commit, then 5 (PostgreSQL)
+    for i in range(3):
+        _run(engine, "UPDATE result SET reward = :r WHERE episode_id = 'e1'", r=0.9 - i / 10)
+        seen.append(_rev(engine))
+        _compact(engine)
+        assert _rev(engine) == seen[-1]
+    assert seen == sorted(seen) and len(set(seen)) == len(seen)
+
+
+@pytest.mark.skipif(not on_postgres(), reason="SQLite has one writer at a time")
+def test_compaction_while_a_writer_is_open_loses_none_of_its_change(engine):
+    """The open writer's row is not visible to the compaction: it stays, and counts when it
+    commits. A compaction inside a writer's own transaction folds its row with the rest."""
+    _seed(engine)
+    a = engine.connect()
+    try:
+        a.execute(sa.text("UPDATE result SET reward = 0.0 WHERE episode_id = 'e1'"))  # open
+        before = _rev(engine)
+        _compact(engine)
+        assert _rev(engine) == before
+        a.commit()
+    finally:
+        a.close()
+    assert _rev(engine) == before + 1
+    with engine.begin() as b:
+        b.execute(sa.text("UPDATE result SET reward = 1.0 WHERE episode_id = 'e1'"))
+        compact_attempts(b)  # its own row, uncommitted, folded in the same transaction
+    assert _rev(engine) == before + 2
+    assert _rows(engine) == 1
+
+
+@pytest.mark.skipif(not on_postgres(), reason="SQLite has one row: nothing to fold")
+def test_an_ingest_leaves_the_revision_folded(tmp_path):
+    from pathlib import Path
+
+    from clawviz.jobs import ingest_paths
+    from clawviz.store.db import get_engine
+
+    engine = get_engine(fresh_url(tmp_path, "ing"))
+    samples = Path(__file__).resolve().parent.parent / "sample_logs"
+    with Session(engine) as s:
+        ingest_paths([samples / "exchanges" / "openclaw", samples / "results.jsonl"], session=s)
+    assert _rev(engine) > 0
+    assert _rows(engine) == 1

@@ -1022,11 +1022,26 @@ def _load_targets(
         out.warnings.append(
             Rejection("", 0, f"decisions not stored at ingest ({str(exc).splitlines()[0][:200]})")
         )
+    _compact_attempts(session)
     out.n_calls = sum(f.n_calls for f in out.files)
     out.n_results = sum(f.n_results for f in out.files)
     out.n_episodes = len(episodes)
     out.episode_ids = sorted(episodes)
     return out
+
+
+def _compact_attempts(session: Session) -> None:
+    """PostgreSQL: fold the attempts revision's per-transaction rows (this ingest's and any
+    other writer's since the last ingest) into one, so the Tasks page's read of it stays
+    O(writers since then). The revision is unchanged. A failure (a read-only role, a
+    deadlock with another ingest's compaction) costs only the folding: the next one does it."""
+    if session.get_bind().dialect.name != "postgresql":
+        return
+    try:
+        store.compact_attempts(session.connection())
+        session.commit()
+    except SQLAlchemyError:
+        session.rollback()
 
 
 def _warn_uncovered(targets: list[_Target], out: IngestReport) -> None:

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
         write_parsed_guarded,
         write_rejections,
     )
-    from clawviz.store.changes import attempts_revision
+    from clawviz.store.changes import attempts_revision, compact_attempts
     from clawviz.store.comments import CommentError, add_comment, comment_counts, comments_by_call
     from clawviz.store.db import (
         StoreReadOnly,
@@ -170,6 +170,7 @@ __all__ = [
     "attempts_revision",
     "comment_counts",
     "comments_by_call",
+    "compact_attempts",
     "claim",
     "cross_checks",
     "dataset_stats",
@@ -240,7 +241,7 @@ __all__ = [
 ]
 
 _HOMES: dict[str, tuple[str, ...]] = {
-    "changes": ("attempts_revision",),
+    "changes": ("attempts_revision", "compact_attempts"),
     "calls": (
         "Prepared",
         "PreparedPacker",

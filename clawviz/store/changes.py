@@ -152,11 +152,13 @@ and reward columns, and every episode's id, task and role. The queue's per-task 
 (`clawviz.review.tasks.attempt_summary`) is a pass over every attempt; the app caches it under
 `attempts_revision` and recomputes it only when that changes, whatever process wrote.
 
-SQLite serialises its writers, so one row (id 0) counts the changed rows. On PostgreSQL one
-counter row would be a lock that every concurrent ingest waits on until its commit, so each
-writing transaction adds its own row (id = its transaction id, once however much it writes):
-nothing is shared between writers, and the number of rows grows by one at each commit that
-changed an attempt, which is all a reader compares."""
+The revision is the sum of `n` over the rows: it only ever grows, by at least one at each
+commit that changed an attempt. SQLite serialises its writers, so one row (id 0) counts the
+changed rows. On PostgreSQL one counter row would be a lock that every concurrent ingest waits
+on until its commit, so each writing transaction adds its own row (id = its transaction id,
+n = 1, once however much it writes): nothing is shared between writers. Those rows are folded
+into row 0 by `compact_attempts` (the end of each ingest), which keeps the sum, so the table
+stays small and the revision is still never an earlier one."""
 
 _RESULT_COLUMNS = ("episode_id", "task_id", "model_role", "reward", "checks_json", "rubric_json")
 _EPISODE_COLUMNS = ("episode_id", "task_id", "model_role")
@@ -188,9 +190,9 @@ ATTEMPTS_TRIGGERS_SQLITE: tuple[str, ...] = tuple(
     f"CREATE TRIGGER IF NOT EXISTS {name} AFTER {event} BEGIN {_SQLITE_BUMP} END"
     for name, event in _SQLITE_ATTEMPT_EVENTS.items()
 )
-# DO NOTHING, not a count: the reader counts the rows, and updating one row at every statement
-# of a transaction would leave it a chain of versions that each later update walks (an
-# executemany of 50,000 result inserts took 19 s of server time that way).
+# DO NOTHING, not a count: the row says "this transaction changed attempts", and updating one
+# row at every statement of a transaction would leave it a chain of versions that each later
+# update walks (an executemany of 50,000 result inserts took 19 s of server time that way).
 _PG_BUMP = f"INSERT INTO {ATTEMPTS} (id, n) VALUES (txid_current(), 1) ON CONFLICT (id) DO NOTHING;"
 ATTEMPTS_TRIGGERS_POSTGRES: tuple[str, ...] = (
     f"""CREATE OR REPLACE FUNCTION cv_attempts_bump() RETURNS trigger AS $$
@@ -232,11 +234,35 @@ def trigger_ddl(dialect: str, *, attempts: bool = True) -> tuple[str, ...]:
     return SQLITE_TRIGGERS + (ATTEMPTS_TRIGGERS_SQLITE if attempts else ())
 
 
-def attempts_revision(conn: Any) -> tuple[int, int]:
-    """The attempts revision (`ATTEMPTS`): it differs after every committed change of a result's
-    or an episode's attempt columns. Read it before the data it keys, so that a change committed
+def attempts_revision(conn: Any) -> int:
+    """The attempts revision (`ATTEMPTS`): it grows at every committed change of a result's or
+    an episode's attempt columns. Read it before the data it keys, so that a change committed
     in between makes the next read differ (never a stale summary cached under a new revision)."""
     from sqlalchemy import text
 
-    count, total = conn.execute(text(f"SELECT COUNT(*), COALESCE(SUM(n), 0) FROM {ATTEMPTS}")).one()
-    return int(count), int(total)
+    return int(conn.execute(text(f"SELECT COALESCE(SUM(n), 0) FROM {ATTEMPTS}")).scalar_one())
+
+
+COMPACT_ATTEMPTS_POSTGRES = f"""
+    WITH gone AS (DELETE FROM {ATTEMPTS} WHERE id <> 0 RETURNING n)
+    INSERT INTO {ATTEMPTS} (id, n)
+    SELECT 0, SUM(n) FROM gone HAVING COUNT(*) > 0
+    ON CONFLICT (id) DO UPDATE SET n = {ATTEMPTS}.n + EXCLUDED.n
+"""
+"""One statement, so one snapshot: the rows it deletes are the rows it adds to row 0. A row of
+a transaction still open is not visible to it and stays, to count when that one commits; a
+second compaction at the same time waits on row 0 and finds the rows gone."""
+
+
+def compact_attempts(conn: Any) -> int:
+    """Fold PostgreSQL's per-transaction rows into row 0, keeping the revision (SQLite has only
+    row 0). Returns the rows folded. Commit it on its own: it writes no result or episode."""
+    from sqlalchemy import text
+
+    if conn.dialect.name != "postgresql":
+        return 0
+    before = conn.execute(text(f"SELECT COUNT(*) FROM {ATTEMPTS} WHERE id <> 0")).scalar_one()
+    if not before:
+        return 0
+    conn.execute(text(COMPACT_ATTEMPTS_POSTGRES))
+    return int(before)

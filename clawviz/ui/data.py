@@ -197,7 +197,7 @@ def attempts(url: str, task_id: str, settings_hash: str) -> pd.DataFrame:
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def attempt_summary(
-    url: str, settings_hash: str, revision: tuple[int, int], _settings: Settings
+    url: str, settings_hash: str, revision: int, _settings: Settings
 ) -> AttemptSummary:
     """The Tasks queue's pass over every attempt (`review.attempt_summary`), cached under the
     store's attempts revision: read `store.attempts_revision` first, then call this, so a
