@@ -4,7 +4,8 @@
     python3 bench/page_cache_views.py sqlite:////tmp/v/store-100000.db 32768 EPISODE_ID
 
 Reads what a Runs first view, a status=dropped Runs view, one episode and the Tasks queue read,
-each twice on one engine, with `store.db.SQLITE_CACHE_KB` set to the second argument (KB).
+each twice on one engine, with `store.db.SQLITE_CACHE_KB` (the views' cache; bulk work has
+`BULK_CACHE_KB`) set to the second argument (KB).
 Prints JSON: ms per view, first read (a fresh connection) and second (the pooled one). Run it
 alternately with both sizes; bench/README.md has the rounds.
 """

@@ -14,6 +14,7 @@ from typing import Literal
 import orjson
 from sqlmodel import Session
 
+from clawviz import store
 from clawviz._gc import bulk_gc
 from clawviz.export.report import ExportReport
 from clawviz.export.rl import AdvantageKind, rl_rows
@@ -118,7 +119,9 @@ def write_rows(
     what was written and skipped to `report`; the file appears only when complete."""
     writer = RowWriter(out, fmt)
     try:
-        with bulk_gc():  # rows are acyclic: collections found little (clawviz._gc)
+        # Rows are acyclic: collections found little (clawviz._gc). Messages are read by
+        # hash all over the store: the large page cache (SQLite, `store.bulk_cache`).
+        with bulk_gc(), store.bulk_cache(session):
             max_calls = RL_BATCH_CALLS if fmt == "rl" else BATCH_CALLS
             for ep in iter_episodes(
                 session,

@@ -21,6 +21,7 @@ from clawviz.settings import DEFAULT_SETTINGS, Settings
 from clawviz.store import (
     Group,
     Stale,
+    bulk_cache,
     group_statuses,
     load_order,
     persist_analyses,
@@ -71,7 +72,8 @@ def ensure_analysis(
 
     # On SQLite, another writer (an ingest's long file) may hold the lock past the busy
     # timeout: the analysis waits and goes on (what it committed before is skipped), never fails.
-    retry_locked(session, attempts)
+    with bulk_cache(session):  # messages are looked up by hash all over the store
+        retry_locked(session, attempts)
 
 
 RETRIES = 5

@@ -904,7 +904,10 @@ def _ingest_targets(
     try:
         if pool is not None:
             _start_pool(pool, targets, session, settings)
-        return _load_targets(targets, session, progress, settings, pool)
+        # Message and blob keys are random hashes: a larger page cache keeps B-tree inserts
+        # from re-reading pages (SQLite, `store.bulk_cache`).
+        with store.bulk_cache(session):
+            return _load_targets(targets, session, progress, settings, pool)
     finally:
         if pool is not None:
             pool.close()
@@ -917,10 +920,6 @@ def _load_targets(
     settings: Settings,
     pool: Any = None,
 ) -> IngestReport:
-    if session.get_bind().dialect.name == "sqlite":
-        # Message and blob keys are random hashes: a larger page cache keeps B-tree inserts
-        # from re-reading pages (bounded: 32 MB).
-        session.connection().exec_driver_sql("PRAGMA cache_size=-32768")
     out = IngestReport()
     total = sum(_size(t) for t in targets if t.kind == "file")
     done = 0

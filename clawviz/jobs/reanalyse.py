@@ -72,7 +72,8 @@ def analyse_batch(batch: Batch) -> tuple[int, list[EpisodeAnalysis] | None]:
     """Load, analyse and (`batch.write`) store one batch's episodes, in a worker; each failure
     costs its episode. Returns the analyses when they are still to be stored, else None."""
     out: list[EpisodeAnalysis] = []
-    with Session(get_engine(batch.db_url)) as session:
+    # Messages are looked up by hash all over the store: the large page cache (SQLite).
+    with Session(get_engine(batch.db_url)) as session, store.bulk_cache():
         ids = [s.episode_id for s in batch.stale]
         try:
             calls_of: dict[str, Any] = store.load_calls_many(session, ids)

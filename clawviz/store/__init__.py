@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from clawviz.store.comments import CommentError, add_comment, comment_counts, comments_by_call
     from clawviz.store.db import (
         StoreReadOnly,
+        bulk_cache,
         claim,
         forget_engines,
         get_engine,
@@ -168,6 +169,7 @@ __all__ = [
     "as_parsed",
     "attempts_of_task",
     "attempts_revision",
+    "bulk_cache",
     "comment_counts",
     "comments_by_call",
     "compact_attempts",
@@ -269,6 +271,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "comments": ("CommentError", "add_comment", "comment_counts", "comments_by_call"),
     "db": (
         "StoreReadOnly",
+        "bulk_cache",
         "claim",
         "forget_engines",
         "get_engine",

@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 from urllib.parse import quote
@@ -75,6 +76,7 @@ def get_engine(url: str | None = None, *, check_schema: bool = True) -> Engine:
     engine = create_engine(engine_url, **kwargs)
     if url.startswith("sqlite"):
         event.listen(engine, "connect", _sqlite_read_only if read_only else _sqlite_pragmas)
+        event.listen(engine, "checkout", _sqlite_checkout)
     if read_only:
         _READ_ONLY[id(engine)] = url
     if check_schema:
@@ -231,14 +233,14 @@ def _read_only_file(path: str) -> bool:
     return "?" not in path and p.is_file() and not os.access(p.parent, os.W_OK)
 
 
-def _sqlite_read_only(dbapi_conn, _record) -> None:
+def _sqlite_read_only(dbapi_conn, record) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA foreign_keys=ON")
-    cur.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KB}")
     cur.close()
+    _set_cache(dbapi_conn, record.info, _cache_kb())
 
 
-def _sqlite_pragmas(dbapi_conn, _record) -> None:
+def _sqlite_pragmas(dbapi_conn, record) -> None:
     cur = dbapi_conn.cursor()
     # Takes effect only when the file is created (before WAL is set): rows of compressed
     # message and response text are kilobytes, and 4 KB pages would leave a third unused.
@@ -246,16 +248,69 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA foreign_keys=ON")
-    cur.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KB}")
     cur.close()
+    _set_cache(dbapi_conn, record.info, _cache_kb())
 
 
-SQLITE_CACHE_KB = 32_768
-"""Page cache of each SQLite connection, in KB (SQLite's default is 2,000). An analysis or an
-export looks up messages by hash all over the file; with 2 MB of cache it read the same index
-pages again and again, a `pread` each: a third of `analyse`'s CPU on a 16,000-episode store
-was system time (bench/README.md, "The SQLite page cache"). The cache fills only as pages are
-read, so a page that reads little holds little."""
+SQLITE_CACHE_KB = 2_000
+"""Page cache of a SQLite connection for the app's views and other reads of a page or an
+episode, in KB (SQLite's own default). Larger made the status-filtered Runs view 6-9% slower at
+100,000 episodes, and every pooled connection of a long-lived app server could hold it
+(bench/README.md, "The SQLite page cache on the app's views")."""
+
+BULK_CACHE_KB = 32_768
+"""Page cache of a SQLite connection inside `bulk_cache`: an analysis, an export or an ingest
+looks up messages and blobs by hash all over the file, and with 2 MB it read the same index
+pages again and again, a `pread` each (a third of `analyse`'s CPU on a 16,000-episode store was
+system time: bench/README.md, "The SQLite page cache"). It fills only as pages are read."""
+
+_BULK: ContextVar[bool] = ContextVar("clawviz_bulk_cache", default=False)
+
+
+def _cache_kb() -> int:
+    return BULK_CACHE_KB if _BULK.get() else SQLITE_CACHE_KB
+
+
+def _set_cache(dbapi_conn, info: dict, kb: int) -> None:
+    if info.get("cache_kb") != kb:
+        cur = dbapi_conn.cursor()
+        cur.execute(f"PRAGMA cache_size=-{int(kb)}")
+        cur.close()
+        info["cache_kb"] = kb
+
+
+def _sqlite_checkout(dbapi_conn, record, _proxy) -> None:
+    """A pooled connection takes the cache of its user (`bulk_cache` or not) as it is lent."""
+    _set_cache(dbapi_conn, record.info, _cache_kb())
+
+
+@contextmanager
+def bulk_cache(session: Session | None = None) -> Iterator[None]:
+    """SQLite connections lent to this thread (or task) inside the block get the large page
+    cache (`BULK_CACHE_KB`); they are given back the small one when next lent outside it, so
+    an app server's pooled connections do not keep it. `session`: its connection, if it holds
+    one already, is switched now and back at the end. No effect on PostgreSQL."""
+    token = _BULK.set(True)
+    bound = _bound_sqlite(session)
+    if bound is not None:
+        _set_cache(bound.connection.dbapi_connection, bound.connection.info, BULK_CACHE_KB)
+    try:
+        yield
+    finally:
+        _BULK.reset(token)
+        bound = _bound_sqlite(session)
+        if bound is not None:
+            _set_cache(bound.connection.dbapi_connection, bound.connection.info, _cache_kb())
+
+
+def _bound_sqlite(session: Session | None) -> Connection | None:
+    """The connection `session` holds now, on SQLite (None: none, or another backend)."""
+    if session is None or not session.in_transaction():
+        return None
+    bind = session.get_bind()
+    if bind.dialect.name != "sqlite":
+        return None
+    return session.connection()
 
 
 SCHEMA_LOCK_KEY = 0x636C6177  # "claw": the PostgreSQL advisory lock held while creating tables
