@@ -1,9 +1,10 @@
 """The Runs filters as URL parameters, and the Runs order the Episode switcher walks.
 
-Every filter of the Runs page lives in its URL (`/runs?task=a&task=b&reward=0.2-0.8&q=...`), so a
-pasted link restores the table, Back walks filter changes, and the Episode page can step through
-the same list (previous / next) the Runs table showed. Parameters are written through
-`clawviz.ui.state.set_params`, one history entry per change.
+Every filter of the Runs page lives in its URL (`/?task=a&task=b&reward=0.2-0.8&q=...`: Runs is
+the default page, served at `/`), so a pasted link restores the table, Back walks filter
+changes, and the Episode page can step through the same list (previous / next) the Runs table
+showed. Parameters are written through `clawviz.ui.state.set_params`, one history entry per
+change.
 """
 
 from __future__ import annotations

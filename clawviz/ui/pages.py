@@ -22,7 +22,8 @@ PAGES_DIR = ROOT / "pages"
 
 @dataclass(frozen=True)
 class PageSpec:
-    """One page: `key` is its file stem and its URL path (`/episode?episode=...`)."""
+    """One page: `key` is its file stem and its URL path (`/episode?episode=...`); the default
+    page is served at `/` instead (Streamlit ignores its path)."""
 
     key: str
     title: str
